@@ -1,0 +1,205 @@
+//! The error every store port returns.
+//!
+//! Variants carry the ids involved, and [`Error::is_retryable`] says whether
+//! trying the same call again can help: a lost race, an illegal transition or
+//! bad input will fail the same way again; a dropped connection may not.
+
+use crate::ids::{RunId, StepId};
+use crate::status::{RunStatus, StepStatus, UnknownStatus};
+
+/// `Result` with flowstate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a store call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The run does not exist.
+    #[error("run {0} not found")]
+    RunNotFound(RunId),
+    /// The step does not exist.
+    #[error("step {0} not found")]
+    StepNotFound(StepId),
+    /// No step of that name exists in the run.
+    #[error("run {run} has no step named {name:?}")]
+    StepNameNotFound {
+        /// The run searched.
+        run: RunId,
+        /// The step name asked for.
+        name: String,
+    },
+    /// The run's status machine does not allow the move; nothing was written.
+    #[error("run {run} cannot move from {from} to {to}")]
+    IllegalRunTransition {
+        /// The run.
+        run: RunId,
+        /// Its status when the move was attempted.
+        from: RunStatus,
+        /// The status asked for.
+        to: RunStatus,
+    },
+    /// The step's status machine does not allow the move; nothing was written.
+    #[error("step {step} cannot move from {from} to {to}")]
+    IllegalStepTransition {
+        /// The step.
+        step: StepId,
+        /// Its status when the move was attempted.
+        from: StepStatus,
+        /// The status asked for.
+        to: StepStatus,
+    },
+    /// A claim named another function than the step was dispatched with; the
+    /// step was not touched.
+    #[error("step {name:?} of run {run} was dispatched with {expected:?}, not {claimed:?}")]
+    FunctionMismatch {
+        /// The run.
+        run: RunId,
+        /// The step name.
+        name: String,
+        /// The function the step is pinned to.
+        expected: String,
+        /// The function the claim named.
+        claimed: String,
+    },
+    /// The input was refused before anything was written.
+    #[error(transparent)]
+    InvalidInput(#[from] InvalidInput),
+    /// A stored row holds something no valid write produces (an unknown
+    /// status string, malformed JSON): it was written by hand or by a bug.
+    #[error("corrupt {what} in stored row {row}: {detail}")]
+    Corrupt {
+        /// Which column or field.
+        what: &'static str,
+        /// The id of the row.
+        row: String,
+        /// What was found.
+        detail: String,
+    },
+    /// The backend could not hand out a connection in time.
+    #[error("no connection available within {waited_ms} ms")]
+    PoolTimeout {
+        /// How long the call waited.
+        waited_ms: u64,
+    },
+    /// The backend failed: a dropped connection, a deadlock victim, a
+    /// constraint the store did not expect.
+    #[error("backend error during {operation}: {source}")]
+    Backend {
+        /// The port method that failed.
+        operation: &'static str,
+        /// Whether the same call may succeed if tried again.
+        retryable: bool,
+        /// The backend's own error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+}
+
+/// Input refused before any write.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidInput {
+    /// A JSON value or key is larger than the configured limit.
+    #[error("{field} is {bytes} bytes, over the limit of {limit}")]
+    TooLarge {
+        /// What was too large.
+        field: &'static str,
+        /// Its size.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A value or key holds a NUL character, which not every backend stores.
+    #[error("{field} contains a NUL character")]
+    NulCharacter {
+        /// Where it was found.
+        field: &'static str,
+    },
+    /// A name or key is empty.
+    #[error("{field} is empty")]
+    Empty {
+        /// What was empty.
+        field: &'static str,
+    },
+    /// A value is out of its allowed range.
+    #[error("{field} is out of range: {detail}")]
+    OutOfRange {
+        /// What was out of range.
+        field: &'static str,
+        /// Why.
+        detail: String,
+    },
+}
+
+impl Error {
+    /// Whether trying the same call again may succeed.
+    ///
+    /// Only backend failures marked retryable and pool timeouts are; a lost
+    /// race, an illegal transition, a missing row or bad input fail the same
+    /// way every time.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::PoolTimeout { .. } => true,
+            Self::Backend { retryable, .. } => *retryable,
+            _ => false,
+        }
+    }
+
+    /// A corrupt status string found in `row`.
+    pub fn corrupt_status(row: &impl ToString, err: &UnknownStatus) -> Self {
+        Self::Corrupt {
+            what: if err.kind == "run" {
+                "run status"
+            } else {
+                "step status"
+            },
+            row: row.to_string(),
+            detail: err.to_string(),
+        }
+    }
+
+    /// A backend failure during `operation`.
+    pub fn backend(
+        operation: &'static str,
+        retryable: bool,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        Self::Backend {
+            operation,
+            retryable,
+            source: source.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_transient_failures_are_retryable() {
+        let run = RunId::generate();
+        assert!(!Error::RunNotFound(run).is_retryable());
+        assert!(
+            !Error::IllegalRunTransition {
+                run,
+                from: RunStatus::Completed,
+                to: RunStatus::Running
+            }
+            .is_retryable()
+        );
+        assert!(Error::PoolTimeout { waited_ms: 5 }.is_retryable());
+        assert!(Error::backend("claim_step", true, "connection reset").is_retryable());
+        assert!(!Error::backend("insert_step", false, "unique violation").is_retryable());
+    }
+
+    #[test]
+    fn messages_name_the_ids() {
+        let run = RunId::generate();
+        assert!(
+            Error::RunNotFound(run)
+                .to_string()
+                .contains(&run.to_string())
+        );
+    }
+}

@@ -1,0 +1,150 @@
+//! The limits every backend applies to JSON and keys before they are stored,
+//! so bad input is refused the same way everywhere, before any write.
+
+use serde_json::Value;
+
+use crate::error::{Error, InvalidInput};
+
+/// Size limits for stored JSON and run-state keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JsonLimits {
+    /// The largest serialised JSON value accepted, in bytes.
+    pub max_value_bytes: usize,
+    /// The longest run-state key, step name or workflow name, in bytes.
+    pub max_key_bytes: usize,
+}
+
+impl Default for JsonLimits {
+    /// 1 MiB values, 255-byte keys.
+    fn default() -> Self {
+        Self {
+            max_value_bytes: 1024 * 1024,
+            max_key_bytes: 255,
+        }
+    }
+}
+
+impl JsonLimits {
+    /// Serialises `value` for storage, refusing it if it is larger than
+    /// [`Self::max_value_bytes`] or holds a NUL character anywhere (in a key
+    /// or a string): PostgreSQL's `jsonb` cannot store one, and a value that
+    /// one backend refuses must be refused by all.
+    ///
+    /// `field` names what the value is, for the error.
+    pub fn encode(&self, field: &'static str, value: &Value) -> Result<String, Error> {
+        let text = value.to_string();
+        if text.len() > self.max_value_bytes {
+            return Err(Error::InvalidInput(InvalidInput::TooLarge {
+                field,
+                bytes: text.len(),
+                limit: self.max_value_bytes,
+            }));
+        }
+        // serde_json writes a NUL as the escape `\u0000`; an escaped
+        // backslash followed by `u0000` is preceded by another backslash.
+        if contains_nul_escape(&text) {
+            return Err(Error::InvalidInput(InvalidInput::NulCharacter { field }));
+        }
+        Ok(text)
+    }
+
+    /// Checks a name or key: not empty, no NUL, at most
+    /// [`Self::max_key_bytes`]. Quotes, dots and SQL are fine: keys are
+    /// always bound, never spliced.
+    pub fn check_key(&self, field: &'static str, key: &str) -> Result<(), Error> {
+        if key.is_empty() {
+            return Err(Error::InvalidInput(InvalidInput::Empty { field }));
+        }
+        if key.len() > self.max_key_bytes {
+            return Err(Error::InvalidInput(InvalidInput::TooLarge {
+                field,
+                bytes: key.len(),
+                limit: self.max_key_bytes,
+            }));
+        }
+        if key.contains('\0') {
+            return Err(Error::InvalidInput(InvalidInput::NulCharacter { field }));
+        }
+        Ok(())
+    }
+}
+
+fn contains_nul_escape(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' {
+            if bytes[i + 1..].starts_with(b"u0000") {
+                return true;
+            }
+            i += 2; // skip the escaped character, whatever it is
+        } else {
+            i += 1;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn encode(value: &Value) -> Result<String, Error> {
+        JsonLimits::default().encode("input", value)
+    }
+
+    #[test]
+    fn ordinary_values_encode_unchanged() {
+        for value in [
+            json!([]),
+            json!(0),
+            json!(false),
+            json!(null),
+            json!({"a": {"b": [1, "x"]}}),
+        ] {
+            let text = encode(&value).unwrap();
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
+        }
+    }
+
+    #[test]
+    fn a_nul_in_a_string_or_a_key_is_refused() {
+        assert!(matches!(
+            encode(&json!({"a": "x\u{0}y"})),
+            Err(Error::InvalidInput(InvalidInput::NulCharacter {
+                field: "input"
+            }))
+        ));
+        assert!(encode(&json!({"k\u{0}": 1})).is_err());
+    }
+
+    #[test]
+    fn an_escaped_backslash_before_u0000_text_is_not_a_nul() {
+        assert!(encode(&json!("\\u0000")).is_ok());
+        assert!(encode(&json!("\\\u{0}")).is_err());
+    }
+
+    #[test]
+    fn an_oversized_value_is_refused_with_its_size() {
+        let big = json!("x".repeat(2 * 1024 * 1024));
+        match encode(&big) {
+            Err(Error::InvalidInput(InvalidInput::TooLarge { bytes, limit, .. })) => {
+                assert!(bytes > limit);
+            }
+            other => panic!("expected TooLarge, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn key_rules() {
+        let limits = JsonLimits::default();
+        assert!(limits.check_key("key", "a.b").is_ok());
+        assert!(limits.check_key("key", "'; drop table runs; --").is_ok());
+        assert!(limits.check_key("key", "say \"hi\"").is_ok());
+        assert!(limits.check_key("key", "").is_err());
+        assert!(limits.check_key("key", "a\0b").is_err());
+        assert!(limits.check_key("key", &"k".repeat(256)).is_err());
+        assert!(limits.check_key("key", &"k".repeat(255)).is_ok());
+    }
+}

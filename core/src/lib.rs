@@ -1,0 +1,56 @@
+//! flowstate-core: the domain types, the pure decisions and the async store
+//! ports of flowstate.
+//!
+//! This crate doesn't do I/O. It opens no connection, reads no clock and draws
+//! no random number itself: every decision here is a function of its inputs,
+//! with the time and the randomness passed in. The backends that talk to a
+//! database live in `flowstate-store-diesel` (or in a user's own crate) and
+//! implement the traits in [`ports`]; the policy crates (`flowstate-events`,
+//! `flowstate-recovery`, `flowstate-virtual-users`) are generic over those
+//! traits. `flowstate-testkit` holds the suite that proves a backend keeps the
+//! guarantees each port method documents.
+//!
+//! A map of the modules:
+//!
+//! | module | what it decides or describes |
+//! | --- | --- |
+//! | [`ids`], [`time`] | uuid v7 ids, microsecond UTC timestamps, the clock port |
+//! | [`status`] | run and step status machines, one transition table each |
+//! | [`claim`] | what a claim does for each step status ([`ClaimDecision`]) |
+//! | [`retry`] | retry policy per step, attempt numbering |
+//! | [`schedule`] | `next_run_at`, `is_due`, stale-run reaping, leases |
+//! | [`backoff`] | the shared per-run redispatch backoff, event dispatch backoff |
+//! | [`idempotency`] | idempotency keys for materialised runs |
+//! | [`json`] | the limits every backend applies to stored JSON |
+//! | [`records`] | the rows: runs, steps, attempts, versions, queries |
+//! | [`summary`] | pure folds of steps and history: graph state, status summary |
+//! | [`error`] | the one error type the ports return |
+//! | [`ports`] | the async store traits a backend implements |
+
+pub mod backoff;
+pub mod claim;
+pub mod error;
+pub mod idempotency;
+pub mod ids;
+pub mod json;
+pub mod ports;
+pub mod records;
+pub mod retry;
+pub mod schedule;
+pub mod status;
+pub mod summary;
+pub mod time;
+
+pub use backoff::{EventDispatchBackoff, EventDispatchOutcome, RedispatchBackoff};
+pub use claim::{ClaimDecision, ClaimInput, NotClaimable};
+pub use error::{Error, Result};
+pub use ids::{HistoryId, RunId, StepId, VersionId};
+pub use json::JsonLimits;
+pub use ports::{RunStore, StepStore, Store, VersionStore};
+pub use records::{
+    GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,
+    Step, StepAttempt, StepSummary, StepTransition, WorkflowVersion,
+};
+pub use retry::RetryPolicy;
+pub use status::{RunStatus, StepStatus};
+pub use time::{Clock, SystemClock, Timestamp};

@@ -1,0 +1,193 @@
+//! The store ports: the async traits a backend implements.
+//!
+//! Each method is one atomic unit of work with the guarantee its doc states;
+//! `flowstate-testkit` has a case for every one of them. Futures are `Send`,
+//! so logic generic over a port runs on a multi-threaded runtime.
+//!
+//! Every method that takes JSON or a key checks it with the backend's
+//! [`JsonLimits`](crate::JsonLimits) first and writes nothing if it is
+//! refused ([`Error::InvalidInput`]). Unknown ids are typed errors
+//! ([`Error::RunNotFound`], [`Error::StepNotFound`],
+//! [`Error::StepNameNotFound`]), never an empty success, except where a
+//! method says it answers `None`.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::ids::{RunId, StepId};
+use crate::records::{
+    GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunQuery, Step,
+    StepAttempt, StepSummary, StepTransition, WorkflowVersion,
+};
+use crate::status::{RunStatus, StepStatus};
+use crate::summary;
+
+/// Runs, their status, their children and their state.
+pub trait RunStore: Send + Sync {
+    /// Creates a run in status `running`.
+    ///
+    /// With an idempotency key, a second create with the same key (however
+    /// many race) returns the first run with `inserted: false`, whatever its
+    /// other fields. A parent that does not exist is
+    /// [`Error::RunNotFound`].
+    fn create_run(&self, run: NewRun) -> impl Future<Output = Result<Inserted<Run>>> + Send;
+
+    /// Reads one run.
+    fn get_run(&self, id: RunId) -> impl Future<Output = Result<Run>> + Send;
+
+    /// Lists runs matching `query`, newest first by `(created_at, id)`, one
+    /// page at a time; `next` is set when the page is full.
+    fn list_runs(&self, query: &RunQuery) -> impl Future<Output = Result<Page<Run>>> + Send;
+
+    /// Moves a run to `to` if [`RunStatus::TRANSITIONS`] allows it from its
+    /// current status, as one status-guarded write: of two racing moves out
+    /// of the same status, at most one succeeds. An illegal move is
+    /// [`Error::IllegalRunTransition`] and writes nothing.
+    fn set_run_status(&self, id: RunId, to: RunStatus) -> impl Future<Output = Result<Run>> + Send;
+
+    /// Deletes a run with its steps, their history and its state. Its child
+    /// runs stay, with no parent.
+    fn delete_run(&self, id: RunId) -> impl Future<Output = Result<()>> + Send;
+
+    /// How many children `parent` has in each status (statuses with none are
+    /// left out).
+    fn count_children(
+        &self,
+        parent: RunId,
+    ) -> impl Future<Output = Result<BTreeMap<RunStatus, u64>>> + Send;
+
+    /// Writes one key of a run's state, in one statement with no
+    /// read-modify-write: concurrent writes of different keys never clobber
+    /// each other, and a second write of a key replaces the first. The key is
+    /// one key whatever it holds (dots, quotes, SQL); the value's JSON type
+    /// survives exactly (`[]`, `0`, `false`, `null`, nested).
+    fn write_state(
+        &self,
+        run: RunId,
+        key: &str,
+        value: &Value,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Reads every key of a run's state.
+    fn read_state(&self, run: RunId) -> impl Future<Output = Result<Map<String, Value>>> + Send;
+}
+
+/// Steps, their attempts and their history.
+pub trait StepStore: Send + Sync {
+    /// Inserts a step in status `pending`, attempt 1, with its first history
+    /// row. A second insert of the same name in the same run (however many
+    /// race) returns the existing step unchanged, `inserted: false`.
+    fn insert_step(&self, step: NewStep) -> impl Future<Output = Result<Inserted<Step>>> + Send;
+
+    /// Reads one step, without touching its history.
+    fn get_step(&self, id: StepId) -> impl Future<Output = Result<Step>> + Send;
+
+    /// Reads one step by run and name, without touching its history.
+    fn find_step(&self, run: RunId, name: &str) -> impl Future<Output = Result<Step>> + Send;
+
+    /// Reads every step of a run, ordered by creation then name, in one round
+    /// trip. An unknown run is [`Error::RunNotFound`]; a run with no steps
+    /// answers an empty list.
+    fn list_steps(&self, run: RunId) -> impl Future<Output = Result<Vec<Step>>> + Send;
+
+    /// Moves the step's current attempt as `transition` says, if
+    /// [`StepStatus::TRANSITIONS`] allows it: the step row and that attempt's
+    /// history row change together or not at all, and a missing history row
+    /// is recreated, never skipped. An illegal move is
+    /// [`Error::IllegalStepTransition`] and writes nothing.
+    fn transition_step(
+        &self,
+        id: StepId,
+        transition: StepTransition,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Starts the next attempt of a failed step in `start` (pending or
+    /// running): the attempt rises by one, result and error clear, and a new
+    /// history row is written, together. A step that is not failed is
+    /// [`Error::IllegalStepTransition`]; a `start` that is neither is
+    /// [`Error::InvalidInput`]. It does not consult the retry policy (that is
+    /// the claim's job), so an engine can retry by hand.
+    fn create_retry_attempt(
+        &self,
+        id: StepId,
+        start: StepStatus,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Claims step `name` of `run` for a worker running `function`, carrying
+    /// out [`ClaimDecision`](crate::ClaimDecision) atomically: a pending or
+    /// scheduled step moves to running; a failed step with attempts left
+    /// starts its next attempt, running; anything else answers `None`. Of any
+    /// number of concurrent claims of one step, exactly one gets `Some` (the
+    /// step as it is after the claim), and a retry raises the attempt by
+    /// exactly one. A claim naming another function than the step is pinned
+    /// to is [`Error::FunctionMismatch`] and leaves the step untouched.
+    fn claim_step(
+        &self,
+        run: RunId,
+        name: &str,
+        function: &str,
+    ) -> impl Future<Output = Result<Option<Step>>> + Send;
+
+    /// Every attempt of every step of a run, ordered by creation then
+    /// attempt, so a retry created in the same microsecond sorts after the
+    /// attempt it replaces. An unknown run is [`Error::RunNotFound`].
+    fn step_history(&self, run: RunId) -> impl Future<Output = Result<Vec<StepAttempt>>> + Send;
+
+    /// Records the branch a graph run took at this step.
+    fn set_branch_taken(&self, id: StepId, branch: &str)
+    -> impl Future<Output = Result<()>> + Send;
+
+    /// The run's completed and failed step names and the branches taken.
+    fn graph_state(&self, run: RunId) -> impl Future<Output = Result<GraphState>> + Send {
+        async move { Ok(summary::graph_state(&self.list_steps(run).await?)) }
+    }
+
+    /// The results of the named steps that have one, in one call.
+    fn step_results(
+        &self,
+        run: RunId,
+        names: &[&str],
+    ) -> impl Future<Output = Result<BTreeMap<String, Value>>> + Send {
+        async move { Ok(summary::step_results(&self.list_steps(run).await?, names)) }
+    }
+
+    /// Per step, its latest status, attempt count and duration; a retried
+    /// step is one entry whose latest attempt wins.
+    fn run_summary(&self, run: RunId) -> impl Future<Output = Result<Vec<StepSummary>>> + Send {
+        async move { Ok(summary::summarize(&self.step_history(run).await?)) }
+    }
+}
+
+/// Workflow versions: a graph stored once per (workflow, hash).
+pub trait VersionStore: Send + Sync {
+    /// Stores a version; a second upsert of the same (workflow, graph hash)
+    /// changes nothing and returns the first, `inserted: false`.
+    fn upsert_version(
+        &self,
+        version: NewWorkflowVersion,
+    ) -> impl Future<Output = Result<Inserted<WorkflowVersion>>> + Send;
+
+    /// Reads a version; `None` if the pair was never stored.
+    fn get_version(
+        &self,
+        workflow: &str,
+        graph_hash: &str,
+    ) -> impl Future<Output = Result<Option<WorkflowVersion>>> + Send;
+}
+
+/// Every port at once: what a full backend implements.
+pub trait Store: RunStore + StepStore + VersionStore {}
+
+impl<T: RunStore + StepStore + VersionStore> Store for T {}
+
+/// Reads `text` as stored JSON, naming `what` and `row` if it is not JSON.
+pub fn decode_json(what: &'static str, row: &impl ToString, text: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|err| Error::Corrupt {
+        what,
+        row: row.to_string(),
+        detail: err.to_string(),
+    })
+}

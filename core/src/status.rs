@@ -1,0 +1,292 @@
+//! The run and step status machines.
+//!
+//! Each machine is one table ([`RunStatus::TRANSITIONS`],
+//! [`StepStatus::TRANSITIONS`]) that the code consults and the docs print, so
+//! the two cannot drift. Backends encode the same tables as status guards in
+//! their `UPDATE`s; the testkit checks every row of them against every backend.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// A status string read from storage that names no status.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} status {value:?}")]
+pub struct UnknownStatus {
+    /// `"run"` or `"step"`.
+    pub kind: &'static str,
+    /// The text that was found.
+    pub value: String,
+}
+
+macro_rules! status_enum {
+    (
+        $(#[$doc:meta])* $name:ident, $kind:literal,
+        { $($(#[$vdoc:meta])* $variant:ident => $text:literal),+ $(,)? }
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum $name {
+            $($(#[$vdoc])* $variant),+
+        }
+
+        impl $name {
+            /// Every status, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The stored text of this status.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text),+
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownStatus;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($text => Ok(Self::$variant),)+
+                    _ => Err(UnknownStatus { kind: $kind, value: s.to_owned() }),
+                }
+            }
+        }
+    };
+}
+
+status_enum!(
+    /// Where a workflow run stands.
+    RunStatus, "run", {
+        /// Steps are being executed.
+        Running => "running",
+        /// Waiting for something outside (a sleep, an approval, a child run).
+        /// Not settled: it will run again.
+        Suspended => "suspended",
+        /// Finished with a result. Settled.
+        Completed => "completed",
+        /// Finished with an error. Settled.
+        Failed => "failed",
+        /// Stopped on request. Settled.
+        Cancelled => "cancelled",
+    }
+);
+
+status_enum!(
+    /// Where one step of a run stands, for its current attempt.
+    StepStatus, "step", {
+        /// Inserted, not yet claimed.
+        Pending => "pending",
+        /// Waiting for a time or an outside signal; claimable when dispatched.
+        Scheduled => "scheduled",
+        /// Claimed by a worker and executing.
+        Running => "running",
+        /// Finished with a result. Final for the step.
+        Succeeded => "succeeded",
+        /// The current attempt failed; a retry attempt may follow.
+        Failed => "failed",
+    }
+);
+
+impl RunStatus {
+    /// The legal run transitions, `(from, to)`.
+    pub const TRANSITIONS: &'static [(Self, Self)] = &[
+        (Self::Running, Self::Suspended),
+        (Self::Running, Self::Completed),
+        (Self::Running, Self::Failed),
+        (Self::Running, Self::Cancelled),
+        (Self::Suspended, Self::Running),
+        (Self::Suspended, Self::Failed),
+        (Self::Suspended, Self::Cancelled),
+    ];
+
+    /// Whether the run is finished for good: completed, failed or cancelled.
+    ///
+    /// A suspended run is *not* settled: it will be resumed. A message for a
+    /// settled run must be answered without replaying it.
+    pub const fn is_settled(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+
+    /// Whether moving from `self` to `to` is in [`Self::TRANSITIONS`].
+    pub fn can_transition_to(self, to: Self) -> bool {
+        Self::TRANSITIONS.contains(&(self, to))
+    }
+
+    /// The statuses a run may move to `to` from, for status guards in SQL.
+    pub fn sources_of(to: Self) -> Vec<Self> {
+        sources(Self::TRANSITIONS, to)
+    }
+}
+
+impl StepStatus {
+    /// The legal in-place step transitions, `(from, to)`: the same attempt
+    /// changes status. A failed step moves on only through a new attempt
+    /// (a claim's retry or `create_retry_attempt`), never in place, so its
+    /// history row keeps the failure.
+    pub const TRANSITIONS: &'static [(Self, Self)] = &[
+        (Self::Pending, Self::Scheduled),
+        (Self::Pending, Self::Running),
+        (Self::Pending, Self::Failed),
+        (Self::Scheduled, Self::Pending),
+        (Self::Scheduled, Self::Running),
+        (Self::Scheduled, Self::Failed),
+        (Self::Running, Self::Scheduled),
+        (Self::Running, Self::Succeeded),
+        (Self::Running, Self::Failed),
+    ];
+
+    /// The statuses a new retry attempt may start in.
+    pub const RETRY_STARTS: &'static [Self] = &[Self::Pending, Self::Running];
+
+    /// Whether moving from `self` to `to` in place is in [`Self::TRANSITIONS`].
+    pub fn can_transition_to(self, to: Self) -> bool {
+        Self::TRANSITIONS.contains(&(self, to))
+    }
+
+    /// The statuses a step may move to `to` from, for status guards in SQL.
+    pub fn sources_of(to: Self) -> Vec<Self> {
+        sources(Self::TRANSITIONS, to)
+    }
+
+    /// Whether the step will never run again.
+    pub const fn is_final(self) -> bool {
+        matches!(self, Self::Succeeded)
+    }
+}
+
+fn sources<S: Copy + PartialEq>(table: &[(S, S)], to: S) -> Vec<S> {
+    table
+        .iter()
+        .filter(|(_, t)| *t == to)
+        .map(|(f, _)| *f)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_run(from: RunStatus, to: RunStatus, legal: bool) {
+        assert_eq!(from.can_transition_to(to), legal, "{from} -> {to}");
+    }
+
+    fn check_step(from: StepStatus, to: StepStatus, legal: bool) {
+        assert_eq!(from.can_transition_to(to), legal, "{from} -> {to}");
+    }
+
+    #[test]
+    fn run_transition_table() {
+        use RunStatus::{Cancelled, Completed, Failed, Running, Suspended};
+        let rows = [
+            (Running, Running, false),
+            (Running, Suspended, true),
+            (Running, Completed, true),
+            (Running, Failed, true),
+            (Running, Cancelled, true),
+            (Suspended, Running, true),
+            (Suspended, Suspended, false),
+            (Suspended, Completed, false),
+            (Suspended, Failed, true),
+            (Suspended, Cancelled, true),
+            (Completed, Running, false),
+            (Completed, Failed, false),
+            (Failed, Running, false),
+            (Failed, Completed, false),
+            (Cancelled, Running, false),
+            (Cancelled, Suspended, false),
+        ];
+        for (from, to, legal) in rows {
+            check_run(from, to, legal);
+        }
+    }
+
+    #[test]
+    fn no_transition_leaves_a_settled_run() {
+        for &(from, _) in RunStatus::TRANSITIONS {
+            assert!(!from.is_settled(), "{from} is settled but has an exit");
+        }
+    }
+
+    #[test]
+    fn settled_statuses() {
+        let rows = [
+            (RunStatus::Running, false),
+            (RunStatus::Suspended, false),
+            (RunStatus::Completed, true),
+            (RunStatus::Failed, true),
+            (RunStatus::Cancelled, true),
+        ];
+        for (status, settled) in rows {
+            assert_eq!(status.is_settled(), settled, "{status}");
+        }
+    }
+
+    #[test]
+    fn step_transition_table() {
+        use StepStatus::{Failed, Pending, Running, Scheduled, Succeeded};
+        let rows = [
+            (Pending, Pending, false),
+            (Pending, Scheduled, true),
+            (Pending, Running, true),
+            (Pending, Succeeded, false),
+            (Pending, Failed, true),
+            (Scheduled, Pending, true),
+            (Scheduled, Running, true),
+            (Scheduled, Succeeded, false),
+            (Scheduled, Failed, true),
+            (Running, Running, false),
+            (Running, Scheduled, true),
+            (Running, Succeeded, true),
+            (Running, Failed, true),
+            (Running, Pending, false),
+            (Succeeded, Running, false),
+            (Succeeded, Failed, false),
+            (Failed, Running, false),
+            (Failed, Pending, false),
+            (Failed, Succeeded, false),
+        ];
+        for (from, to, legal) in rows {
+            check_step(from, to, legal);
+        }
+    }
+
+    #[test]
+    fn sources_match_the_table() {
+        assert_eq!(
+            StepStatus::sources_of(StepStatus::Succeeded),
+            vec![StepStatus::Running]
+        );
+        assert_eq!(
+            RunStatus::sources_of(RunStatus::Running),
+            vec![RunStatus::Suspended]
+        );
+        assert!(StepStatus::sources_of(StepStatus::Pending).contains(&StepStatus::Scheduled));
+    }
+
+    #[test]
+    fn statuses_round_trip_through_text() {
+        for s in RunStatus::ALL {
+            assert_eq!(s.as_str().parse::<RunStatus>().unwrap(), *s);
+        }
+        for s in StepStatus::ALL {
+            assert_eq!(s.as_str().parse::<StepStatus>().unwrap(), *s);
+        }
+    }
+
+    #[test]
+    fn an_unknown_status_string_is_a_typed_error() {
+        let err = "exploded".parse::<StepStatus>().unwrap_err();
+        assert_eq!(err.kind, "step");
+        assert_eq!(err.value, "exploded");
+        assert!("RUNNING".parse::<RunStatus>().is_err());
+    }
+}
