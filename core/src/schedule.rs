@@ -152,7 +152,7 @@ mod tests {
         let limit = STALE_RUN_AFTER;
         assert!(!is_stale(
             start,
-            start.plus(limit - Duration::from_micros(1)),
+            start.plus(limit.saturating_sub(Duration::from_micros(1))),
             limit
         ));
         assert!(is_stale(start, start.plus(limit), limit));
