@@ -1,0 +1,77 @@
+//! How a store is opened: the URL, the pool, the limits and the clock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use flowstate_core::{Clock, JsonLimits, SystemClock};
+
+use crate::statement_log::StatementLog;
+
+/// Settings for opening a [`DieselStore`](crate::DieselStore).
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    /// The most connections the pool holds.
+    pub pool_size: usize,
+    /// How long a call waits for a free connection before it fails with
+    /// [`flowstate_core::Error::PoolTimeout`]; it never hangs.
+    pub acquire_timeout: Duration,
+    /// How long SQLite waits on a locked database before giving up.
+    pub sqlite_busy_timeout: Duration,
+    /// The limits applied to every JSON value and key before it is written.
+    pub limits: JsonLimits,
+    /// Where the store reads the time it stamps on rows.
+    pub clock: Arc<dyn Clock>,
+    /// Where every statement sent is recorded, if anywhere (tests and the
+    /// bench use it to count statements per operation).
+    pub statement_log: Option<Arc<StatementLog>>,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            pool_size: 10,
+            acquire_timeout: Duration::from_secs(5),
+            sqlite_busy_timeout: Duration::from_secs(10),
+            limits: JsonLimits::default(),
+            clock: Arc::new(SystemClock),
+            statement_log: None,
+        }
+    }
+}
+
+impl StoreConfig {
+    /// The same settings with a pool of `size` connections.
+    #[must_use]
+    pub fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size.max(1);
+        self
+    }
+
+    /// The same settings with `timeout` to wait for a connection.
+    #[must_use]
+    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
+        self.acquire_timeout = timeout;
+        self
+    }
+
+    /// The same settings reading time from `clock`.
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The same settings with `limits` for JSON and keys.
+    #[must_use]
+    pub fn limits(mut self, limits: JsonLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The same settings recording every statement in `log`.
+    #[must_use]
+    pub fn statement_log(mut self, log: Arc<StatementLog>) -> Self {
+        self.statement_log = Some(log);
+        self
+    }
+}

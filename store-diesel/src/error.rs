@@ -1,0 +1,111 @@
+//! Errors: the ones opening and migrating a store can raise, and the mapping
+//! of diesel's errors into the ports' [`flowstate_core::Error`].
+
+use std::time::Duration;
+
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+
+/// Why opening or migrating a store failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The URL names no supported database, or a dialect this build leaves out.
+    #[error("unsupported database url {url:?}: {reason}")]
+    UnsupportedUrl {
+        /// The URL as given (passwords are not printed: only the scheme is kept).
+        url: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The database could not be reached or refused the connection.
+    #[error("cannot connect to {dialect} database: {source}")]
+    Connect {
+        /// Which dialect.
+        dialect: &'static str,
+        /// What went wrong.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The connection pool could not be built.
+    #[error("cannot build the {dialect} connection pool: {detail}")]
+    Pool {
+        /// Which dialect.
+        dialect: &'static str,
+        /// What went wrong.
+        detail: String,
+    },
+    /// A migration failed; the ones before it stay applied.
+    #[error("migration failed on {dialect}: {source}")]
+    Migration {
+        /// Which dialect.
+        dialect: &'static str,
+        /// What went wrong.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Maps a diesel error raised during `operation` into the ports' error,
+/// deciding whether it is worth retrying.
+///
+/// Unique and foreign-key violations are not (the same call fails the same
+/// way); a dropped connection, a serialization failure or a deadlock victim
+/// are (the transaction was rolled back whole).
+pub fn backend(operation: &'static str, err: DieselError) -> flowstate_core::Error {
+    let retryable = is_retryable(&err);
+    flowstate_core::Error::backend(operation, retryable, err)
+}
+
+/// Whether a diesel error is transient.
+pub fn is_retryable(err: &DieselError) -> bool {
+    match err {
+        DieselError::DatabaseError(kind, info) => match kind {
+            DatabaseErrorKind::SerializationFailure | DatabaseErrorKind::ClosedConnection => true,
+            DatabaseErrorKind::UniqueViolation
+            | DatabaseErrorKind::ForeignKeyViolation
+            | DatabaseErrorKind::NotNullViolation
+            | DatabaseErrorKind::CheckViolation => false,
+            _ => is_transient_message(info.message()),
+        },
+        DieselError::BrokenTransactionManager => true,
+        _ => false,
+    }
+}
+
+/// Deadlocks, lock timeouts and busy databases, by the servers' own words
+/// (MySQL 1213/1205 and SQLite BUSY/LOCKED come through as `Unknown`).
+fn is_transient_message(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    ["deadlock", "lock wait timeout", "database is locked", "database table is locked", "busy"]
+        .iter()
+        .any(|needle| message.contains(needle))
+}
+
+/// Whether a diesel error is a unique-key violation.
+pub fn is_unique_violation(err: &DieselError) -> bool {
+    matches!(err, DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _))
+}
+
+/// Whether a diesel error is a foreign-key violation.
+pub fn is_foreign_key_violation(err: &DieselError) -> bool {
+    matches!(err, DieselError::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, _))
+}
+
+/// Maps a pool error: a timeout is [`flowstate_core::Error::PoolTimeout`],
+/// anything else a retryable backend error (the database went away).
+pub fn pool(
+    operation: &'static str,
+    waited: Duration,
+    err: diesel_async::pooled_connection::deadpool::PoolError,
+) -> flowstate_core::Error {
+    use deadpool::managed::PoolError;
+    match err {
+        PoolError::Timeout(_) => flowstate_core::Error::PoolTimeout {
+            waited_ms: waited.as_millis() as u64,
+        },
+        other => flowstate_core::Error::backend(operation, true, other),
+    }
+}

@@ -1,0 +1,174 @@
+//! The embedded migrations, one set per dialect, and the calls that apply,
+//! revert and list them. `cargo xtask migrate` drives these same calls, so
+//! the CLI and the library can never disagree about the schema.
+//!
+//! Migrations run on a blocking thread with a connection of their own, so
+//! they work on any tokio runtime flavour.
+
+use diesel::migration::MigrationSource;
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness};
+
+use crate::error::{Error, Result};
+use crate::url::{DatabaseUrl, Dialect};
+
+/// PostgreSQL's migrations.
+#[cfg(feature = "postgres")]
+pub static POSTGRES: EmbeddedMigrations = diesel_migrations::embed_migrations!("migrations/postgres");
+/// MySQL's and MariaDB's migrations.
+#[cfg(feature = "mysql")]
+pub static MYSQL: EmbeddedMigrations = diesel_migrations::embed_migrations!("migrations/mysql");
+/// SQLite's migrations.
+#[cfg(feature = "sqlite")]
+pub static SQLITE: EmbeddedMigrations = diesel_migrations::embed_migrations!("migrations/sqlite");
+
+/// One migration and whether the database has it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MigrationState {
+    /// Its version (the folder name's leading timestamp).
+    pub version: String,
+    /// Its full name.
+    pub name: String,
+    /// Whether it is applied.
+    pub applied: bool,
+}
+
+/// What to do to the schema.
+#[derive(Clone, Copy, Debug)]
+enum Action {
+    Up,
+    Down(usize),
+    Status,
+}
+
+enum Outcome {
+    Versions(Vec<String>),
+    States(Vec<MigrationState>),
+}
+
+/// Applies every pending migration; returns the versions applied (none when
+/// the schema is current: running it twice is a no-op).
+pub async fn up(url: &str) -> Result<Vec<String>> {
+    match run(url, Action::Up).await? {
+        Outcome::Versions(v) => Ok(v),
+        Outcome::States(_) => unreachable!("up answers versions"),
+    }
+}
+
+/// Reverts the last `steps` applied migrations (all of them if `steps` is
+/// larger); returns the versions reverted, newest first.
+pub async fn down(url: &str, steps: usize) -> Result<Vec<String>> {
+    match run(url, Action::Down(steps)).await? {
+        Outcome::Versions(v) => Ok(v),
+        Outcome::States(_) => unreachable!("down answers versions"),
+    }
+}
+
+/// Every embedded migration, oldest first, and whether it is applied.
+pub async fn status(url: &str) -> Result<Vec<MigrationState>> {
+    match run(url, Action::Status).await? {
+        Outcome::States(s) => Ok(s),
+        Outcome::Versions(_) => unreachable!("status answers states"),
+    }
+}
+
+async fn run(url: &str, action: Action) -> Result<Outcome> {
+    let parsed = DatabaseUrl::parse(url)?;
+    let dialect = parsed.dialect;
+    let target = parsed.target;
+    let task = tokio::task::spawn_blocking(move || -> Result<Outcome> {
+        match dialect {
+            #[cfg(feature = "postgres")]
+            Dialect::Postgres => {
+                type Conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper<diesel_async::AsyncPgConnection>;
+                apply::<Conn>(dialect, &target, &POSTGRES, action)
+            }
+            #[cfg(feature = "mysql")]
+            Dialect::Mysql => {
+                type Conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper<diesel_async::AsyncMysqlConnection>;
+                apply::<Conn>(dialect, &target, &MYSQL, action)
+            }
+            #[cfg(feature = "sqlite")]
+            Dialect::Sqlite => apply::<diesel::SqliteConnection>(dialect, &target, &SQLITE, action),
+            #[allow(unreachable_patterns)]
+            other => Err(Error::UnsupportedUrl {
+                url: format!("{other}://..."),
+                reason: "this build leaves that dialect out (enable its feature)",
+            }),
+        }
+    });
+    task.await.map_err(|err| Error::Migration {
+        dialect: dialect.name(),
+        source: Box::new(err),
+    })?
+}
+
+fn apply<C>(dialect: Dialect, target: &str, source: &'static EmbeddedMigrations, action: Action) -> Result<Outcome>
+where
+    C: diesel::Connection + MigrationHarness<C::Backend>,
+    EmbeddedMigrations: MigrationSource<C::Backend>,
+{
+    // `EmbeddedMigrations` is neither `Copy` nor `Clone`; each call borrows
+    // the static set through this tiny adapter.
+    let source = StaticSource(source);
+    let fail = |source: Box<dyn std::error::Error + Send + Sync>| Error::Migration {
+        dialect: dialect.name(),
+        source,
+    };
+    let mut conn = C::establish(target).map_err(|err| Error::Connect {
+        dialect: dialect.name(),
+        source: Box::new(err),
+    })?;
+    match action {
+        Action::Up => {
+            let applied = conn.run_pending_migrations(source).map_err(fail)?;
+            Ok(Outcome::Versions(applied.iter().map(ToString::to_string).collect()))
+        }
+        Action::Down(steps) => {
+            let mut reverted = Vec::new();
+            for _ in 0..steps {
+                if conn.applied_migrations().map_err(fail)?.is_empty() {
+                    break;
+                }
+                let version = conn.revert_last_migration(source).map_err(fail)?;
+                reverted.push(version.to_string());
+            }
+            Ok(Outcome::Versions(reverted))
+        }
+        Action::Status => {
+            let applied: Vec<String> = conn
+                .applied_migrations()
+                .map_err(fail)?
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            let states = source
+                .migrations()
+                .map_err(fail)?
+                .iter()
+                .map(|m| {
+                    let name = m.name().to_string();
+                    let version = m.name().version().to_string();
+                    MigrationState {
+                        applied: applied.contains(&version),
+                        version,
+                        name,
+                    }
+                })
+                .collect();
+            Ok(Outcome::States(states))
+        }
+    }
+}
+
+/// A `Copy` handle on a static migration set.
+#[derive(Clone, Copy)]
+struct StaticSource(&'static EmbeddedMigrations);
+
+impl<DB: diesel::backend::Backend> MigrationSource<DB> for StaticSource
+where
+    EmbeddedMigrations: MigrationSource<DB>,
+{
+    fn migrations(&self) -> diesel::migration::Result<Vec<Box<dyn diesel::migration::Migration<DB>>>> {
+        self.0.migrations()
+    }
+}

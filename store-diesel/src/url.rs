@@ -1,0 +1,103 @@
+//! Reading a database URL: which dialect it names and the form its driver
+//! wants.
+
+use crate::error::{Error, Result};
+
+/// The SQL dialects this crate speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// PostgreSQL, through `AsyncPgConnection`.
+    Postgres,
+    /// MySQL 8 or MariaDB 10.6+, through `AsyncMysqlConnection`.
+    Mysql,
+    /// An embedded SQLite file, through `SyncConnectionWrapper<SqliteConnection>`.
+    Sqlite,
+}
+
+impl Dialect {
+    /// Every dialect, for loops over backends (tests, bench).
+    pub const ALL: [Self; 3] = [Self::Postgres, Self::Mysql, Self::Sqlite];
+
+    /// The dialect's name as printed.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Postgres => "postgres",
+            Self::Mysql => "mysql",
+            Self::Sqlite => "sqlite",
+        }
+    }
+}
+
+impl std::fmt::Display for Dialect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A database URL read: its dialect and what to hand the driver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DatabaseUrl {
+    /// The dialect it names.
+    pub dialect: Dialect,
+    /// The URL (or, for SQLite, the file path) as the driver wants it.
+    pub target: String,
+}
+
+impl DatabaseUrl {
+    /// Reads `url`: `postgres://` or `postgresql://`; `mysql://` or
+    /// `mariadb://`; `sqlite://path`, `sqlite:path` or a plain file path.
+    pub fn parse(url: &str) -> Result<Self> {
+        let (dialect, target) = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            (Dialect::Postgres, url.to_owned())
+        } else if url.starts_with("mysql://") {
+            (Dialect::Mysql, url.to_owned())
+        } else if let Some(rest) = url.strip_prefix("mariadb://") {
+            (Dialect::Mysql, format!("mysql://{rest}"))
+        } else if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
+            (Dialect::Sqlite, path.to_owned())
+        } else if url.contains("://") {
+            return Err(unsupported(url, "unknown scheme: use postgres://, mysql://, mariadb:// or sqlite://"));
+        } else {
+            (Dialect::Sqlite, url.to_owned())
+        };
+        if target.is_empty() || (dialect == Dialect::Sqlite && target.trim().is_empty()) {
+            return Err(unsupported(url, "empty database path"));
+        }
+        Ok(Self { dialect, target })
+    }
+}
+
+fn unsupported(url: &str, reason: &'static str) -> Error {
+    let shown = url.split_once("://").map_or_else(|| url.to_owned(), |(scheme, _)| format!("{scheme}://..."));
+    Error::UnsupportedUrl { url: shown, reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(url: &str, dialect: Dialect, target: &str) {
+        let parsed = DatabaseUrl::parse(url).unwrap();
+        assert_eq!((parsed.dialect, parsed.target.as_str()), (dialect, target), "{url}");
+    }
+
+    #[test]
+    fn url_table() {
+        check("postgres://u@h/db", Dialect::Postgres, "postgres://u@h/db");
+        check("postgresql://u@h/db", Dialect::Postgres, "postgresql://u@h/db");
+        check("mysql://root@h/db", Dialect::Mysql, "mysql://root@h/db");
+        check("mariadb://root@h/db", Dialect::Mysql, "mysql://root@h/db");
+        check("sqlite://target/demo.db", Dialect::Sqlite, "target/demo.db");
+        check("sqlite:demo.db", Dialect::Sqlite, "demo.db");
+        check("/tmp/x.sqlite", Dialect::Sqlite, "/tmp/x.sqlite");
+    }
+
+    #[test]
+    fn bad_urls_are_typed_errors_without_secrets() {
+        let err = DatabaseUrl::parse("oracle://scott:tiger@h/db").unwrap_err();
+        assert!(matches!(err, Error::UnsupportedUrl { .. }));
+        assert!(!err.to_string().contains("tiger"));
+        assert!(DatabaseUrl::parse("sqlite://").is_err());
+        assert!(DatabaseUrl::parse("").is_err());
+    }
+}

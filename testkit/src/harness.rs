@@ -1,0 +1,96 @@
+//! [`Harness`]: what the conformance suite needs from a backend beyond the
+//! store ports, and [`MemoryHarness`], the harness of the reference backend.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use flowstate_core::{Store, StepId};
+
+use crate::clock::ManualClock;
+use crate::memory::MemoryStore;
+
+/// One backend under test, freshly made for one case.
+///
+/// The suite builds a new harness for every case (through the async factory
+/// given to [`conformance_suite!`](crate::conformance_suite)) and drops it
+/// when the case ends, so a harness must own an empty store of its own: a
+/// database (or schema, or file) per harness, not per process. A backend
+/// implements this in its own tests; what it must provide is:
+///
+/// - a store built with [`JsonLimits::default()`](flowstate_core::JsonLimits)
+///   (the bad-input cases probe those exact limits) that is shareable across
+///   tokio tasks (race cases clone the `Arc` into many tasks and need many
+///   connections at once);
+/// - a [`ManualClock`] that the store reads for every timestamp it writes
+///   (pass `Arc<ManualClock>` where the backend takes an `Arc<dyn Clock>`);
+/// - a way to delete one history row behind the store's back, for the cases
+///   about a transition that finds no history row to update.
+pub trait Harness: Send + Sync + 'static {
+    /// The backend under test.
+    type Store: Store + 'static;
+
+    /// The store under test: empty when the harness is made.
+    fn store(&self) -> &Arc<Self::Store>;
+
+    /// The clock the store reads. It starts at [`ManualClock::START`] and
+    /// only moves when a case moves it.
+    fn clock(&self) -> &ManualClock;
+
+    /// Deletes the history row of `attempt` of `step`, bypassing the ports
+    /// (for SQL: `DELETE FROM <history> WHERE step = ? AND attempt = ?`).
+    /// Panics if it cannot.
+    fn delete_history_row(&self, step: StepId, attempt: u32) -> impl Future<Output = ()> + Send;
+
+    /// Releases what the harness holds (drops its database, say) once a case
+    /// has passed. A case that panics skips it, so a backend must not rely on
+    /// it for correctness. Does nothing by default.
+    fn teardown(self) -> impl Future<Output = ()> + Send
+    where
+        Self: Sized,
+    {
+        async {}
+    }
+}
+
+/// The harness of [`MemoryStore`]: a fresh store reading a fresh
+/// [`ManualClock`].
+#[derive(Debug)]
+pub struct MemoryHarness {
+    store: Arc<MemoryStore>,
+    clock: Arc<ManualClock>,
+}
+
+impl MemoryHarness {
+    /// An empty store on a clock standing at [`ManualClock::START`].
+    pub fn new() -> Self {
+        let clock = Arc::new(ManualClock::new());
+        let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+        Self { store, clock }
+    }
+}
+
+impl Default for MemoryHarness {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Harness for MemoryHarness {
+    type Store = MemoryStore;
+
+    fn store(&self) -> &Arc<MemoryStore> {
+        &self.store
+    }
+
+    fn clock(&self) -> &ManualClock {
+        &self.clock
+    }
+
+    fn delete_history_row(&self, step: StepId, attempt: u32) -> impl Future<Output = ()> + Send {
+        let store = Arc::clone(&self.store);
+        async move {
+            let removed = store.remove_history_row(step, attempt);
+            assert!(removed, "no history row for attempt {attempt} of step {step}");
+        }
+    }
+}

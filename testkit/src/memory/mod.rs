@@ -1,0 +1,164 @@
+//! [`MemoryStore`]: the in-memory reference backend.
+//!
+//! It is the executable form of the port docs, not a database stand-in: one
+//! mutex over all state makes every port method trivially atomic, so what
+//! is left to read is what each method does. It asks `flowstate-core` for
+//! every decision (the claim, the transition tables, the JSON limits) and a
+//! [`Clock`] for every timestamp, and passes the same conformance suite as
+//! every other backend.
+
+mod runs;
+mod steps;
+mod versions;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use flowstate_core::{
+    Clock, Error, JsonLimits, Result, Run, RunId, Step, StepAttempt, StepId, StepStatus,
+    SystemClock, Timestamp, WorkflowVersion, HistoryId,
+};
+use serde_json::{Map, Value};
+
+/// The in-memory reference backend: every port, behind one mutex.
+///
+/// ```
+/// use std::sync::Arc;
+/// use flowstate_core::JsonLimits;
+/// use flowstate_testkit::{ManualClock, MemoryStore};
+///
+/// let clock = Arc::new(ManualClock::new());
+/// let store = MemoryStore::with_clock(clock.clone()).with_limits(JsonLimits::default());
+/// assert_eq!(store.limits(), JsonLimits::default());
+/// ```
+#[derive(Debug)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+    clock: Arc<dyn Clock>,
+    limits: JsonLimits,
+}
+
+/// Everything the store holds.
+#[derive(Debug, Default)]
+struct State {
+    runs: HashMap<RunId, Run>,
+    run_by_key: HashMap<String, RunId>,
+    run_state: HashMap<RunId, Map<String, Value>>,
+    steps: HashMap<StepId, Step>,
+    step_by_name: HashMap<(RunId, String), StepId>,
+    history: HashMap<(StepId, u32), StepAttempt>,
+    versions: HashMap<(String, String), WorkflowVersion>,
+}
+
+impl MemoryStore {
+    /// An empty store on the system clock, with the default limits.
+    pub fn new() -> Self {
+        Self::with_clock(Arc::new(SystemClock))
+    }
+
+    /// An empty store reading `clock`, with the default limits.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        Self {
+            state: Mutex::new(State::default()),
+            clock,
+            limits: JsonLimits::default(),
+        }
+    }
+
+    /// The same store, applying `limits` to JSON and keys.
+    #[must_use]
+    pub fn with_limits(mut self, limits: JsonLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The limits the store applies.
+    pub fn limits(&self) -> JsonLimits {
+        self.limits
+    }
+
+    /// Deletes the history row of `attempt` of `step` behind the ports' back,
+    /// as a crash or a hand edit could; answers whether there was one. A test
+    /// hook ([`Harness::delete_history_row`](crate::Harness::delete_history_row)).
+    pub fn remove_history_row(&self, step: StepId, attempt: u32) -> bool {
+        self.lock().history.remove(&(step, attempt)).is_some()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while the lock was held can only come from a bug in this
+        // file; the state it left is not worth serving.
+        self.state.lock().expect("memory store lock poisoned")
+    }
+
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl State {
+    fn run(&self, id: RunId) -> Result<&Run> {
+        self.runs.get(&id).ok_or(Error::RunNotFound(id))
+    }
+
+    fn step(&self, id: StepId) -> Result<&Step> {
+        self.steps.get(&id).ok_or(Error::StepNotFound(id))
+    }
+
+    fn step_by_name(&self, run: RunId, name: &str) -> Result<&Step> {
+        self.step_by_name
+            .get(&(run, name.to_owned()))
+            .and_then(|id| self.steps.get(id))
+            .ok_or_else(|| Error::StepNameNotFound {
+                run,
+                name: name.to_owned(),
+            })
+    }
+
+    /// Writes `step` back and moves the history row of its current attempt
+    /// to its status, creating the row if it is missing.
+    fn save_step(&mut self, step: Step, now: Timestamp) {
+        let row = self
+            .history
+            .entry((step.id, step.attempt))
+            .or_insert_with(|| new_attempt(&step, now));
+        row.status = step.status;
+        match step.status {
+            StepStatus::Pending => {}
+            StepStatus::Scheduled => row.scheduled_at = Some(now),
+            StepStatus::Running => row.running_at = Some(now),
+            StepStatus::Succeeded => {
+                row.succeeded_at = Some(now);
+                row.result.clone_from(&step.result);
+            }
+            StepStatus::Failed => {
+                row.failed_at = Some(now);
+                row.error.clone_from(&step.error);
+            }
+        }
+        self.steps.insert(step.id, step);
+    }
+}
+
+/// A blank history row for the current attempt of `step`, begun at `now`.
+fn new_attempt(step: &Step, now: Timestamp) -> StepAttempt {
+    StepAttempt {
+        id: HistoryId::generate(),
+        step: step.id,
+        step_name: step.name.clone(),
+        attempt: step.attempt,
+        status: step.status,
+        result: None,
+        error: None,
+        created_at: now,
+        scheduled_at: None,
+        running_at: None,
+        succeeded_at: None,
+        failed_at: None,
+    }
+}

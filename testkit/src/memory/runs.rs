@@ -1,0 +1,163 @@
+//! [`RunStore`] for [`MemoryStore`]: runs, their status, children and state.
+
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+
+use flowstate_core::{
+    Error, Inserted, NewRun, Page, Result, Run, RunCursor, RunId, RunQuery, RunStatus, RunStore,
+};
+use serde_json::{Map, Value};
+
+use super::MemoryStore;
+
+impl MemoryStore {
+    fn check_new_run(&self, run: &NewRun) -> Result<()> {
+        self.limits.check_key("workflow", &run.workflow)?;
+        self.limits.encode("run input", &run.input)?;
+        if let Some(hash) = &run.graph_hash {
+            self.limits.check_key("graph hash", hash)?;
+        }
+        if let Some(key) = &run.idempotency_key {
+            self.limits.check_key("idempotency key", key)?;
+        }
+        Ok(())
+    }
+}
+
+impl RunStore for MemoryStore {
+    async fn create_run(&self, run: NewRun) -> Result<Inserted<Run>> {
+        self.check_new_run(&run)?;
+        let mut state = self.lock();
+        if let Some(existing) = run
+            .idempotency_key
+            .as_ref()
+            .and_then(|key| state.run_by_key.get(key))
+        {
+            return Ok(Inserted {
+                record: state.runs[existing].clone(),
+                inserted: false,
+            });
+        }
+        if let Some(parent) = run.parent {
+            state.run(parent)?;
+        }
+        let now = self.now();
+        let record = Run {
+            id: RunId::generate(),
+            workflow: run.workflow,
+            status: RunStatus::Running,
+            input: run.input,
+            graph_hash: run.graph_hash,
+            parent: run.parent,
+            idempotency_key: run.idempotency_key,
+            created_at: now,
+            updated_at: now,
+        };
+        if let Some(key) = &record.idempotency_key {
+            state.run_by_key.insert(key.clone(), record.id);
+        }
+        state.runs.insert(record.id, record.clone());
+        state.run_state.insert(record.id, Map::new());
+        Ok(Inserted {
+            record,
+            inserted: true,
+        })
+    }
+
+    async fn get_run(&self, id: RunId) -> Result<Run> {
+        self.lock().run(id).cloned()
+    }
+
+    async fn list_runs(&self, query: &RunQuery) -> Result<Page<Run>> {
+        if let Some(workflow) = &query.workflow {
+            self.limits.check_key("workflow", workflow)?;
+        }
+        let limit = query.effective_limit() as usize;
+        let state = self.lock();
+        let mut items: Vec<Run> = state
+            .runs
+            .values()
+            .filter(|run| query.workflow.as_ref().is_none_or(|w| *w == run.workflow))
+            .filter(|run| query.status.is_none_or(|s| s == run.status))
+            .filter(|run| query.parent.is_none_or(|p| Some(p) == run.parent))
+            .filter(|run| {
+                query
+                    .cursor
+                    .is_none_or(|c| (run.created_at, run.id) < (c.created_at, c.id))
+            })
+            .cloned()
+            .collect();
+        items.sort_by_key(|run| Reverse((run.created_at, run.id)));
+        items.truncate(limit);
+        let next = (items.len() == limit)
+            .then(|| items.last().map(RunCursor::after))
+            .flatten();
+        Ok(Page { items, next })
+    }
+
+    async fn set_run_status(&self, id: RunId, to: RunStatus) -> Result<Run> {
+        let now = self.now();
+        let mut state = self.lock();
+        let run = state.runs.get_mut(&id).ok_or(Error::RunNotFound(id))?;
+        if !run.status.can_transition_to(to) {
+            return Err(Error::IllegalRunTransition {
+                run: id,
+                from: run.status,
+                to,
+            });
+        }
+        run.status = to;
+        run.updated_at = now;
+        Ok(run.clone())
+    }
+
+    async fn delete_run(&self, id: RunId) -> Result<()> {
+        let mut state = self.lock();
+        let run = state.runs.remove(&id).ok_or(Error::RunNotFound(id))?;
+        if let Some(key) = &run.idempotency_key {
+            state.run_by_key.remove(key);
+        }
+        state.run_state.remove(&id);
+        let steps: Vec<_> = state
+            .steps
+            .values()
+            .filter(|step| step.run == id)
+            .map(|step| (step.id, step.name.clone()))
+            .collect();
+        for (step, name) in steps {
+            state.steps.remove(&step);
+            state.step_by_name.remove(&(id, name));
+            state.history.retain(|(of, _), _| *of != step);
+        }
+        for child in state.runs.values_mut() {
+            if child.parent == Some(id) {
+                child.parent = None;
+            }
+        }
+        Ok(())
+    }
+
+    async fn count_children(&self, parent: RunId) -> Result<BTreeMap<RunStatus, u64>> {
+        let state = self.lock();
+        state.run(parent)?;
+        let mut counts = BTreeMap::new();
+        for run in state.runs.values().filter(|r| r.parent == Some(parent)) {
+            *counts.entry(run.status).or_default() += 1;
+        }
+        Ok(counts)
+    }
+
+    async fn write_state(&self, run: RunId, key: &str, value: &Value) -> Result<()> {
+        self.limits.check_key("state key", key)?;
+        self.limits.encode("state value", value)?;
+        let mut state = self.lock();
+        let map = state.run_state.get_mut(&run).ok_or(Error::RunNotFound(run))?;
+        map.insert(key.to_owned(), value.clone());
+        Ok(())
+    }
+
+    async fn read_state(&self, run: RunId) -> Result<Map<String, Value>> {
+        let state = self.lock();
+        state.run_state.get(&run).cloned().ok_or(Error::RunNotFound(run))
+    }
+}

@@ -1,0 +1,194 @@
+//! [`StepStore`] for [`MemoryStore`]: steps, transitions, claims, history.
+
+use flowstate_core::error::InvalidInput;
+use flowstate_core::{
+    ClaimDecision, ClaimInput, Error, Inserted, NewStep, Result, RunId, Step, StepAttempt, StepId,
+    StepStatus, StepStore, StepTransition,
+};
+
+use super::MemoryStore;
+
+impl StepStore for MemoryStore {
+    async fn insert_step(&self, step: NewStep) -> Result<Inserted<Step>> {
+        self.limits.check_key("step name", &step.name)?;
+        if let Some(function) = &step.function {
+            self.limits.check_key("function", function)?;
+        }
+        self.limits.encode("step input", &step.input)?;
+        let now = self.now();
+        let mut state = self.lock();
+        state.run(step.run)?;
+        if let Ok(existing) = state.step_by_name(step.run, &step.name) {
+            return Ok(Inserted {
+                record: existing.clone(),
+                inserted: false,
+            });
+        }
+        let record = Step {
+            id: StepId::generate(),
+            run: step.run,
+            name: step.name,
+            function: step.function,
+            status: StepStatus::Pending,
+            input: step.input,
+            result: None,
+            error: None,
+            attempt: 1,
+            retry: step.retry,
+            branch: None,
+            created_at: now,
+            updated_at: now,
+        };
+        state
+            .step_by_name
+            .insert((record.run, record.name.clone()), record.id);
+        state.save_step(record.clone(), now);
+        Ok(Inserted {
+            record,
+            inserted: true,
+        })
+    }
+
+    async fn get_step(&self, id: StepId) -> Result<Step> {
+        self.lock().step(id).cloned()
+    }
+
+    async fn find_step(&self, run: RunId, name: &str) -> Result<Step> {
+        self.limits.check_key("step name", name)?;
+        self.lock().step_by_name(run, name).cloned()
+    }
+
+    async fn list_steps(&self, run: RunId) -> Result<Vec<Step>> {
+        let state = self.lock();
+        state.run(run)?;
+        let mut steps: Vec<Step> = state
+            .steps
+            .values()
+            .filter(|step| step.run == run)
+            .cloned()
+            .collect();
+        steps.sort_by(|a, b| (a.created_at, &a.name).cmp(&(b.created_at, &b.name)));
+        Ok(steps)
+    }
+
+    async fn transition_step(&self, id: StepId, transition: StepTransition) -> Result<()> {
+        match &transition {
+            StepTransition::Succeeded(result) => {
+                self.limits.encode("step result", result)?;
+            }
+            StepTransition::Failed(error) => {
+                self.limits.encode("step error", error)?;
+            }
+            StepTransition::Running | StepTransition::Scheduled => {}
+        }
+        let now = self.now();
+        let mut state = self.lock();
+        let mut step = state.step(id)?.clone();
+        let to = transition.target();
+        if !step.status.can_transition_to(to) {
+            return Err(Error::IllegalStepTransition {
+                step: id,
+                from: step.status,
+                to,
+            });
+        }
+        step.status = to;
+        step.updated_at = now;
+        match transition {
+            StepTransition::Succeeded(result) => step.result = Some(result),
+            StepTransition::Failed(error) => step.error = Some(error),
+            StepTransition::Running | StepTransition::Scheduled => {}
+        }
+        state.save_step(step, now);
+        Ok(())
+    }
+
+    async fn create_retry_attempt(&self, id: StepId, start: StepStatus) -> Result<()> {
+        if !StepStatus::RETRY_STARTS.contains(&start) {
+            return Err(Error::InvalidInput(InvalidInput::OutOfRange {
+                field: "retry start",
+                detail: format!("a retry starts pending or running, not {start}"),
+            }));
+        }
+        let now = self.now();
+        let mut state = self.lock();
+        let mut step = state.step(id)?.clone();
+        if step.status != StepStatus::Failed {
+            return Err(Error::IllegalStepTransition {
+                step: id,
+                from: step.status,
+                to: start,
+            });
+        }
+        start_attempt(&mut step, step.attempt.saturating_add(1), start);
+        step.updated_at = now;
+        state.save_step(step, now);
+        Ok(())
+    }
+
+    async fn claim_step(&self, run: RunId, name: &str, function: &str) -> Result<Option<Step>> {
+        self.limits.check_key("step name", name)?;
+        self.limits.check_key("function", function)?;
+        let now = self.now();
+        let mut state = self.lock();
+        let mut step = state.step_by_name(run, name)?.clone();
+        let input = ClaimInput {
+            status: step.status,
+            function: step.function.as_deref(),
+            attempt: step.attempt,
+            retry: step.retry,
+        };
+        let decision = ClaimDecision::decide(input, function);
+        match decision {
+            ClaimDecision::Refuse => {
+                return Err(Error::FunctionMismatch {
+                    run,
+                    name: name.to_owned(),
+                    expected: step.function.unwrap_or_default(),
+                    claimed: function.to_owned(),
+                });
+            }
+            ClaimDecision::Nothing(_) => return Ok(None),
+            ClaimDecision::ClaimFresh | ClaimDecision::ClaimRetry => {}
+        }
+        let attempt = decision.attempt_after(step.attempt);
+        start_attempt(&mut step, attempt, StepStatus::Running);
+        step.updated_at = now;
+        state.save_step(step.clone(), now);
+        Ok(Some(step))
+    }
+
+    async fn step_history(&self, run: RunId) -> Result<Vec<StepAttempt>> {
+        let state = self.lock();
+        state.run(run)?;
+        let mut rows: Vec<StepAttempt> = state
+            .history
+            .values()
+            .filter(|row| state.steps.get(&row.step).is_some_and(|s| s.run == run))
+            .cloned()
+            .collect();
+        rows.sort_by_key(|row| (row.created_at, row.attempt, row.id));
+        Ok(rows)
+    }
+
+    async fn set_branch_taken(&self, id: StepId, branch: &str) -> Result<()> {
+        self.limits.check_key("branch", branch)?;
+        let now = self.now();
+        let mut state = self.lock();
+        let step = state.steps.get_mut(&id).ok_or(Error::StepNotFound(id))?;
+        step.branch = Some(branch.to_owned());
+        step.updated_at = now;
+        Ok(())
+    }
+}
+
+/// Puts `step` in `attempt` with `status`; a new attempt starts with no
+/// result and no error.
+fn start_attempt(step: &mut Step, attempt: u32, status: StepStatus) {
+    if attempt != step.attempt {
+        step.attempt = attempt;
+        step.result = None;
+        step.error = None;
+    }
+    step.status = status;
+}

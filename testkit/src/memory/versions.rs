@@ -1,0 +1,54 @@
+//! [`VersionStore`] for [`MemoryStore`]: workflow graphs stored once per
+//! (workflow, hash).
+
+use flowstate_core::{
+    Inserted, NewWorkflowVersion, Result, VersionId, VersionStore, WorkflowVersion,
+};
+
+use super::MemoryStore;
+
+impl VersionStore for MemoryStore {
+    async fn upsert_version(
+        &self,
+        version: NewWorkflowVersion,
+    ) -> Result<Inserted<WorkflowVersion>> {
+        self.limits.check_key("workflow", &version.workflow)?;
+        self.limits.check_key("graph hash", &version.graph_hash)?;
+        self.limits.encode("graph", &version.graph)?;
+        let now = self.now();
+        let mut state = self.lock();
+        let key = (version.workflow, version.graph_hash);
+        if let Some(existing) = state.versions.get(&key) {
+            return Ok(Inserted {
+                record: existing.clone(),
+                inserted: false,
+            });
+        }
+        let record = WorkflowVersion {
+            id: VersionId::generate(),
+            workflow: key.0.clone(),
+            graph_hash: key.1.clone(),
+            graph: version.graph,
+            created_at: now,
+        };
+        state.versions.insert(key, record.clone());
+        Ok(Inserted {
+            record,
+            inserted: true,
+        })
+    }
+
+    async fn get_version(
+        &self,
+        workflow: &str,
+        graph_hash: &str,
+    ) -> Result<Option<WorkflowVersion>> {
+        self.limits.check_key("workflow", workflow)?;
+        self.limits.check_key("graph hash", graph_hash)?;
+        let state = self.lock();
+        Ok(state
+            .versions
+            .get(&(workflow.to_owned(), graph_hash.to_owned()))
+            .cloned())
+    }
+}
