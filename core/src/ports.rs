@@ -9,7 +9,17 @@
 //! refused ([`Error::InvalidInput`]). Unknown ids are typed errors
 //! ([`Error::RunNotFound`], [`Error::StepNotFound`],
 //! [`Error::StepNameNotFound`]), never an empty success, except where a
-//! method says it answers `None`.
+//! method says it answers `None` or is a filter (`list_runs` with a parent
+//! that does not exist is an empty page).
+//!
+//! Names used to *look up* are checked like names written: an empty name,
+//! one holding a NUL or one over the key limit is [`Error::InvalidInput`]
+//! for `find_step`, `claim_step` (name and function), `get_version` and the
+//! workflow filter of `list_runs`, so a lookup never sends what no write
+//! could have stored.
+//!
+//! JSON `null` is a value: a step that succeeded with `null` reads back
+//! `Some(Value::Null)`, distinct from a step with no result (`None`).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -85,7 +95,9 @@ pub trait StepStore: Send + Sync {
     /// Reads one step, without touching its history.
     fn get_step(&self, id: StepId) -> impl Future<Output = Result<Step>> + Send;
 
-    /// Reads one step by run and name, without touching its history.
+    /// Reads one step by run and name, without touching its history. No such
+    /// step (in a run that may not exist either) is
+    /// [`Error::StepNameNotFound`].
     fn find_step(&self, run: RunId, name: &str) -> impl Future<Output = Result<Step>> + Send;
 
     /// Reads every step of a run, ordered by creation then name, in one round
@@ -108,7 +120,7 @@ pub trait StepStore: Send + Sync {
     /// running): the attempt rises by one, result and error clear, and a new
     /// history row is written, together. A step that is not failed is
     /// [`Error::IllegalStepTransition`]; a `start` that is neither is
-    /// [`Error::InvalidInput`]. It does not consult the retry policy (that is
+    /// [`Error::InvalidInput`] (`OutOfRange`). It does not consult the retry policy (that is
     /// the claim's job), so an engine can retry by hand.
     fn create_retry_attempt(
         &self,
@@ -123,7 +135,8 @@ pub trait StepStore: Send + Sync {
     /// number of concurrent claims of one step, exactly one gets `Some` (the
     /// step as it is after the claim), and a retry raises the attempt by
     /// exactly one. A claim naming another function than the step is pinned
-    /// to is [`Error::FunctionMismatch`] and leaves the step untouched.
+    /// to is [`Error::FunctionMismatch`] and leaves the step untouched; a
+    /// step that does not exist is [`Error::StepNameNotFound`].
     fn claim_step(
         &self,
         run: RunId,

@@ -136,7 +136,6 @@ impl StepStatus {
         (Self::Pending, Self::Scheduled),
         (Self::Pending, Self::Running),
         (Self::Pending, Self::Failed),
-        (Self::Scheduled, Self::Pending),
         (Self::Scheduled, Self::Running),
         (Self::Scheduled, Self::Failed),
         (Self::Running, Self::Scheduled),
@@ -239,7 +238,7 @@ mod tests {
             (Pending, Running, true),
             (Pending, Succeeded, false),
             (Pending, Failed, true),
-            (Scheduled, Pending, true),
+            (Scheduled, Pending, false),
             (Scheduled, Running, true),
             (Scheduled, Succeeded, false),
             (Scheduled, Failed, true),
@@ -269,7 +268,7 @@ mod tests {
             RunStatus::sources_of(RunStatus::Running),
             vec![RunStatus::Suspended]
         );
-        assert!(StepStatus::sources_of(StepStatus::Pending).contains(&StepStatus::Scheduled));
+        assert!(StepStatus::sources_of(StepStatus::Pending).is_empty());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use flowstate_core::{Store, StepId};
+use flowstate_core::{StepId, Store};
 
 use crate::clock::ManualClock;
 use crate::memory::MemoryStore;
@@ -25,6 +25,55 @@ use crate::memory::MemoryStore;
 ///   (pass `Arc<ManualClock>` where the backend takes an `Arc<dyn Clock>`);
 /// - a way to delete one history row behind the store's back, for the cases
 ///   about a transition that finds no history row to update.
+///
+/// A backend's harness, with the memory store standing in for a store on a
+/// database made for this harness alone:
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use flowstate_core::StepId;
+/// use flowstate_testkit::{Harness, ManualClock, MemoryStore};
+///
+/// struct MyHarness {
+///     store: Arc<MemoryStore>,
+///     clock: Arc<ManualClock>,
+/// }
+///
+/// impl MyHarness {
+///     async fn create() -> Self {
+///         let clock = Arc::new(ManualClock::new());
+///         // A real backend: create a database named for this harness,
+///         // migrate it, and build its store reading `clock.clone()`.
+///         let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+///         Self { store, clock }
+///     }
+/// }
+///
+/// impl Harness for MyHarness {
+///     type Store = MemoryStore;
+///
+///     fn store(&self) -> &Arc<MemoryStore> {
+///         &self.store
+///     }
+///
+///     fn clock(&self) -> &ManualClock {
+///         &self.clock
+///     }
+///
+///     async fn delete_history_row(&self, step: StepId, attempt: u32) {
+///         // A real backend: `DELETE FROM <history> WHERE step = $1 AND attempt = $2`.
+///         assert!(self.store.remove_history_row(step, attempt));
+///     }
+///
+///     async fn teardown(self) {
+///         // A real backend: drop the database.
+///     }
+/// }
+///
+/// flowstate_testkit::conformance_suite!(mine, MyHarness::create());
+/// # fn main() {}
+/// ```
 pub trait Harness: Send + Sync + 'static {
     /// The backend under test.
     type Store: Store + 'static;
@@ -90,7 +139,10 @@ impl Harness for MemoryHarness {
         let store = Arc::clone(&self.store);
         async move {
             let removed = store.remove_history_row(step, attempt);
-            assert!(removed, "no history row for attempt {attempt} of step {step}");
+            assert!(
+                removed,
+                "no history row for attempt {attempt} of step {step}"
+            );
         }
     }
 }

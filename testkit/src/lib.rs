@@ -1,1 +1,51 @@
-//! placeholder
+//! flowstate-testkit: the conformance suite every flowstate backend must
+//! pass, and [`MemoryStore`], the in-memory reference backend that passes it.
+//!
+//! The suite is one `pub async fn` per guarantee of the store ports in
+//! [`flowstate_core::ports`], in [`cases`], each run against a fresh
+//! [`Harness`]: the store under test, the [`ManualClock`] it reads, and one
+//! hook to delete a history row behind the store's back.
+//! [`conformance_suite!`] stamps every case into a multi-threaded tokio test,
+//! so a backend gets the whole suite with a harness and one line:
+//!
+//! ```
+//! use flowstate_testkit::MemoryHarness;
+//!
+//! flowstate_testkit::conformance_suite!(memory, async { MemoryHarness::new() });
+//! # fn main() {}
+//! ```
+//!
+//! (`testkit/tests/memory.rs` is exactly that.) Race cases run tens of real
+//! tokio tasks at once and assert exactly-once outcomes; a backend must
+//! serve them concurrently, not one at a time behind a lock it takes for
+//! the test's sake.
+//!
+//! This crate does not hold per-dialect checks (statement counts, indexes,
+//! query plans): those belong to the backend's own tests.
+
+pub mod cases;
+mod clock;
+mod harness;
+mod memory;
+mod suite;
+
+pub use clock::ManualClock;
+pub use harness::{Harness, MemoryHarness};
+pub use memory::MemoryStore;
+
+/// Every case the suite stamps, as `group::case` (a function
+/// `cases::group::case`), in stamping order.
+pub const CASES: &[&str] = crate::__cases!(names);
+
+/// What the macros' expansions use; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    use std::future::Future;
+
+    pub use tokio;
+
+    /// Awaits a harness factory, naming the trait a factory must produce.
+    pub async fn make_harness<H: crate::Harness>(factory: impl Future<Output = H>) -> H {
+        factory.await
+    }
+}

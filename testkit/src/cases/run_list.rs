@@ -30,7 +30,10 @@ async fn all_pages<H: Harness>(h: &H, mut query: RunQuery) -> Vec<Vec<RunId>> {
         let page = h.store().list_runs(&query).await.unwrap();
         let full = page.items.len() == query.effective_limit() as usize;
         let expected_next = full.then(|| RunCursor::after(page.items.last().unwrap()));
-        assert_eq!(page.next, expected_next, "next is set exactly when the page is full");
+        assert_eq!(
+            page.next, expected_next,
+            "next is set exactly when the page is full"
+        );
         pages.push(ids(&page.items));
         match page.next {
             Some(cursor) => query.cursor = Some(cursor),
@@ -127,14 +130,21 @@ pub async fn list_runs_filters<H: Harness>(h: &H) {
     let store = h.store();
     let parent = new_run(h).await;
     h.clock().advance(Duration::from_millis(1));
-    let a = store.create_run(NewRun::new("a", json!(1))).await.unwrap().record;
+    let a = store
+        .create_run(NewRun::new("a", json!(1)))
+        .await
+        .unwrap()
+        .record;
     h.clock().advance(Duration::from_millis(1));
     let b = NewRun::new("b", json!(1)).with_parent(parent.id);
     let b = store.create_run(b).await.unwrap().record;
     h.clock().advance(Duration::from_millis(1));
     let b2 = NewRun::new("b", json!(1)).with_parent(parent.id);
     let b2 = store.create_run(b2).await.unwrap().record;
-    store.set_run_status(b2.id, RunStatus::Failed).await.unwrap();
+    store
+        .set_run_status(b2.id, RunStatus::Failed)
+        .await
+        .unwrap();
     store.set_run_status(a.id, RunStatus::Failed).await.unwrap();
 
     let list = |query: RunQuery| async move { ids(&store.list_runs(&query).await.unwrap().items) };

@@ -39,7 +39,10 @@ pub async fn write_state_keeps_json_types<H: Harness>(h: &H) {
     for (key, value) in object(expected.clone()) {
         h.store().write_state(run.id, &key, &value).await.unwrap();
     }
-    assert_eq!(h.store().read_state(run.id).await.unwrap(), object(expected));
+    assert_eq!(
+        h.store().read_state(run.id).await.unwrap(),
+        object(expected)
+    );
 }
 
 /// Strings that look like numbers, booleans, null or JSON stay strings.
@@ -56,7 +59,10 @@ pub async fn write_state_keeps_lookalike_strings<H: Harness>(h: &H) {
     for (key, value) in object(expected.clone()) {
         h.store().write_state(run.id, &key, &value).await.unwrap();
     }
-    assert_eq!(h.store().read_state(run.id).await.unwrap(), object(expected));
+    assert_eq!(
+        h.store().read_state(run.id).await.unwrap(),
+        object(expected)
+    );
 }
 
 /// A second write of a key replaces the first, whatever its type.
@@ -64,7 +70,10 @@ pub async fn write_state_replaces_existing_key<H: Harness>(h: &H) {
     let run = new_run(h).await;
     let store = h.store();
     store.write_state(run.id, "alpha", &json!(1)).await.unwrap();
-    store.write_state(run.id, "beta", &json!("kept")).await.unwrap();
+    store
+        .write_state(run.id, "beta", &json!("kept"))
+        .await
+        .unwrap();
     store
         .write_state(run.id, "alpha", &json!({"nested": true}))
         .await
@@ -79,12 +88,18 @@ pub async fn write_state_replaces_existing_key<H: Harness>(h: &H) {
 pub async fn write_state_dotted_key_is_one_key<H: Harness>(h: &H) {
     let run = new_run(h).await;
     let store = h.store();
-    store.write_state(run.id, "a.b", &json!("flat")).await.unwrap();
+    store
+        .write_state(run.id, "a.b", &json!("flat"))
+        .await
+        .unwrap();
     assert_eq!(
         store.read_state(run.id).await.unwrap(),
         object(json!({"a.b": "flat"}))
     );
-    store.write_state(run.id, "a", &json!({"b": 1})).await.unwrap();
+    store
+        .write_state(run.id, "a", &json!({"b": 1}))
+        .await
+        .unwrap();
     assert_eq!(
         store.read_state(run.id).await.unwrap(),
         object(json!({"a.b": "flat", "a": {"b": 1}}))
@@ -124,8 +139,14 @@ pub async fn write_state_is_per_run<H: Harness>(h: &H) {
     let store = h.store();
     store.write_state(a.id, "k", &json!("a")).await.unwrap();
     store.write_state(b.id, "k", &json!("b")).await.unwrap();
-    store.write_state(b.id, "only_b", &json!(true)).await.unwrap();
-    assert_eq!(store.read_state(a.id).await.unwrap(), object(json!({"k": "a"})));
+    store
+        .write_state(b.id, "only_b", &json!(true))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.read_state(a.id).await.unwrap(),
+        object(json!({"k": "a"}))
+    );
     assert_eq!(
         store.read_state(b.id).await.unwrap(),
         object(json!({"k": "b", "only_b": true}))

@@ -46,7 +46,11 @@ pub(crate) async fn run_in<H: Harness>(h: &H, status: RunStatus) -> Run {
     let run = new_run(h).await;
     match status {
         RunStatus::Running => run,
-        to => h.store().set_run_status(run.id, to).await.expect("set_run_status"),
+        to => h
+            .store()
+            .set_run_status(run.id, to)
+            .await
+            .expect("set_run_status"),
     }
 }
 
@@ -91,8 +95,15 @@ pub(crate) async fn step_in<H: Harness>(h: &H, run: RunId, name: &str, status: S
 
 /// The history rows of one step, in history order.
 pub(crate) async fn history_of<H: Harness>(h: &H, step: &Step) -> Vec<StepAttempt> {
-    let history = h.store().step_history(step.run).await.expect("step_history");
-    history.into_iter().filter(|row| row.step == step.id).collect()
+    let history = h
+        .store()
+        .step_history(step.run)
+        .await
+        .expect("step_history");
+    history
+        .into_iter()
+        .filter(|row| row.step == step.id)
+        .collect()
 }
 
 /// Runs `task(store, i)` for `i in 0..n`, each in its own tokio task, all
@@ -126,8 +137,16 @@ where
 /// wrote nothing.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Snapshot {
-    runs: Vec<Run>,
-    per_run: Vec<(Map<String, Value>, Vec<Step>, Vec<StepAttempt>)>,
+    pub(crate) runs: Vec<Run>,
+    pub(crate) per_run: Vec<RunSnapshot>,
+}
+
+/// What the ports can read about one run.
+#[derive(Debug, PartialEq)]
+pub(crate) struct RunSnapshot {
+    state: Map<String, Value>,
+    steps: Vec<Step>,
+    history: Vec<StepAttempt>,
 }
 
 /// A [`Snapshot`] of the whole runs listing and of `runs` in detail.
@@ -140,11 +159,11 @@ pub(crate) async fn snapshot<H: Harness>(h: &H, runs: &[RunId]) -> Snapshot {
     let listed = store.list_runs(&query).await.expect("list_runs").items;
     let mut per_run = Vec::new();
     for &run in runs {
-        per_run.push((
-            store.read_state(run).await.expect("read_state"),
-            store.list_steps(run).await.expect("list_steps"),
-            store.step_history(run).await.expect("step_history"),
-        ));
+        per_run.push(RunSnapshot {
+            state: store.read_state(run).await.expect("read_state"),
+            steps: store.list_steps(run).await.expect("list_steps"),
+            history: store.step_history(run).await.expect("step_history"),
+        });
     }
     Snapshot {
         runs: listed,

@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use flowstate_core::{
-    Clock, Error, JsonLimits, Result, Run, RunId, Step, StepAttempt, StepId, StepStatus,
-    SystemClock, Timestamp, WorkflowVersion, HistoryId,
+    Clock, Error, HistoryId, JsonLimits, Result, Run, RunId, Step, StepAttempt, StepId, StepStatus,
+    SystemClock, Timestamp, WorkflowVersion,
 };
 use serde_json::{Map, Value};
 
@@ -33,14 +33,14 @@ use serde_json::{Map, Value};
 /// ```
 #[derive(Debug)]
 pub struct MemoryStore {
-    state: Mutex<State>,
+    tables: Mutex<Tables>,
     clock: Arc<dyn Clock>,
     limits: JsonLimits,
 }
 
-/// Everything the store holds.
+/// Everything the store holds, as the tables of a database would.
 #[derive(Debug, Default)]
-struct State {
+struct Tables {
     runs: HashMap<RunId, Run>,
     run_by_key: HashMap<String, RunId>,
     run_state: HashMap<RunId, Map<String, Value>>,
@@ -59,7 +59,7 @@ impl MemoryStore {
     /// An empty store reading `clock`, with the default limits.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
         Self {
-            state: Mutex::new(State::default()),
+            tables: Mutex::new(Tables::default()),
             clock,
             limits: JsonLimits::default(),
         }
@@ -84,10 +84,10 @@ impl MemoryStore {
         self.lock().history.remove(&(step, attempt)).is_some()
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, Tables> {
         // A panic while the lock was held can only come from a bug in this
         // file; the state it left is not worth serving.
-        self.state.lock().expect("memory store lock poisoned")
+        self.tables.lock().expect("memory store lock poisoned")
     }
 
     fn now(&self) -> Timestamp {
@@ -101,7 +101,7 @@ impl Default for MemoryStore {
     }
 }
 
-impl State {
+impl Tables {
     fn run(&self, id: RunId) -> Result<&Run> {
         self.runs.get(&id).ok_or(Error::RunNotFound(id))
     }

@@ -1,4 +1,4 @@
-//! [`RunStore`] for [`MemoryStore`]: runs, their status, children and state.
+//! [`RunStore`] for [`MemoryStore`]: runs, their status, children and tables.
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -27,19 +27,19 @@ impl MemoryStore {
 impl RunStore for MemoryStore {
     async fn create_run(&self, run: NewRun) -> Result<Inserted<Run>> {
         self.check_new_run(&run)?;
-        let mut state = self.lock();
+        let mut tables = self.lock();
         if let Some(existing) = run
             .idempotency_key
             .as_ref()
-            .and_then(|key| state.run_by_key.get(key))
+            .and_then(|key| tables.run_by_key.get(key))
         {
             return Ok(Inserted {
-                record: state.runs[existing].clone(),
+                record: tables.runs[existing].clone(),
                 inserted: false,
             });
         }
         if let Some(parent) = run.parent {
-            state.run(parent)?;
+            tables.run(parent)?;
         }
         let now = self.now();
         let record = Run {
@@ -54,10 +54,10 @@ impl RunStore for MemoryStore {
             updated_at: now,
         };
         if let Some(key) = &record.idempotency_key {
-            state.run_by_key.insert(key.clone(), record.id);
+            tables.run_by_key.insert(key.clone(), record.id);
         }
-        state.runs.insert(record.id, record.clone());
-        state.run_state.insert(record.id, Map::new());
+        tables.runs.insert(record.id, record.clone());
+        tables.run_state.insert(record.id, Map::new());
         Ok(Inserted {
             record,
             inserted: true,
@@ -73,8 +73,8 @@ impl RunStore for MemoryStore {
             self.limits.check_key("workflow", workflow)?;
         }
         let limit = query.effective_limit() as usize;
-        let state = self.lock();
-        let mut items: Vec<Run> = state
+        let tables = self.lock();
+        let mut items: Vec<Run> = tables
             .runs
             .values()
             .filter(|run| query.workflow.as_ref().is_none_or(|w| *w == run.workflow))
@@ -97,8 +97,8 @@ impl RunStore for MemoryStore {
 
     async fn set_run_status(&self, id: RunId, to: RunStatus) -> Result<Run> {
         let now = self.now();
-        let mut state = self.lock();
-        let run = state.runs.get_mut(&id).ok_or(Error::RunNotFound(id))?;
+        let mut tables = self.lock();
+        let run = tables.runs.get_mut(&id).ok_or(Error::RunNotFound(id))?;
         if !run.status.can_transition_to(to) {
             return Err(Error::IllegalRunTransition {
                 run: id,
@@ -112,24 +112,24 @@ impl RunStore for MemoryStore {
     }
 
     async fn delete_run(&self, id: RunId) -> Result<()> {
-        let mut state = self.lock();
-        let run = state.runs.remove(&id).ok_or(Error::RunNotFound(id))?;
+        let mut tables = self.lock();
+        let run = tables.runs.remove(&id).ok_or(Error::RunNotFound(id))?;
         if let Some(key) = &run.idempotency_key {
-            state.run_by_key.remove(key);
+            tables.run_by_key.remove(key);
         }
-        state.run_state.remove(&id);
-        let steps: Vec<_> = state
+        tables.run_state.remove(&id);
+        let steps: Vec<_> = tables
             .steps
             .values()
             .filter(|step| step.run == id)
             .map(|step| (step.id, step.name.clone()))
             .collect();
         for (step, name) in steps {
-            state.steps.remove(&step);
-            state.step_by_name.remove(&(id, name));
-            state.history.retain(|(of, _), _| *of != step);
+            tables.steps.remove(&step);
+            tables.step_by_name.remove(&(id, name));
+            tables.history.retain(|(of, _), _| *of != step);
         }
-        for child in state.runs.values_mut() {
+        for child in tables.runs.values_mut() {
             if child.parent == Some(id) {
                 child.parent = None;
             }
@@ -138,10 +138,10 @@ impl RunStore for MemoryStore {
     }
 
     async fn count_children(&self, parent: RunId) -> Result<BTreeMap<RunStatus, u64>> {
-        let state = self.lock();
-        state.run(parent)?;
+        let tables = self.lock();
+        tables.run(parent)?;
         let mut counts = BTreeMap::new();
-        for run in state.runs.values().filter(|r| r.parent == Some(parent)) {
+        for run in tables.runs.values().filter(|r| r.parent == Some(parent)) {
             *counts.entry(run.status).or_default() += 1;
         }
         Ok(counts)
@@ -150,14 +150,21 @@ impl RunStore for MemoryStore {
     async fn write_state(&self, run: RunId, key: &str, value: &Value) -> Result<()> {
         self.limits.check_key("state key", key)?;
         self.limits.encode("state value", value)?;
-        let mut state = self.lock();
-        let map = state.run_state.get_mut(&run).ok_or(Error::RunNotFound(run))?;
+        let mut tables = self.lock();
+        let map = tables
+            .run_state
+            .get_mut(&run)
+            .ok_or(Error::RunNotFound(run))?;
         map.insert(key.to_owned(), value.clone());
         Ok(())
     }
 
     async fn read_state(&self, run: RunId) -> Result<Map<String, Value>> {
-        let state = self.lock();
-        state.run_state.get(&run).cloned().ok_or(Error::RunNotFound(run))
+        let tables = self.lock();
+        tables
+            .run_state
+            .get(&run)
+            .cloned()
+            .ok_or(Error::RunNotFound(run))
     }
 }

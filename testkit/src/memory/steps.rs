@@ -16,9 +16,9 @@ impl StepStore for MemoryStore {
         }
         self.limits.encode("step input", &step.input)?;
         let now = self.now();
-        let mut state = self.lock();
-        state.run(step.run)?;
-        if let Ok(existing) = state.step_by_name(step.run, &step.name) {
+        let mut tables = self.lock();
+        tables.run(step.run)?;
+        if let Ok(existing) = tables.step_by_name(step.run, &step.name) {
             return Ok(Inserted {
                 record: existing.clone(),
                 inserted: false,
@@ -39,10 +39,10 @@ impl StepStore for MemoryStore {
             created_at: now,
             updated_at: now,
         };
-        state
+        tables
             .step_by_name
             .insert((record.run, record.name.clone()), record.id);
-        state.save_step(record.clone(), now);
+        tables.save_step(record.clone(), now);
         Ok(Inserted {
             record,
             inserted: true,
@@ -59,9 +59,9 @@ impl StepStore for MemoryStore {
     }
 
     async fn list_steps(&self, run: RunId) -> Result<Vec<Step>> {
-        let state = self.lock();
-        state.run(run)?;
-        let mut steps: Vec<Step> = state
+        let tables = self.lock();
+        tables.run(run)?;
+        let mut steps: Vec<Step> = tables
             .steps
             .values()
             .filter(|step| step.run == run)
@@ -82,8 +82,8 @@ impl StepStore for MemoryStore {
             StepTransition::Running | StepTransition::Scheduled => {}
         }
         let now = self.now();
-        let mut state = self.lock();
-        let mut step = state.step(id)?.clone();
+        let mut tables = self.lock();
+        let mut step = tables.step(id)?.clone();
         let to = transition.target();
         if !step.status.can_transition_to(to) {
             return Err(Error::IllegalStepTransition {
@@ -99,7 +99,7 @@ impl StepStore for MemoryStore {
             StepTransition::Failed(error) => step.error = Some(error),
             StepTransition::Running | StepTransition::Scheduled => {}
         }
-        state.save_step(step, now);
+        tables.save_step(step, now);
         Ok(())
     }
 
@@ -111,8 +111,8 @@ impl StepStore for MemoryStore {
             }));
         }
         let now = self.now();
-        let mut state = self.lock();
-        let mut step = state.step(id)?.clone();
+        let mut tables = self.lock();
+        let mut step = tables.step(id)?.clone();
         if step.status != StepStatus::Failed {
             return Err(Error::IllegalStepTransition {
                 step: id,
@@ -120,9 +120,10 @@ impl StepStore for MemoryStore {
                 to: start,
             });
         }
-        start_attempt(&mut step, step.attempt.saturating_add(1), start);
+        let next = step.attempt.saturating_add(1);
+        start_attempt(&mut step, next, start);
         step.updated_at = now;
-        state.save_step(step, now);
+        tables.save_step(step, now);
         Ok(())
     }
 
@@ -130,8 +131,8 @@ impl StepStore for MemoryStore {
         self.limits.check_key("step name", name)?;
         self.limits.check_key("function", function)?;
         let now = self.now();
-        let mut state = self.lock();
-        let mut step = state.step_by_name(run, name)?.clone();
+        let mut tables = self.lock();
+        let mut step = tables.step_by_name(run, name)?.clone();
         let input = ClaimInput {
             status: step.status,
             function: step.function.as_deref(),
@@ -154,17 +155,17 @@ impl StepStore for MemoryStore {
         let attempt = decision.attempt_after(step.attempt);
         start_attempt(&mut step, attempt, StepStatus::Running);
         step.updated_at = now;
-        state.save_step(step.clone(), now);
+        tables.save_step(step.clone(), now);
         Ok(Some(step))
     }
 
     async fn step_history(&self, run: RunId) -> Result<Vec<StepAttempt>> {
-        let state = self.lock();
-        state.run(run)?;
-        let mut rows: Vec<StepAttempt> = state
+        let tables = self.lock();
+        tables.run(run)?;
+        let mut rows: Vec<StepAttempt> = tables
             .history
             .values()
-            .filter(|row| state.steps.get(&row.step).is_some_and(|s| s.run == run))
+            .filter(|row| tables.steps.get(&row.step).is_some_and(|s| s.run == run))
             .cloned()
             .collect();
         rows.sort_by_key(|row| (row.created_at, row.attempt, row.id));
@@ -174,8 +175,8 @@ impl StepStore for MemoryStore {
     async fn set_branch_taken(&self, id: StepId, branch: &str) -> Result<()> {
         self.limits.check_key("branch", branch)?;
         let now = self.now();
-        let mut state = self.lock();
-        let step = state.steps.get_mut(&id).ok_or(Error::StepNotFound(id))?;
+        let mut tables = self.lock();
+        let step = tables.steps.get_mut(&id).ok_or(Error::StepNotFound(id))?;
         step.branch = Some(branch.to_owned());
         step.updated_at = now;
         Ok(())

@@ -16,9 +16,9 @@ impl VersionStore for MemoryStore {
         self.limits.check_key("graph hash", &version.graph_hash)?;
         self.limits.encode("graph", &version.graph)?;
         let now = self.now();
-        let mut state = self.lock();
+        let mut tables = self.lock();
         let key = (version.workflow, version.graph_hash);
-        if let Some(existing) = state.versions.get(&key) {
+        if let Some(existing) = tables.versions.get(&key) {
             return Ok(Inserted {
                 record: existing.clone(),
                 inserted: false,
@@ -31,7 +31,7 @@ impl VersionStore for MemoryStore {
             graph: version.graph,
             created_at: now,
         };
-        state.versions.insert(key, record.clone());
+        tables.versions.insert(key, record.clone());
         Ok(Inserted {
             record,
             inserted: true,
@@ -45,8 +45,8 @@ impl VersionStore for MemoryStore {
     ) -> Result<Option<WorkflowVersion>> {
         self.limits.check_key("workflow", workflow)?;
         self.limits.check_key("graph hash", graph_hash)?;
-        let state = self.lock();
-        Ok(state
+        let tables = self.lock();
+        Ok(tables
             .versions
             .get(&(workflow.to_owned(), graph_hash.to_owned()))
             .cloned())

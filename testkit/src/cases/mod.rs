@@ -1,0 +1,29 @@
+//! The conformance cases: one `pub async fn` per guarantee of the store
+//! ports, each taking a [`Harness`](crate::Harness) and panicking if the
+//! backend breaks the guarantee.
+//!
+//! Each case starts from the harness's empty store and asserts exact values.
+//! Race cases spawn real tokio tasks, released together by a barrier, so
+//! they need a multi-threaded runtime and a backend that serves many callers
+//! at once. Run them all through
+//! [`conformance_suite!`](crate::conformance_suite); the list of cases it
+//! stamps is [`CASES`](crate::CASES).
+
+pub mod bad_input;
+pub mod bad_names;
+pub mod claim;
+pub mod claim_races;
+pub mod graph;
+pub mod history;
+pub mod retries;
+pub mod run_list;
+pub mod run_races;
+pub mod run_state;
+pub mod runs;
+pub mod steps;
+pub mod summary;
+pub mod transitions;
+pub mod unknown_ids;
+pub mod versions;
+
+mod support;

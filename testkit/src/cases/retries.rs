@@ -1,0 +1,151 @@
+//! [`StepStore::create_retry_attempt`]: the next attempt of a failed step,
+//! by hand.
+
+use std::time::Duration;
+
+use flowstate_core::error::InvalidInput;
+use flowstate_core::{Error, StepStatus, StepStore, StepTransition};
+use serde_json::json;
+
+use super::support::{assert_err, history_of, new_run, snapshot, step_in};
+use crate::Harness;
+
+/// A retry starting running raises the attempt, clears the error and adds a
+/// running history row; the failed row keeps its failure.
+pub async fn retry_attempt_running<H: Harness>(h: &H) {
+    let run = new_run(h).await;
+    let step = step_in(h, run.id, "s1", StepStatus::Failed).await;
+    let at = h.clock().advance(Duration::from_millis(7));
+    h.store()
+        .create_retry_attempt(step.id, StepStatus::Running)
+        .await
+        .unwrap();
+    let after = h.store().get_step(step.id).await.unwrap();
+    assert_eq!(after.status, StepStatus::Running);
+    assert_eq!(after.attempt, 2);
+    assert_eq!(after.error, None);
+    assert_eq!(after.result, None);
+    assert_eq!(after.updated_at, at);
+    let history = history_of(h, &step).await;
+    assert_eq!(history.len(), 2);
+    assert_eq!(
+        (history[0].attempt, history[0].status),
+        (1, StepStatus::Failed)
+    );
+    assert_eq!(history[0].error, Some(json!({"message": "boom"})));
+    assert_eq!(
+        (history[1].attempt, history[1].status),
+        (2, StepStatus::Running)
+    );
+    assert_eq!(history[1].created_at, at);
+    assert_eq!(history[1].running_at, Some(at));
+    assert_eq!(history[1].error, None);
+    assert_ne!(history[0].id, history[1].id);
+}
+
+/// A retry starting pending leaves the new attempt pending and unstamped.
+pub async fn retry_attempt_pending<H: Harness>(h: &H) {
+    let run = new_run(h).await;
+    let step = step_in(h, run.id, "s1", StepStatus::Failed).await;
+    h.store()
+        .create_retry_attempt(step.id, StepStatus::Pending)
+        .await
+        .unwrap();
+    let after = h.store().get_step(step.id).await.unwrap();
+    assert_eq!((after.status, after.attempt), (StepStatus::Pending, 2));
+    let history = history_of(h, &step).await;
+    assert_eq!(history.len(), 2);
+    assert_eq!(
+        (history[1].attempt, history[1].status),
+        (2, StepStatus::Pending)
+    );
+    assert_eq!(history[1].running_at, None);
+    let claimed = h.store().claim_step(run.id, "s1", "rpc.fn").await.unwrap();
+    let claimed = claimed.expect("a pending retry attempt is claimable");
+    assert_eq!((claimed.status, claimed.attempt), (StepStatus::Running, 2));
+}
+
+/// A retry by hand ignores the retry policy: a step with no retries left can
+/// still be retried.
+pub async fn retry_attempt_ignores_policy<H: Harness>(h: &H) {
+    let run = new_run(h).await;
+    let step = step_in(h, run.id, "s1", StepStatus::Failed).await;
+    assert_eq!(step.retry.retries, 0);
+    let store = h.store();
+    assert_eq!(
+        store.claim_step(run.id, "s1", "rpc.fn").await.unwrap(),
+        None
+    );
+    store
+        .create_retry_attempt(step.id, StepStatus::Running)
+        .await
+        .unwrap();
+    assert_eq!(store.get_step(step.id).await.unwrap().attempt, 2);
+}
+
+/// A step that is not failed cannot be retried: `IllegalStepTransition`,
+/// nothing written.
+pub async fn retry_attempt_of_unfailed_step_is_illegal<H: Harness>(h: &H) {
+    let run = new_run(h).await;
+    for &status in StepStatus::ALL {
+        if status == StepStatus::Failed {
+            continue;
+        }
+        let step = step_in(h, run.id, &format!("s-{status}"), status).await;
+        let before = snapshot(h, &[run.id]).await;
+        for &start in StepStatus::RETRY_STARTS {
+            assert_err!(
+                h.store().create_retry_attempt(step.id, start).await,
+                Error::IllegalStepTransition { step: s, from, to }
+                    if s == step.id && from == status && to == start
+            );
+        }
+        assert_eq!(snapshot(h, &[run.id]).await, before, "{status}");
+    }
+}
+
+/// A retry may only start pending or running; any other start is
+/// `InvalidInput`, nothing written.
+pub async fn retry_attempt_with_bad_start_is_refused<H: Harness>(h: &H) {
+    let run = new_run(h).await;
+    let step = step_in(h, run.id, "s1", StepStatus::Failed).await;
+    let before = snapshot(h, &[run.id]).await;
+    for &start in StepStatus::ALL {
+        if StepStatus::RETRY_STARTS.contains(&start) {
+            continue;
+        }
+        assert_err!(
+            h.store().create_retry_attempt(step.id, start).await,
+            Error::InvalidInput(InvalidInput::OutOfRange { .. })
+        );
+    }
+    assert_eq!(snapshot(h, &[run.id]).await, before);
+}
+
+/// With the clock held still, a retry and the attempt it replaces share a
+/// creation time; history still puts attempt 1 first, and a transition after
+/// the retry lands on attempt 2.
+pub async fn same_microsecond_retry_resolves_the_retry<H: Harness>(h: &H) {
+    let run = new_run(h).await;
+    let step = step_in(h, run.id, "s1", StepStatus::Running).await;
+    let store = h.store();
+    let failed = StepTransition::Failed(json!({"message": "first"}));
+    store.transition_step(step.id, failed).await.unwrap();
+    store
+        .create_retry_attempt(step.id, StepStatus::Running)
+        .await
+        .unwrap();
+    let done = StepTransition::Succeeded(json!({"ok": true}));
+    store.transition_step(step.id, done).await.unwrap();
+    let history = store.step_history(run.id).await.unwrap();
+    assert_eq!(history.len(), 2, "one attempt row plus one retry row");
+    assert_eq!(history[0].created_at, history[1].created_at);
+    let rows: Vec<_> = history.iter().map(|r| (r.attempt, r.status)).collect();
+    assert_eq!(
+        rows,
+        [(1, StepStatus::Failed), (2, StepStatus::Succeeded)],
+        "the retry resolved the wrong history row"
+    );
+    assert_eq!(history[0].error, Some(json!({"message": "first"})));
+    assert_eq!(history[1].result, Some(json!({"ok": true})));
+}

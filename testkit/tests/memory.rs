@@ -1,0 +1,5 @@
+//! The conformance suite, run against the in-memory reference backend.
+
+use flowstate_testkit::MemoryHarness;
+
+flowstate_testkit::conformance_suite!(memory, async { MemoryHarness::new() });

@@ -1,0 +1,66 @@
+//! Invariants no compiler checks: every case is stamped, every file opens
+//! with a module doc and stays small.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn crate_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("tests"), &mut files);
+    files.sort();
+    files
+}
+
+#[test]
+fn every_case_is_stamped_and_every_stamped_case_exists() {
+    let cases_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cases");
+    let mut defined = Vec::new();
+    for path in fs::read_dir(&cases_dir).unwrap() {
+        let path = path.unwrap().path();
+        let group = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        for line in fs::read_to_string(&path).unwrap().lines() {
+            if let Some(rest) = line.strip_prefix("pub async fn ") {
+                let name = rest.split(['<', '(']).next().unwrap();
+                defined.push(format!("{group}::{name}"));
+            }
+        }
+    }
+    defined.sort();
+    let mut stamped: Vec<String> = flowstate_testkit::CASES
+        .iter()
+        .map(|c| (*c).to_owned())
+        .collect();
+    stamped.sort();
+    assert_eq!(
+        defined, stamped,
+        "the case list in suite.rs and the cases differ"
+    );
+    assert!(stamped.len() >= 75, "only {} cases", stamped.len());
+}
+
+#[test]
+fn every_file_opens_with_a_module_doc_and_stays_small() {
+    for path in crate_files() {
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with("//!"),
+            "{} has no //! module doc",
+            path.display()
+        );
+        let lines = text.lines().count();
+        assert!(lines <= 400, "{} has {lines} lines", path.display());
+    }
+}
