@@ -118,6 +118,12 @@ where
         dialect: dialect.name(),
         source: Box::new(err),
     })?;
+    if dialect == Dialect::Sqlite {
+        // Wait on a file another process is writing instead of failing at
+        // once with SQLITE_BUSY (several workers may start together).
+        conn.batch_execute("PRAGMA busy_timeout = 10000;")
+            .map_err(|err| fail(Box::new(err)))?;
+    }
     match action {
         Action::Up => {
             let applied = conn.run_pending_migrations(source).map_err(fail)?;
