@@ -49,10 +49,27 @@ where
     /// Builds a pool for `url`; connections are made lazily, each set up
     /// with `setup` and, if the config has one, the statement log.
     pub fn build(dialect: &'static str, url: &str, config: &StoreConfig, setup: Setup<C>) -> Result<Self, Error> {
+        Self::build_with(dialect, url, config, setup)
+    }
+
+    /// Like [`Self::build`], with a setup that may capture settings (SQLite's
+    /// `busy_timeout` comes from the config, which a `fn` pointer cannot hold).
+    pub fn build_with<F>(dialect: &'static str, url: &str, config: &StoreConfig, setup: F) -> Result<Self, Error>
+    where
+        F: for<'c> Fn(&'c mut C) -> BoxFuture<'c, diesel::QueryResult<()>> + Send + Sync + 'static,
+    {
         let log = config.statement_log.clone();
+        let setup = std::sync::Arc::new(setup);
         let mut manager_config = ManagerConfig::<C>::default();
+        // No ping on checkout: the default (`Verified`) sends `SELECT 1`
+        // before every operation, a round trip (and a logged statement)
+        // that no budget allows. A closed connection is still refused
+        // (`is_broken`); one that died silently fails its first statement
+        // with a retryable error.
+        manager_config.recycling_method = diesel_async::pooled_connection::RecyclingMethod::Fast;
         manager_config.custom_setup = Box::new(move |url| {
             let log = log.clone();
+            let setup = std::sync::Arc::clone(&setup);
             async move {
                 let mut conn = C::establish(url).await?;
                 if let Some(log) = log {
