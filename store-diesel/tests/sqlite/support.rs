@@ -1,0 +1,75 @@
+//! What every SQLite test needs: a fresh database file per test (so tests
+//! run in parallel), migrated, and a store on it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use flowstate_store_diesel::sqlite::SqliteStore;
+use flowstate_store_diesel::{StatementLog, StoreConfig};
+
+/// A database file under the temp dir, removed (with its WAL files) on drop.
+#[derive(Debug)]
+pub struct TestDb {
+    /// The file's path.
+    pub path: PathBuf,
+}
+
+impl TestDb {
+    /// A new, empty, migrated database file `fst_<32 hex>.db`.
+    pub async fn migrated() -> Self {
+        let db = Self::empty();
+        let applied = flowstate_store_diesel::migrate::up(&db.url())
+            .await
+            .unwrap_or_else(|err| panic!("cannot migrate {}: {err}", db.url()));
+        assert_eq!(applied.len(), 1, "a fresh database gets the one migration");
+        db
+    }
+
+    /// A new database file name that nothing has created yet.
+    pub fn empty() -> Self {
+        let dir = std::env::temp_dir().join("flowstate-sqlite-tests");
+        std::fs::create_dir_all(&dir).expect("cannot create the test database directory");
+        let name = format!("fst_{}.db", uuid::Uuid::now_v7().simple());
+        Self {
+            path: dir.join(name),
+        }
+    }
+
+    /// The `sqlite://` URL of the file.
+    pub fn url(&self) -> String {
+        format!("sqlite://{}", self.path.display())
+    }
+
+    /// The path as `SqliteStore::connect` takes it.
+    pub fn target(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// A store on this file with `config`.
+    pub async fn store(&self, config: StoreConfig) -> SqliteStore {
+        SqliteStore::connect(&self.target(), config)
+            .await
+            .unwrap_or_else(|err| panic!("cannot open {}: {err}", self.target()))
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut path = self.path.clone().into_os_string();
+            path.push(suffix);
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// A migrated database and a store on it recording every statement in the
+/// returned log.
+pub async fn logged_store() -> (TestDb, SqliteStore, Arc<StatementLog>) {
+    let db = TestDb::migrated().await;
+    let log = StatementLog::new();
+    let store = db
+        .store(StoreConfig::default().statement_log(log.clone()))
+        .await;
+    (db, store, log)
+}
