@@ -1,8 +1,9 @@
-#![cfg(feature = "postgres")]
 //! PostgreSQL: the conformance suite, the statement budgets, migrations,
 //! bad input, the pool and the query plans, each test on a database of its
 //! own on the server `FLOWSTATE_PG_URL` names (default
 //! `postgres://postgres@127.0.0.1:5432`).
+
+#![cfg(feature = "postgres")]
 
 #[path = "postgres/bad_input.rs"]
 mod bad_input;
