@@ -70,6 +70,27 @@ impl ClaimDecision {
         matches!(self, Self::ClaimFresh | Self::ClaimRetry)
     }
 
+    /// The step statuses for which a claim decides `self`, for a step pinned
+    /// to the claiming function with attempts left: the `status IN (...)`
+    /// list a backend's guard carries out (a retry guards on attempts left
+    /// as well, `current_attempt < retries + 1`). Backends ask this rather
+    /// than restate the table.
+    pub fn statuses(self) -> Vec<StepStatus> {
+        StepStatus::ALL
+            .iter()
+            .copied()
+            .filter(|&status| {
+                let input = ClaimInput {
+                    status,
+                    function: None,
+                    attempt: RetryPolicy::FIRST_ATTEMPT,
+                    retry: RetryPolicy::with_retries(1),
+                };
+                Self::decide(input, "") == self
+            })
+            .collect()
+    }
+
     /// The attempt the step is in after this claim is carried out.
     pub const fn attempt_after(self, attempt: u32) -> u32 {
         match self {
@@ -123,6 +144,13 @@ mod tests {
         check(Running, other, 1, 0, Refuse);
         check(Succeeded, other, 1, 0, Refuse);
         check(Failed, other, 1, 5, Refuse);
+    }
+
+    #[test]
+    fn statuses_per_decision() {
+        assert_eq!(ClaimDecision::ClaimFresh.statuses(), [Pending, Scheduled]);
+        assert_eq!(ClaimDecision::ClaimRetry.statuses(), [Failed]);
+        assert_eq!(ClaimDecision::Refuse.statuses(), []);
     }
 
     #[test]

@@ -36,6 +36,8 @@
 #[cfg(not(any(feature = "postgres", feature = "mysql", feature = "sqlite")))]
 compile_error!("flowstate-store-diesel needs at least one of the features postgres, mysql, sqlite");
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub mod cached;
 pub mod config;
 pub mod error;
 pub mod guard;

@@ -17,10 +17,10 @@ use diesel_async::RunQueryDsl;
 use flowstate_core::error::InvalidInput;
 use flowstate_core::{Error, HistoryId, Result, RunId, Step, StepId, StepStatus, StepTransition};
 
-use super::prepared::CacheExt;
 use super::steps::select_step_by_name;
 use super::tx::{Tx, begin, end, retry_conflicts};
 use super::{Conn, MysqlStore, sql};
+use crate::cached::CacheExt;
 use crate::error::backend;
 use crate::guard::{claim_lost, step_transition_refused};
 use crate::rows::{StatusRow, StepRow};

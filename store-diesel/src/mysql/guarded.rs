@@ -6,27 +6,9 @@
 
 use std::sync::LazyLock;
 
-use flowstate_core::{ClaimDecision, ClaimInput, RetryPolicy, StepStatus};
+use flowstate_core::{ClaimDecision, StepStatus};
 
 use crate::guard::sql_list;
-
-/// The statuses `ClaimDecision` claims in place (`ClaimFresh`) and by
-/// starting a new attempt (`ClaimRetry`), asked of core, not restated.
-fn claimable(decision: ClaimDecision) -> Vec<StepStatus> {
-    StepStatus::ALL
-        .iter()
-        .copied()
-        .filter(|&status| {
-            let input = ClaimInput {
-                status,
-                function: None,
-                attempt: RetryPolicy::FIRST_ATTEMPT,
-                retry: RetryPolicy::with_retries(1),
-            };
-            ClaimDecision::decide(input, "") == decision
-        })
-        .collect()
-}
 
 /// The claim: one status-guarded `UPDATE` of the step named (run, name),
 /// whose guard is `ClaimDecision`: the function matches or the step is not
@@ -39,7 +21,7 @@ fn claimable(decision: ClaimDecision) -> Vec<StepStatus> {
 /// the step had, under that order and under MariaDB's
 /// `SIMULTANEOUS_ASSIGNMENT` mode alike.
 pub(super) static CLAIM_STEP: LazyLock<String> = LazyLock::new(|| {
-    let retry = sql_list(&claimable(ClaimDecision::ClaimRetry));
+    let retry = sql_list(&ClaimDecision::ClaimRetry.statuses());
     format!(
         "UPDATE flowstate_steps SET \
          current_attempt = IF(status IN ({retry}), current_attempt + 1, current_attempt), \
@@ -48,7 +30,7 @@ pub(super) static CLAIM_STEP: LazyLock<String> = LazyLock::new(|| {
          status = '{running}', updated_at = ? \
          WHERE run_id = ? AND name = ? AND (function_name IS NULL OR function_name = ?) \
          AND (status IN ({fresh}) OR (status IN ({retry}) AND current_attempt < retries + 1))",
-        fresh = sql_list(&claimable(ClaimDecision::ClaimFresh)),
+        fresh = sql_list(&ClaimDecision::ClaimFresh.statuses()),
         running = StepStatus::Running,
     )
 });
@@ -119,7 +101,7 @@ pub(super) static RETRY_ATTEMPT: LazyLock<TransitionSql> = LazyLock::new(|| {
     let update = format!(
         "UPDATE flowstate_steps SET current_attempt = current_attempt + 1, result = NULL, \
          error = NULL, status = ?, updated_at = ? WHERE id = ? AND status IN ({})",
-        sql_list(&claimable(ClaimDecision::ClaimRetry))
+        sql_list(&ClaimDecision::ClaimRetry.statuses())
     );
     TransitionSql {
         update,
@@ -167,11 +149,11 @@ mod tests {
     #[test]
     fn the_claim_guard_is_the_claim_decision() {
         assert_eq!(
-            claimable(ClaimDecision::ClaimFresh),
+            ClaimDecision::ClaimFresh.statuses(),
             vec![StepStatus::Pending, StepStatus::Scheduled]
         );
         assert_eq!(
-            claimable(ClaimDecision::ClaimRetry),
+            ClaimDecision::ClaimRetry.statuses(),
             vec![StepStatus::Failed]
         );
         assert!(CLAIM_STEP.contains(

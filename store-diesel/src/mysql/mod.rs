@@ -15,13 +15,12 @@
 //! a PAD SPACE collation on MySQL and MariaDB alike).
 //!
 //! Inside: `sql` holds the statements (`guarded` the status-guarded ones),
-//! `tx` transactions and the conflict retry, `prepared` the statement
-//! cache, and `runs`, `steps`, `claim`
-//! and `versions` the ports.
+//! `tx` transactions and the conflict retry, and `runs`, `steps`, `claim`
+//! and `versions` the ports. Statements are prepared once per connection
+//! through [`crate::cached`].
 
 mod claim;
 mod guarded;
-mod prepared;
 mod runs;
 mod sql;
 mod steps;

@@ -13,9 +13,9 @@ use flowstate_core::{
     Error, Inserted, NewRun, Page, Result, Run, RunCursor, RunId, RunQuery, RunStatus,
 };
 
-use super::prepared::CacheExt;
 use super::tx::{Tx, begin, end, retry_conflicts};
 use super::{Conn, MysqlStore, sql};
+use crate::cached::CacheExt;
 use crate::error::{backend, is_foreign_key_violation};
 use crate::guard::{run_transition_refused, sql_list};
 use crate::rows::{RunRow, StateRow, StatusCountRow, StatusRow, convert, parse_status};

@@ -12,9 +12,9 @@ use flowstate_core::{
     StepStore, StepTransition,
 };
 
-use super::prepared::CacheExt;
 use super::tx::{Tx, begin, end, retry_conflicts};
 use super::{Conn, MysqlStore, sql};
+use crate::cached::CacheExt;
 use crate::error::{backend, is_foreign_key_violation};
 use crate::rows::{AttemptRow, StepRow, convert};
 

@@ -9,9 +9,9 @@ use flowstate_core::{
     Inserted, NewWorkflowVersion, Result, VersionId, VersionStore, WorkflowVersion,
 };
 
-use super::prepared::CacheExt;
 use super::tx::retry_conflicts;
 use super::{Conn, MysqlStore, sql};
+use crate::cached::CacheExt;
 use crate::error::backend;
 use crate::rows::VersionRow;
 

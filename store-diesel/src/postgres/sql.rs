@@ -1,5 +1,5 @@
-//! The SQL every PostgreSQL statement sends, and [`cached`], which lets
-//! diesel-async keep the prepared form of a `sql_query` per connection.
+//! The SQL every PostgreSQL statement sends, and `cached` (see
+//! [`crate::cached`]), which keeps a `sql_query` prepared per connection.
 //!
 //! Only status literals from core's enums are spliced into this text (via
 //! [`crate::guard::sql_list`]); every user value is a bound parameter. Each
@@ -8,48 +8,11 @@
 
 use std::sync::LazyLock;
 
-use diesel::QueryResult;
-use diesel::pg::Pg;
-use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
-use diesel::sql_types::Untyped;
-
-use flowstate_core::{ClaimDecision, ClaimInput, RetryPolicy, RunStatus, StepStatus};
+use flowstate_core::{ClaimDecision, RunStatus, StepStatus};
 
 use crate::guard::sql_list;
 
-/// A raw query whose prepared statement diesel-async may cache.
-///
-/// `sql_query` marks itself unsafe to cache (its text could be anything), so
-/// every call would pay a round trip to prepare it and another to run it.
-/// The text of every query wrapped here is one of a fixed set built in this
-/// module, with all values bound, so caching it by its text is sound: after
-/// the first use on a connection a statement is one round trip.
-#[derive(Debug)]
-pub(super) struct Cached<Q>(Q);
-
-/// Wraps `query` so its prepared statement is cached per connection.
-pub(super) fn cached<Q>(query: Q) -> Cached<Q> {
-    Cached(query)
-}
-
-impl<Q: QueryFragment<Pg>> QueryFragment<Pg> for Cached<Q> {
-    fn walk_ast<'b>(&'b self, pass: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
-        self.0.walk_ast(pass)
-    }
-
-    fn is_safe_to_cache_prepared(&self, _backend: &Pg) -> QueryResult<bool> {
-        Ok(true)
-    }
-}
-
-impl<Q> QueryId for Cached<Q> {
-    type QueryId = ();
-    const HAS_STATIC_QUERY_ID: bool = false;
-}
-
-impl<Q> Query for Cached<Q> {
-    type SqlType = Untyped;
-}
+pub(super) use crate::cached::cached;
 
 /// The columns of [`crate::rows::RunRow`], from `flowstate_runs AS r`.
 pub(super) const RUN_COLUMNS: &str = "r.id, r.workflow, r.status, r.input::text AS input, \
@@ -100,24 +63,6 @@ const fn payload_column(to: StepStatus) -> Option<&'static str> {
     }
 }
 
-/// The statuses whose claim [`ClaimDecision`] decides as `want`, for a step
-/// on `attempt` of `retries` retries pinned to no function.
-fn claim_statuses(want: ClaimDecision, attempt: u32, retries: u32) -> Vec<StepStatus> {
-    StepStatus::ALL
-        .iter()
-        .copied()
-        .filter(|&status| {
-            let input = ClaimInput {
-                status,
-                function: None,
-                attempt,
-                retry: RetryPolicy::with_retries(retries),
-            };
-            ClaimDecision::decide(input, "any") == want
-        })
-        .collect()
-}
-
 /// The claim, win or lose, in one statement. Binds: `$1` run, `$2` name,
 /// `$3` function, `$4` now, `$5` a fresh history id. Every row is
 /// `won` followed by [`STEP_COLUMNS`]: the step after the claim (won), or as
@@ -127,8 +72,8 @@ fn claim_statuses(want: ClaimDecision, attempt: u32, retries: u32) -> Vec<StepSt
 /// claims fresh, a retry from the statuses it retries while
 /// `current_attempt < retries + 1` ([`RetryPolicy::has_attempts_left`]).
 pub(super) static CLAIM: LazyLock<String> = LazyLock::new(|| {
-    let fresh = claim_statuses(ClaimDecision::ClaimFresh, 1, 0);
-    let retry = claim_statuses(ClaimDecision::ClaimRetry, 1, 1);
+    let fresh = ClaimDecision::ClaimFresh.statuses();
+    let retry = ClaimDecision::ClaimRetry.statuses();
     let running = StepStatus::Running.as_str();
     let retrying = status_guard("s.status", &retry);
     format!(
@@ -293,13 +238,10 @@ mod tests {
     #[test]
     fn the_claim_guard_is_the_claim_decision() {
         assert_eq!(
-            claim_statuses(ClaimDecision::ClaimFresh, 1, 0),
+            ClaimDecision::ClaimFresh.statuses(),
             [StepStatus::Pending, StepStatus::Scheduled]
         );
-        assert_eq!(
-            claim_statuses(ClaimDecision::ClaimRetry, 1, 1),
-            [StepStatus::Failed]
-        );
+        assert_eq!(ClaimDecision::ClaimRetry.statuses(), [StepStatus::Failed]);
         assert!(CLAIM.contains("s.status IN ('pending', 'scheduled')"));
         assert!(CLAIM.contains("s.status IN ('failed') AND s.current_attempt < s.retries + 1"));
     }

@@ -6,7 +6,7 @@
 
 use std::sync::LazyLock;
 
-use flowstate_core::{ClaimDecision, ClaimInput, RetryPolicy, RunStatus, StepStatus};
+use flowstate_core::{ClaimDecision, RunStatus, StepStatus};
 
 use super::sql::{RUN_COLS, STEP_COLS};
 use crate::guard::sql_list;
@@ -15,32 +15,14 @@ use crate::guard::sql_list;
 /// saturates exactly where core's `RetryPolicy` arithmetic does.
 const MAX_ATTEMPT: u32 = u32::MAX;
 
-/// The statuses for which a claim decides `want`, asked of
-/// [`ClaimDecision::decide`] itself for a step with attempts left.
-fn claim_statuses(want: ClaimDecision) -> Vec<StepStatus> {
-    StepStatus::ALL
-        .iter()
-        .copied()
-        .filter(|&status| {
-            let input = ClaimInput {
-                status,
-                function: None,
-                attempt: RetryPolicy::FIRST_ATTEMPT,
-                retry: RetryPolicy::with_retries(1),
-            };
-            ClaimDecision::decide(input, "any") == want
-        })
-        .collect()
-}
-
 /// The claim: one status-guarded UPDATE whose RETURNING row is the claimed
 /// step. The guard is [`ClaimDecision`]: the function matches (or the step
 /// is not pinned), and the step is fresh-claimable, or retry-claimable with
 /// attempts left; a retry starts the next attempt with no result or error.
 /// Binds: `?1` now, `?2` run, `?3` name, `?4` function.
 pub static CLAIM: LazyLock<String> = LazyLock::new(|| {
-    let fresh = sql_list(&claim_statuses(ClaimDecision::ClaimFresh));
-    let retry = sql_list(&claim_statuses(ClaimDecision::ClaimRetry));
+    let fresh = sql_list(&ClaimDecision::ClaimFresh.statuses());
+    let retry = sql_list(&ClaimDecision::ClaimRetry.statuses());
     let running = StepStatus::Running;
     format!(
         "UPDATE flowstate_steps SET status = '{running}', \
@@ -219,13 +201,10 @@ mod tests {
     #[test]
     fn the_claim_guard_is_the_claim_decision() {
         assert_eq!(
-            claim_statuses(ClaimDecision::ClaimFresh),
+            ClaimDecision::ClaimFresh.statuses(),
             [StepStatus::Pending, StepStatus::Scheduled]
         );
-        assert_eq!(
-            claim_statuses(ClaimDecision::ClaimRetry),
-            [StepStatus::Failed]
-        );
+        assert_eq!(ClaimDecision::ClaimRetry.statuses(), [StepStatus::Failed]);
         assert!(CLAIM.contains("status IN ('pending', 'scheduled')"));
         assert!(CLAIM.contains("(function_name IS NULL OR function_name = ?4)"));
     }
