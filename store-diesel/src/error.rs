@@ -18,7 +18,7 @@ pub enum Error {
         reason: &'static str,
     },
     /// The database could not be reached or refused the connection.
-    #[error("cannot connect to {dialect} database: {source}")]
+    #[error("cannot connect to the {dialect} database")]
     Connect {
         /// Which dialect.
         dialect: &'static str,
@@ -35,7 +35,7 @@ pub enum Error {
         detail: String,
     },
     /// A migration failed; the ones before it stay applied.
-    #[error("migration failed on {dialect}: {source}")]
+    #[error("migration failed on {dialect}")]
     Migration {
         /// Which dialect.
         dialect: &'static str,
@@ -79,19 +79,31 @@ pub fn is_retryable(err: &DieselError) -> bool {
 /// (MySQL 1213/1205 and SQLite BUSY/LOCKED come through as `Unknown`).
 fn is_transient_message(message: &str) -> bool {
     let message = message.to_ascii_lowercase();
-    ["deadlock", "lock wait timeout", "database is locked", "database table is locked", "busy"]
-        .iter()
-        .any(|needle| message.contains(needle))
+    [
+        "deadlock",
+        "lock wait timeout",
+        "database is locked",
+        "database table is locked",
+        "busy",
+    ]
+    .iter()
+    .any(|needle| message.contains(needle))
 }
 
 /// Whether a diesel error is a unique-key violation.
 pub fn is_unique_violation(err: &DieselError) -> bool {
-    matches!(err, DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _))
+    matches!(
+        err,
+        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _)
+    )
 }
 
 /// Whether a diesel error is a foreign-key violation.
 pub fn is_foreign_key_violation(err: &DieselError) -> bool {
-    matches!(err, DieselError::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, _))
+    matches!(
+        err,
+        DieselError::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, _)
+    )
 }
 
 /// Maps a pool error: a timeout is [`flowstate_core::Error::PoolTimeout`],

@@ -4,7 +4,9 @@
 //! on the error path; these functions turn what that read found into the
 //! same typed answer on every backend.
 
-use flowstate_core::{ClaimDecision, ClaimInput, Error, RunId, RunStatus, Step, StepId, StepStatus};
+use flowstate_core::{
+    ClaimDecision, ClaimInput, Error, RunId, RunStatus, Step, StepId, StepStatus,
+};
 
 use crate::rows::parse_status;
 
@@ -44,7 +46,12 @@ pub fn run_transition_refused(run: RunId, current: Option<&str>, to: RunStatus) 
 /// The answer to a claim whose guarded write matched nothing, given the step
 /// as read afterwards: no such step, a refused function, or simply `None`
 /// (running, succeeded, out of retries, or another worker won).
-pub fn claim_lost(run: RunId, name: &str, function: &str, step: Option<&Step>) -> Result<Option<Step>, Error> {
+pub fn claim_lost(
+    run: RunId,
+    name: &str,
+    function: &str,
+    step: Option<&Step>,
+) -> Result<Option<Step>, Error> {
     let Some(step) = step else {
         return Err(Error::StepNameNotFound {
             run,
@@ -87,13 +94,24 @@ mod tests {
     #[test]
     fn refusals_name_what_was_found() {
         let step = StepId::generate();
-        assert!(matches!(step_transition_refused(step, None, StepStatus::Running), Error::StepNotFound(s) if s == step));
+        assert!(
+            matches!(step_transition_refused(step, None, StepStatus::Running), Error::StepNotFound(s) if s == step)
+        );
         assert!(matches!(
             step_transition_refused(step, Some("succeeded"), StepStatus::Running),
-            Error::IllegalStepTransition { from: StepStatus::Succeeded, .. }
+            Error::IllegalStepTransition {
+                from: StepStatus::Succeeded,
+                ..
+            }
         ));
-        assert!(matches!(step_transition_refused(step, Some("bogus"), StepStatus::Running), Error::Corrupt { .. }));
+        assert!(matches!(
+            step_transition_refused(step, Some("bogus"), StepStatus::Running),
+            Error::Corrupt { .. }
+        ));
         let run = RunId::generate();
-        assert!(matches!(run_transition_refused(run, None, RunStatus::Failed), Error::RunNotFound(_)));
+        assert!(matches!(
+            run_transition_refused(run, None, RunStatus::Failed),
+            Error::RunNotFound(_)
+        ));
     }
 }

@@ -13,7 +13,8 @@ use crate::url::{DatabaseUrl, Dialect};
 
 /// PostgreSQL's migrations.
 #[cfg(feature = "postgres")]
-pub static POSTGRES: EmbeddedMigrations = diesel_migrations::embed_migrations!("migrations/postgres");
+pub static POSTGRES: EmbeddedMigrations =
+    diesel_migrations::embed_migrations!("migrations/postgres");
 /// MySQL's and MariaDB's migrations.
 #[cfg(feature = "mysql")]
 pub static MYSQL: EmbeddedMigrations = diesel_migrations::embed_migrations!("migrations/mysql");
@@ -79,12 +80,16 @@ async fn run(url: &str, action: Action) -> Result<Outcome> {
         match dialect {
             #[cfg(feature = "postgres")]
             Dialect::Postgres => {
-                type Conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper<diesel_async::AsyncPgConnection>;
+                type Conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper<
+                    diesel_async::AsyncPgConnection,
+                >;
                 apply::<Conn>(dialect, &target, &POSTGRES, action)
             }
             #[cfg(feature = "mysql")]
             Dialect::Mysql => {
-                type Conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper<diesel_async::AsyncMysqlConnection>;
+                type Conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper<
+                    diesel_async::AsyncMysqlConnection,
+                >;
                 apply::<Conn>(dialect, &target, &MYSQL, action)
             }
             #[cfg(feature = "sqlite")]
@@ -102,7 +107,12 @@ async fn run(url: &str, action: Action) -> Result<Outcome> {
     })?
 }
 
-fn apply<C>(dialect: Dialect, target: &str, source: &'static EmbeddedMigrations, action: Action) -> Result<Outcome>
+fn apply<C>(
+    dialect: Dialect,
+    target: &str,
+    source: &'static EmbeddedMigrations,
+    action: Action,
+) -> Result<Outcome>
 where
     C: diesel::Connection + MigrationHarness<C::Backend>,
     EmbeddedMigrations: MigrationSource<C::Backend>,
@@ -127,7 +137,9 @@ where
     match action {
         Action::Up => {
             let applied = conn.run_pending_migrations(source).map_err(fail)?;
-            Ok(Outcome::Versions(applied.iter().map(ToString::to_string).collect()))
+            Ok(Outcome::Versions(
+                applied.iter().map(ToString::to_string).collect(),
+            ))
         }
         Action::Down(steps) => {
             let mut reverted = Vec::new();
@@ -174,7 +186,9 @@ impl<DB: diesel::backend::Backend> MigrationSource<DB> for StaticSource
 where
     EmbeddedMigrations: MigrationSource<DB>,
 {
-    fn migrations(&self) -> diesel::migration::Result<Vec<Box<dyn diesel::migration::Migration<DB>>>> {
+    fn migrations(
+        &self,
+    ) -> diesel::migration::Result<Vec<Box<dyn diesel::migration::Migration<DB>>>> {
         self.0.migrations()
     }
 }

@@ -48,13 +48,23 @@ where
 {
     /// Builds a pool for `url`; connections are made lazily, each set up
     /// with `setup` and, if the config has one, the statement log.
-    pub fn build(dialect: &'static str, url: &str, config: &StoreConfig, setup: Setup<C>) -> Result<Self, Error> {
+    pub fn build(
+        dialect: &'static str,
+        url: &str,
+        config: &StoreConfig,
+        setup: Setup<C>,
+    ) -> Result<Self, Error> {
         Self::build_with(dialect, url, config, setup)
     }
 
     /// Like [`Self::build`], with a setup that may capture settings (SQLite's
     /// `busy_timeout` comes from the config, which a `fn` pointer cannot hold).
-    pub fn build_with<F>(dialect: &'static str, url: &str, config: &StoreConfig, setup: F) -> Result<Self, Error>
+    pub fn build_with<F>(
+        dialect: &'static str,
+        url: &str,
+        config: &StoreConfig,
+        setup: F,
+    ) -> Result<Self, Error>
     where
         F: for<'c> Fn(&'c mut C) -> BoxFuture<'c, diesel::QueryResult<()>> + Send + Sync + 'static,
     {
@@ -111,9 +121,13 @@ where
     /// Opens one connection now, so a bad URL or a server that is down is
     /// reported when the store is opened, not on its first call.
     pub async fn check(&self, dialect: &'static str) -> Result<(), Error> {
-        self.pool.get().await.map(drop).map_err(|err| Error::Connect {
-            dialect,
-            source: Box::new(err),
-        })
+        self.pool
+            .get()
+            .await
+            .map(drop)
+            .map_err(|err| Error::Connect {
+                dialect,
+                source: Box::new(err),
+            })
     }
 }

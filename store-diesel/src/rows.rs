@@ -138,7 +138,10 @@ impl TryFrom<StepRow> for Step {
                 retries: to_u32("step retries", &key, row.retries)?,
                 retry_delay: row
                     .retry_delay_ms
-                    .map(|ms| to_u32("step retry delay", &key, ms).map(|_| Duration::from_millis(ms as u64)))
+                    .map(|ms| {
+                        to_u32("step retry delay", &key, ms)
+                            .map(|_| Duration::from_millis(ms as u64))
+                    })
                     .transpose()?,
             },
             name: row.name,
@@ -295,7 +298,8 @@ pub fn parse_status<S: FromStr<Err = flowstate_core::status::UnknownStatus>>(
     row: &str,
     text: &str,
 ) -> Result<S, Error> {
-    text.parse().map_err(|err| Error::corrupt_status(&row, &err))
+    text.parse()
+        .map_err(|err| Error::corrupt_status(&row, &err))
 }
 
 fn decode_opt(what: &'static str, row: &str, text: Option<&str>) -> Result<Option<Value>, Error> {

@@ -1,9 +1,9 @@
 //! A record of the statements a store sends, for the statement-count tests
 //! and the bench: budgets are counted, not timed.
 
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use diesel::connection::{Instrumentation, InstrumentationEvent};
 
@@ -31,12 +31,18 @@ impl StatementLog {
 
     /// The SQL of every statement sent so far.
     pub fn statements(&self) -> Vec<String> {
-        self.statements.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.statements
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Forgets everything recorded so far.
     pub fn clear(&self) {
-        self.statements.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+        self.statements
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
         self.count.store(0, Ordering::Relaxed);
     }
 
@@ -52,12 +58,17 @@ impl StatementLog {
 
     fn record(&self, sql: String) {
         self.count.fetch_add(1, Ordering::Relaxed);
-        self.statements.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(sql);
+        self.statements
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(sql);
     }
 
     /// The instrumentation to install on a connection so it reports here.
     pub fn instrumentation(self: &Arc<Self>) -> LogInstrumentation {
-        LogInstrumentation { log: Arc::clone(self) }
+        LogInstrumentation {
+            log: Arc::clone(self),
+        }
     }
 }
 
@@ -73,7 +84,12 @@ impl Instrumentation for LogInstrumentation {
         if let InstrumentationEvent::StartQuery { query, .. } = event {
             let text = query.to_string();
             // diesel appends the binds as `-- binds: [...]`; keep the SQL.
-            let sql = text.split(" -- binds:").next().unwrap_or(&text).trim().to_owned();
+            let sql = text
+                .split(" -- binds:")
+                .next()
+                .unwrap_or(&text)
+                .trim()
+                .to_owned();
             self.log.record(sql);
         }
     }

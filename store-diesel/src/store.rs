@@ -56,11 +56,17 @@ impl DieselStore {
         let parsed = DatabaseUrl::parse(url)?;
         let store = match parsed.dialect {
             #[cfg(feature = "postgres")]
-            Dialect::Postgres => Self::Postgres(crate::postgres::PgStore::connect(&parsed.target, config).await?),
+            Dialect::Postgres => {
+                Self::Postgres(crate::postgres::PgStore::connect(&parsed.target, config).await?)
+            }
             #[cfg(feature = "mysql")]
-            Dialect::Mysql => Self::Mysql(crate::mysql::MysqlStore::connect(&parsed.target, config).await?),
+            Dialect::Mysql => {
+                Self::Mysql(crate::mysql::MysqlStore::connect(&parsed.target, config).await?)
+            }
             #[cfg(feature = "sqlite")]
-            Dialect::Sqlite => Self::Sqlite(crate::sqlite::SqliteStore::connect(&parsed.target, config).await?),
+            Dialect::Sqlite => {
+                Self::Sqlite(crate::sqlite::SqliteStore::connect(&parsed.target, config).await?)
+            }
             #[allow(unreachable_patterns)]
             other => {
                 return Err(Error::UnsupportedUrl {
@@ -122,11 +128,19 @@ impl RunStore for DieselStore {
         dispatch!(self, s => s.delete_run(id).await)
     }
 
-    async fn count_children(&self, parent: RunId) -> flowstate_core::Result<BTreeMap<RunStatus, u64>> {
+    async fn count_children(
+        &self,
+        parent: RunId,
+    ) -> flowstate_core::Result<BTreeMap<RunStatus, u64>> {
         dispatch!(self, s => s.count_children(parent).await)
     }
 
-    async fn write_state(&self, run: RunId, key: &str, value: &Value) -> flowstate_core::Result<()> {
+    async fn write_state(
+        &self,
+        run: RunId,
+        key: &str,
+        value: &Value,
+    ) -> flowstate_core::Result<()> {
         dispatch!(self, s => s.write_state(run, key, value).await)
     }
 
@@ -152,15 +166,28 @@ impl StepStore for DieselStore {
         dispatch!(self, s => s.list_steps(run).await)
     }
 
-    async fn transition_step(&self, id: StepId, transition: StepTransition) -> flowstate_core::Result<()> {
+    async fn transition_step(
+        &self,
+        id: StepId,
+        transition: StepTransition,
+    ) -> flowstate_core::Result<()> {
         dispatch!(self, s => s.transition_step(id, transition).await)
     }
 
-    async fn create_retry_attempt(&self, id: StepId, start: StepStatus) -> flowstate_core::Result<()> {
+    async fn create_retry_attempt(
+        &self,
+        id: StepId,
+        start: StepStatus,
+    ) -> flowstate_core::Result<()> {
         dispatch!(self, s => s.create_retry_attempt(id, start).await)
     }
 
-    async fn claim_step(&self, run: RunId, name: &str, function: &str) -> flowstate_core::Result<Option<Step>> {
+    async fn claim_step(
+        &self,
+        run: RunId,
+        name: &str,
+        function: &str,
+    ) -> flowstate_core::Result<Option<Step>> {
         dispatch!(self, s => s.claim_step(run, name, function).await)
     }
 
@@ -174,11 +201,18 @@ impl StepStore for DieselStore {
 }
 
 impl VersionStore for DieselStore {
-    async fn upsert_version(&self, version: NewWorkflowVersion) -> flowstate_core::Result<Inserted<WorkflowVersion>> {
+    async fn upsert_version(
+        &self,
+        version: NewWorkflowVersion,
+    ) -> flowstate_core::Result<Inserted<WorkflowVersion>> {
         dispatch!(self, s => s.upsert_version(version).await)
     }
 
-    async fn get_version(&self, workflow: &str, graph_hash: &str) -> flowstate_core::Result<Option<WorkflowVersion>> {
+    async fn get_version(
+        &self,
+        workflow: &str,
+        graph_hash: &str,
+    ) -> flowstate_core::Result<Option<WorkflowVersion>> {
         dispatch!(self, s => s.get_version(workflow, graph_hash).await)
     }
 }

@@ -47,19 +47,26 @@ impl DatabaseUrl {
     /// Reads `url`: `postgres://` or `postgresql://`; `mysql://` or
     /// `mariadb://`; `sqlite://path`, `sqlite:path` or a plain file path.
     pub fn parse(url: &str) -> Result<Self> {
-        let (dialect, target) = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            (Dialect::Postgres, url.to_owned())
-        } else if url.starts_with("mysql://") {
-            (Dialect::Mysql, url.to_owned())
-        } else if let Some(rest) = url.strip_prefix("mariadb://") {
-            (Dialect::Mysql, format!("mysql://{rest}"))
-        } else if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
-            (Dialect::Sqlite, path.to_owned())
-        } else if url.contains("://") {
-            return Err(unsupported(url, "unknown scheme: use postgres://, mysql://, mariadb:// or sqlite://"));
-        } else {
-            (Dialect::Sqlite, url.to_owned())
-        };
+        let (dialect, target) =
+            if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+                (Dialect::Postgres, url.to_owned())
+            } else if url.starts_with("mysql://") {
+                (Dialect::Mysql, url.to_owned())
+            } else if let Some(rest) = url.strip_prefix("mariadb://") {
+                (Dialect::Mysql, format!("mysql://{rest}"))
+            } else if let Some(path) = url
+                .strip_prefix("sqlite://")
+                .or_else(|| url.strip_prefix("sqlite:"))
+            {
+                (Dialect::Sqlite, path.to_owned())
+            } else if url.contains("://") {
+                return Err(unsupported(
+                    url,
+                    "unknown scheme: use postgres://, mysql://, mariadb:// or sqlite://",
+                ));
+            } else {
+                (Dialect::Sqlite, url.to_owned())
+            };
         if target.is_empty() || (dialect == Dialect::Sqlite && target.trim().is_empty()) {
             return Err(unsupported(url, "empty database path"));
         }
@@ -68,7 +75,9 @@ impl DatabaseUrl {
 }
 
 fn unsupported(url: &str, reason: &'static str) -> Error {
-    let shown = url.split_once("://").map_or_else(|| url.to_owned(), |(scheme, _)| format!("{scheme}://..."));
+    let shown = url
+        .split_once("://")
+        .map_or_else(|| url.to_owned(), |(scheme, _)| format!("{scheme}://..."));
     Error::UnsupportedUrl { url: shown, reason }
 }
 
@@ -78,13 +87,21 @@ mod tests {
 
     fn check(url: &str, dialect: Dialect, target: &str) {
         let parsed = DatabaseUrl::parse(url).unwrap();
-        assert_eq!((parsed.dialect, parsed.target.as_str()), (dialect, target), "{url}");
+        assert_eq!(
+            (parsed.dialect, parsed.target.as_str()),
+            (dialect, target),
+            "{url}"
+        );
     }
 
     #[test]
     fn url_table() {
         check("postgres://u@h/db", Dialect::Postgres, "postgres://u@h/db");
-        check("postgresql://u@h/db", Dialect::Postgres, "postgresql://u@h/db");
+        check(
+            "postgresql://u@h/db",
+            Dialect::Postgres,
+            "postgresql://u@h/db",
+        );
         check("mysql://root@h/db", Dialect::Mysql, "mysql://root@h/db");
         check("mariadb://root@h/db", Dialect::Mysql, "mysql://root@h/db");
         check("sqlite://target/demo.db", Dialect::Sqlite, "target/demo.db");
