@@ -1,0 +1,161 @@
+//! The baseline: the bench's claim + succeed work as hand-written SQL on
+//! PostgreSQL, through plain diesel-async `sql_query`, one connection per
+//! worker and no store in between. Each claim and each success is one
+//! statement that moves the step and its history row together, on the same
+//! tables and indexes, prepared once per connection (as anyone writing it
+//! by hand would), so the gap to flowstate's figure is what the store itself
+//! costs.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, ensure};
+use diesel::pg::Pg;
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
+use diesel::sql_types::{BigInt, Text, Untyped};
+use diesel::{QueryResult, QueryableByName};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use flowstate_store_diesel::{DieselStore, StoreConfig};
+use tokio::task::JoinSet;
+
+use super::statements::Counted;
+use super::throughput::{self, Throughput};
+
+/// Claims a pending step: the step and its current attempt's history row.
+const CLAIM: &str = "\
+WITH s AS (
+    UPDATE flowstate_steps SET status = 'running', updated_at = $3
+    WHERE run_id = $1 AND name = $2 AND status IN ('pending', 'scheduled')
+    RETURNING id, current_attempt
+), h AS (
+    UPDATE flowstate_step_history AS h SET status = 'running', running_at = $3
+    FROM s WHERE h.step_id = s.id AND h.attempt = s.current_attempt
+)
+SELECT id FROM s";
+
+/// Succeeds a running step: the step and its current attempt's history row.
+const SUCCEED: &str = "\
+WITH s AS (
+    UPDATE flowstate_steps SET status = 'succeeded', result = $2::jsonb, updated_at = $3
+    WHERE id = $1 AND status = 'running'
+    RETURNING id, current_attempt
+), h AS (
+    UPDATE flowstate_step_history AS h SET status = 'succeeded', result = $2::jsonb, succeeded_at = $3
+    FROM s WHERE h.step_id = s.id AND h.attempt = s.current_attempt
+)
+SELECT id FROM s";
+
+/// What the baseline sends per operation (the rest it does not do).
+pub fn statements() -> Vec<Counted> {
+    let one = |operation, sql: &str| Counted {
+        operation,
+        statements: vec![sql.to_owned()],
+    };
+    vec![
+        one("claim (win)", CLAIM),
+        one("claim (lose)", CLAIM),
+        one("transition", SUCCEED),
+    ]
+}
+
+/// A `sql_query` whose prepared statement diesel-async keeps per
+/// connection (plain `sql_query` is never cached, so each call would prepare
+/// it again: two round trips instead of one). Sound here: the text is one of
+/// two constants and every value is bound.
+struct Prepared<Q>(Q);
+
+impl<Q: QueryFragment<Pg>> QueryFragment<Pg> for Prepared<Q> {
+    fn walk_ast<'b>(&'b self, pass: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        self.0.walk_ast(pass)
+    }
+
+    fn is_safe_to_cache_prepared(&self, _backend: &Pg) -> QueryResult<bool> {
+        Ok(true)
+    }
+}
+
+impl<Q> QueryId for Prepared<Q> {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<Q> Query for Prepared<Q> {
+    type SqlType = Untyped;
+}
+
+#[derive(QueryableByName)]
+struct Id {
+    #[diesel(sql_type = Text)]
+    id: String,
+}
+
+fn now_micros() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+/// Claims and succeeds `steps` fresh steps on `url` with `workers`
+/// connections, in hand-written SQL.
+pub async fn measure(url: &str, workers: usize, steps: usize) -> Result<Throughput> {
+    let config = StoreConfig::default().pool_size(workers.min(8));
+    let store = Arc::new(
+        DieselStore::open(url, config)
+            .await
+            .context("cannot open the store")?,
+    );
+    let items = Arc::new(throughput::create_steps(&store, steps, workers).await?);
+    let mut connections = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        connections.push(
+            AsyncPgConnection::establish(url)
+                .await
+                .context("cannot connect")?,
+        );
+    }
+
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut set = JoinSet::new();
+    for mut conn in connections {
+        let (items, next) = (Arc::clone(&items), Arc::clone(&next));
+        set.spawn(async move {
+            loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some((run, name)) = items.get(index) else {
+                    return Ok::<_, anyhow::Error>(());
+                };
+                let claimed: Vec<Id> = Prepared(
+                    diesel::sql_query(CLAIM)
+                        .bind::<Text, _>(run.to_string())
+                        .bind::<Text, _>(name)
+                        .bind::<BigInt, _>(now_micros()),
+                )
+                .load(&mut conn)
+                .await?;
+                let step = claimed
+                    .into_iter()
+                    .next()
+                    .context("a fresh step's claim matched nothing")?;
+                let done: Vec<Id> = Prepared(
+                    diesel::sql_query(SUCCEED)
+                        .bind::<Text, _>(step.id)
+                        .bind::<Text, _>(serde_json::json!({ "i": index }).to_string())
+                        .bind::<BigInt, _>(now_micros()),
+                )
+                .load(&mut conn)
+                .await?;
+                ensure!(done.len() == 1, "a claimed step's success matched nothing");
+            }
+        });
+    }
+    while let Some(done) = set.join_next().await {
+        done.context("a baseline worker panicked")??;
+    }
+    Ok(Throughput {
+        workers,
+        steps: items.len(),
+        elapsed: started.elapsed().max(Duration::from_nanos(1)),
+    })
+}

@@ -1,0 +1,106 @@
+//! Statements per operation: each hot operation run once on a store with a
+//! single connection and a [`StatementLog`], and what it sent counted.
+//! `BEGIN` and `COMMIT` count: the server answers each.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use flowstate_core::ports::{RunStore, StepStore};
+use flowstate_core::{NewRun, NewStep, RetryPolicy, RunId, StepTransition};
+use flowstate_store_diesel::{DieselStore, StatementLog, StoreConfig};
+use serde_json::json;
+
+/// One operation's count, with the SQL it sent.
+#[derive(Clone, Debug)]
+pub struct Counted {
+    /// The operation.
+    pub operation: &'static str,
+    /// The statements it sent, in order.
+    pub statements: Vec<String>,
+}
+
+/// The operations measured, in the order they print.
+pub const OPERATIONS: [&str; 9] = [
+    "create_run",
+    "insert_step",
+    "claim (win)",
+    "claim (lose)",
+    "claim (retry win)",
+    "transition",
+    "get_step",
+    "list_steps",
+    "write_state",
+];
+
+/// Runs each of [`OPERATIONS`] once on `url` and counts what it sent.
+pub async fn measure(url: &str) -> Result<Vec<Counted>> {
+    const F: &str = "bench.work";
+    let log = StatementLog::new();
+    let config = StoreConfig::default()
+        .pool_size(1)
+        .statement_log(Arc::clone(&log));
+    let store = DieselStore::open(url, config)
+        .await
+        .context("cannot open the store")?;
+    // The connection is set up (pragmas, session settings) before counting.
+    let _ = store.get_run(RunId::generate()).await;
+
+    let mut counted = Vec::new();
+    let mut count = |operation: &'static str, statements: Vec<String>| {
+        counted.push(Counted {
+            operation,
+            statements,
+        });
+    };
+    let (run, sql) = log
+        .capture(store.create_run(NewRun::new("bench.count", json!({}))))
+        .await;
+    let run = run?.record.id;
+    count("create_run", sql);
+    let (step, sql) = log
+        .capture(store.insert_step(NewStep::new(run, "a", F, json!({}))))
+        .await;
+    let step = step?.record.id;
+    count("insert_step", sql);
+    let flaky = NewStep::new(run, "b", F, json!({})).with_retry(RetryPolicy::with_retries(1));
+    let flaky = store.insert_step(flaky).await?.record.id;
+    for name in ["c", "d"] {
+        store
+            .insert_step(NewStep::new(run, name, F, json!({})))
+            .await?;
+    }
+    let (won, sql) = log.capture(store.claim_step(run, "a", F)).await;
+    anyhow::ensure!(won?.is_some(), "the first claim of a pending step must win");
+    count("claim (win)", sql);
+    let (lost, sql) = log.capture(store.claim_step(run, "a", F)).await;
+    anyhow::ensure!(lost?.is_none(), "a claim of a running step must lose");
+    count("claim (lose)", sql);
+    store.claim_step(run, "b", F).await?;
+    store
+        .transition_step(flaky, StepTransition::Failed(json!("boom")))
+        .await?;
+    let (retry, sql) = log.capture(store.claim_step(run, "b", F)).await;
+    anyhow::ensure!(
+        retry?.is_some_and(|s| s.attempt == 2),
+        "a failed step's claim must start attempt 2"
+    );
+    count("claim (retry win)", sql);
+    let (done, sql) = log
+        .capture(store.transition_step(step, StepTransition::Succeeded(json!(1))))
+        .await;
+    done?;
+    count("transition", sql);
+    let (got, sql) = log.capture(store.get_step(step)).await;
+    got?;
+    count("get_step", sql);
+    let (all, sql) = log.capture(store.list_steps(run)).await;
+    anyhow::ensure!(all?.len() == 4, "list_steps must return the run's 4 steps");
+    count("list_steps", sql);
+    let (wrote, sql) = log
+        .capture(store.write_state(run, "cart.total", &json!({"cents": 1999})))
+        .await;
+    wrote?;
+    count("write_state", sql);
+    debug_assert!(counted.iter().map(|c| c.operation).eq(OPERATIONS));
+    Ok(counted)
+}
