@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, InvalidInput};
+
 /// How often, and how long apart, a failed step may be tried again.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetryPolicy {
@@ -19,6 +21,38 @@ pub struct RetryPolicy {
 impl RetryPolicy {
     /// The first attempt's number.
     pub const FIRST_ATTEMPT: u32 = 1;
+
+    /// The longest retry delay a store keeps: `u32::MAX` milliseconds,
+    /// about 49.7 days.
+    pub const MAX_RETRY_DELAY: Duration = Duration::from_millis(u32::MAX as u64);
+
+    /// The retry delay as every store keeps it: whole milliseconds (a
+    /// fraction of a millisecond is dropped). A delay over
+    /// [`Self::MAX_RETRY_DELAY`] is [`InvalidInput::OutOfRange`], refused
+    /// before anything is written.
+    pub fn retry_delay_millis(self) -> Result<Option<u32>, Error> {
+        self.retry_delay
+            .map(|delay| {
+                u32::try_from(delay.as_millis()).map_err(|_| {
+                    Error::InvalidInput(InvalidInput::OutOfRange {
+                        field: "retry delay",
+                        detail: format!("{delay:?} is over the limit of {} ms", u32::MAX),
+                    })
+                })
+            })
+            .transpose()
+    }
+
+    /// This policy as a store keeps it: the retry delay in whole
+    /// milliseconds (see [`Self::retry_delay_millis`]).
+    pub fn as_stored(self) -> Result<Self, Error> {
+        Ok(Self {
+            retries: self.retries,
+            retry_delay: self
+                .retry_delay_millis()?
+                .map(|ms| Duration::from_millis(u64::from(ms))),
+        })
+    }
 
     /// A policy with `retries` retries and no delay.
     pub const fn with_retries(retries: u32) -> Self {
@@ -62,6 +96,44 @@ mod tests {
                 "retries {retries}, attempt {attempt}"
             );
         }
+    }
+
+    #[test]
+    fn delays_are_kept_to_the_millisecond_up_to_the_limit() {
+        let with = |delay| RetryPolicy {
+            retries: 1,
+            retry_delay: Some(delay),
+        };
+        assert_eq!(
+            with(Duration::from_micros(1_999))
+                .retry_delay_millis()
+                .unwrap(),
+            Some(1)
+        );
+        assert_eq!(
+            with(Duration::from_micros(1_999))
+                .as_stored()
+                .unwrap()
+                .retry_delay,
+            Some(Duration::from_millis(1))
+        );
+        assert_eq!(
+            with(RetryPolicy::MAX_RETRY_DELAY)
+                .retry_delay_millis()
+                .unwrap(),
+            Some(u32::MAX)
+        );
+        assert!(matches!(
+            with(RetryPolicy::MAX_RETRY_DELAY + Duration::from_millis(1)).retry_delay_millis(),
+            Err(Error::InvalidInput(InvalidInput::OutOfRange {
+                field: "retry delay",
+                ..
+            }))
+        ));
+        assert_eq!(
+            RetryPolicy::with_retries(3).retry_delay_millis().unwrap(),
+            None
+        );
     }
 
     proptest! {

@@ -36,21 +36,7 @@ impl StepStore for MysqlStore {
             limits.check_key("function", function)?;
         }
         let input = limits.encode("step input", &step.input)?;
-        let retry_delay_ms = step
-            .retry
-            .retry_delay
-            .map(|delay| {
-                // Stored in whole milliseconds and read back as a u32.
-                u32::try_from(delay.as_millis())
-                    .map(i64::from)
-                    .map_err(|_| {
-                        Error::InvalidInput(InvalidInput::OutOfRange {
-                            field: "retry delay",
-                            detail: format!("{delay:?} is over {} ms", u32::MAX),
-                        })
-                    })
-            })
-            .transpose()?;
+        let retry_delay_ms = step.retry.retry_delay_millis()?.map(i64::from);
         let insert = StepInsert {
             id: StepId::generate(),
             step: &step,

@@ -106,10 +106,7 @@ impl StepStore for PgStore {
             limits.check_key("function", function)?;
         }
         let input = limits.encode("step input", &step.input)?;
-        let delay_ms = step
-            .retry
-            .retry_delay
-            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let delay_ms = step.retry.retry_delay_millis()?.map(i64::from);
         for _ in 0..IDEMPOTENT_TRIES {
             let id = StepId::generate();
             let mut conn = self.pool.get("insert_step").await?;

@@ -22,21 +22,6 @@ use super::sql;
 use super::{Fail, SqliteStore};
 use crate::rows::{AttemptRow, StepRow};
 
-/// A retry delay as stored: whole milliseconds that read back as a `u32`.
-fn retry_delay_ms(delay: Option<Duration>) -> Result<Option<i64>> {
-    delay
-        .map(|delay| {
-            let ms = delay.as_millis();
-            u32::try_from(ms).map(i64::from).map_err(|_| {
-                Error::InvalidInput(InvalidInput::OutOfRange {
-                    field: "retry delay",
-                    detail: format!("{ms} ms is over the limit of {} ms", u32::MAX),
-                })
-            })
-        })
-        .transpose()
-}
-
 impl StepStore for SqliteStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %step.run, name = %step.name))]
     async fn insert_step(&self, step: NewStep) -> Result<Inserted<Step>> {
@@ -46,7 +31,7 @@ impl StepStore for SqliteStore {
             limits.check_key("function", function)?;
         }
         let input = limits.encode("step input", &step.input)?;
-        let delay_ms = retry_delay_ms(step.retry.retry_delay)?;
+        let delay_ms = step.retry.retry_delay_millis()?.map(i64::from);
         let now = self.now();
         let record = Step {
             id: StepId::generate(),
@@ -58,7 +43,7 @@ impl StepStore for SqliteStore {
             result: None,
             error: None,
             attempt: 1,
-            retry: step.retry,
+            retry: step.retry.as_stored()?,
             branch: None,
             created_at: Timestamp::from_micros(now),
             updated_at: Timestamp::from_micros(now),

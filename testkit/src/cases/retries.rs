@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use flowstate_core::error::InvalidInput;
-use flowstate_core::{Error, StepStatus, StepStore, StepTransition};
+use flowstate_core::{Error, NewStep, RetryPolicy, StepStatus, StepStore, StepTransition};
 use serde_json::json;
 
-use super::support::{assert_err, history_of, new_run, snapshot, step_in};
+use super::support::{FUNCTION, assert_err, history_of, new_run, snapshot, step_in};
 use crate::Harness;
 
 /// A retry starting running raises the attempt, clears the error and adds a
@@ -148,4 +148,57 @@ pub async fn same_microsecond_retry_resolves_the_retry<H: Harness>(h: &H) {
     );
     assert_eq!(history[0].error, Some(json!({"message": "first"})));
     assert_eq!(history[1].result, Some(json!({"ok": true})));
+}
+
+/// A step's retry delay reads back in whole milliseconds, up to
+/// [`RetryPolicy::MAX_RETRY_DELAY`] exactly.
+pub async fn retry_delay_is_kept_to_the_millisecond<H: Harness>(h: &H) {
+    let run = new_run(h).await;
+    for (name, delay, kept) in [
+        (
+            "fraction",
+            Duration::from_micros(2_500),
+            Duration::from_millis(2),
+        ),
+        (
+            "max",
+            RetryPolicy::MAX_RETRY_DELAY,
+            RetryPolicy::MAX_RETRY_DELAY,
+        ),
+    ] {
+        let policy = RetryPolicy {
+            retries: 2,
+            retry_delay: Some(delay),
+        };
+        let step = NewStep::new(run.id, name, FUNCTION, json!({})).with_retry(policy);
+        let inserted = h.store().insert_step(step).await.unwrap().record;
+        let read = h.store().get_step(inserted.id).await.unwrap();
+        assert_eq!(
+            inserted.retry.retry_delay,
+            Some(kept),
+            "{name}: as inserted"
+        );
+        assert_eq!(read.retry.retry_delay, Some(kept), "{name}: as read back");
+        assert_eq!(read.retry.retries, 2);
+    }
+}
+
+/// A retry delay over [`RetryPolicy::MAX_RETRY_DELAY`] is `InvalidInput`,
+/// nothing written.
+pub async fn retry_delay_over_the_limit_is_refused<H: Harness>(h: &H) {
+    let run = new_run(h).await;
+    let before = snapshot(h, &[run.id]).await;
+    let policy = RetryPolicy {
+        retries: 1,
+        retry_delay: Some(RetryPolicy::MAX_RETRY_DELAY + Duration::from_millis(1)),
+    };
+    let step = NewStep::new(run.id, "s1", FUNCTION, json!({})).with_retry(policy);
+    assert_err!(
+        h.store().insert_step(step).await,
+        Error::InvalidInput(InvalidInput::OutOfRange {
+            field: "retry delay",
+            ..
+        })
+    );
+    assert_eq!(snapshot(h, &[run.id]).await, before);
 }

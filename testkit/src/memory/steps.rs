@@ -15,6 +15,7 @@ impl StepStore for MemoryStore {
             self.limits.check_key("function", function)?;
         }
         self.limits.encode("step input", &step.input)?;
+        let retry = step.retry.as_stored()?;
         let now = self.now();
         let mut tables = self.lock();
         tables.run(step.run)?;
@@ -34,7 +35,7 @@ impl StepStore for MemoryStore {
             result: None,
             error: None,
             attempt: 1,
-            retry: step.retry,
+            retry,
             branch: None,
             created_at: now,
             updated_at: now,
