@@ -113,6 +113,18 @@ async fn hot_statements_use_indexes() {
                 .to_owned(),
         ),
         (
+            "list_runs by workflow",
+            "SELECT * FROM flowstate_runs r WHERE r.workflow = 'wf3' \
+             ORDER BY r.created_at DESC, r.id DESC LIMIT 50"
+                .to_owned(),
+        ),
+        (
+            "list_runs by parent",
+            "SELECT * FROM flowstate_runs r WHERE r.parent_id = 'p' \
+             ORDER BY r.created_at DESC, r.id DESC LIMIT 50"
+                .to_owned(),
+        ),
+        (
             "list_runs by workflow and status",
             "SELECT * FROM flowstate_runs r WHERE r.workflow = 'wf3' AND r.status = 'suspended' \
              ORDER BY r.created_at DESC, r.id DESC LIMIT 50"

@@ -171,25 +171,35 @@ async fn hot_reads_use_their_indexes_on_100k_rows() {
             "list_runs {query:?} sorts instead of walking an index:\n{p}"
         );
     }
-    // A parent's children: found by its index, then sorted (a run has few).
-    let query = RunQuery {
+    // A parent's children and a workflow's runs each walk an index of
+    // their own, newest first, with no sort.
+    let by_parent = RunQuery {
         parent: Some(run),
         ..RunQuery::default()
     };
-    let sql = sent(log.capture(store.list_runs(&query)).await.1);
-    let p = plan(&mut conn, &sql, &[lit("run-00000001"), "50".into()]).await;
-    assert_indexed(
-        "list_runs by parent",
-        &p,
-        &["flowstate_runs_parent_status_idx"],
-    );
-    // A workflow alone has no index of its own: it must still not scan.
-    let query = RunQuery {
+    let by_workflow = RunQuery {
         workflow: Some("wf3".into()),
         ..RunQuery::default()
     };
-    let sql = sent(log.capture(store.list_runs(&query)).await.1);
-    let p = plan(&mut conn, &sql, &[lit("wf3"), "50".into()]).await;
-    assert!(!p.contains("Seq Scan"), "list_runs by workflow scans:\n{p}");
+    for (query, arg, index) in [
+        (
+            by_parent,
+            lit("run-00000001"),
+            "flowstate_runs_parent_created_idx",
+        ),
+        (
+            by_workflow,
+            lit("wf3"),
+            "flowstate_runs_workflow_created_idx",
+        ),
+    ] {
+        let sql = sent(log.capture(store.list_runs(&query)).await.1);
+        let p = plan(&mut conn, &sql, &[arg, "50".into()]).await;
+        assert_indexed(&format!("list_runs {query:?}"), &p, &[index]);
+        assert!(
+            !p.contains("Sort"),
+            "list_runs {query:?} sorts instead of walking an index:\n{p}"
+        );
+    }
     support::drop_database(&url).await;
 }

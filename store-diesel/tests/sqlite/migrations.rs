@@ -102,6 +102,14 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
             "(workflow, status, created_at, id)",
         ),
         ("flowstate_runs_parent_status", "(parent_id, status)"),
+        (
+            "flowstate_runs_workflow_created",
+            "(workflow, created_at, id)",
+        ),
+        (
+            "flowstate_runs_parent_created",
+            "(parent_id, created_at, id)",
+        ),
         ("flowstate_runs_created", "(created_at, id)"),
         ("flowstate_steps_run_name", "(run_id, name)"),
         ("flowstate_steps_run_status", "(run_id, status)"),

@@ -31,6 +31,8 @@ CREATE TABLE IF NOT EXISTS flowstate_runs (
     KEY flowstate_runs_status_created (status, created_at, id),
     KEY flowstate_runs_workflow_status_created (workflow, status, created_at, id),
     KEY flowstate_runs_parent_status (parent_id, status),
+    KEY flowstate_runs_workflow_created (workflow, created_at, id),
+    KEY flowstate_runs_parent_created (parent_id, created_at, id),
     CONSTRAINT flowstate_runs_parent_fk FOREIGN KEY (parent_id)
         REFERENCES flowstate_runs (id) ON DELETE SET NULL
 ) ENGINE = InnoDB DEFAULT CHARACTER SET = utf8mb4 COLLATE = utf8mb4_bin;

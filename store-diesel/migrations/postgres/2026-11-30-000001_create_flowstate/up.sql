@@ -17,6 +17,8 @@ CREATE TABLE flowstate_runs (
 CREATE INDEX flowstate_runs_status_created_idx ON flowstate_runs (status, created_at, id);
 CREATE INDEX flowstate_runs_workflow_status_created_idx ON flowstate_runs (workflow, status, created_at, id);
 CREATE INDEX flowstate_runs_parent_status_idx ON flowstate_runs (parent_id, status);
+CREATE INDEX flowstate_runs_workflow_created_idx ON flowstate_runs (workflow, created_at, id);
+CREATE INDEX flowstate_runs_parent_created_idx ON flowstate_runs (parent_id, created_at, id);
 -- The unfiltered listing, newest first, walks this one backwards.
 CREATE INDEX flowstate_runs_created_idx ON flowstate_runs (created_at, id);
 

@@ -34,6 +34,8 @@ CREATE UNIQUE INDEX flowstate_runs_idempotency_key ON flowstate_runs (idempotenc
 CREATE INDEX flowstate_runs_status_created ON flowstate_runs (status, created_at, id);
 CREATE INDEX flowstate_runs_workflow_status_created ON flowstate_runs (workflow, status, created_at, id);
 CREATE INDEX flowstate_runs_parent_status ON flowstate_runs (parent_id, status);
+CREATE INDEX flowstate_runs_workflow_created ON flowstate_runs (workflow, created_at, id);
+CREATE INDEX flowstate_runs_parent_created ON flowstate_runs (parent_id, created_at, id);
 -- The unfiltered listing, newest first, walks this one backwards.
 CREATE INDEX flowstate_runs_created ON flowstate_runs (created_at, id);
 
