@@ -6,7 +6,6 @@ use diesel::OptionalExtension;
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel_async::RunQueryDsl;
 
-use flowstate_core::error::InvalidInput;
 use flowstate_core::{
     Error, HistoryId, Inserted, NewStep, Result, RunId, Step, StepAttempt, StepId, StepStatus,
     StepStore, StepTransition,

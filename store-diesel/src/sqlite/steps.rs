@@ -6,11 +6,8 @@
 //! they are about history; reads of a run's steps or history join the run
 //! so an unknown run is told apart from an empty one in that same statement.
 
-use std::time::Duration;
-
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel::{OptionalExtension, RunQueryDsl};
-use flowstate_core::error::InvalidInput;
 use flowstate_core::ports::StepStore;
 use flowstate_core::{
     Error, HistoryId, Inserted, NewStep, Result, RunId, Step, StepAttempt, StepId, StepStatus,
