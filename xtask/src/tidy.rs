@@ -233,3 +233,67 @@ fn every_member_exists_with_its_own_crate_doc() {
         "every member needs its folder, a manifest and a crate doc of its own",
     );
 }
+
+/// Crates that are PostgreSQL or MySQL drivers.
+const SERVER_DRIVERS: &[&str] = &[
+    "tokio-postgres",
+    "postgres-protocol",
+    "mysql_async",
+    "mysql_common",
+    "pq-sys",
+    "mysqlclient-sys",
+];
+
+/// The normal dependencies of `flowstate-store-diesel` built with `features`
+/// alone, one crate name a line, as `cargo tree` resolves them.
+fn store_dependencies(features: &str) -> Vec<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = std::process::Command::new(cargo)
+        .current_dir(workspace_root())
+        .args([
+            "tree",
+            "-q",
+            "-p",
+            "flowstate-store-diesel",
+            "--no-default-features",
+            "--features",
+            features,
+        ])
+        .args(["-e", "normal", "--prefix", "none", "--format", "{p}"])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn a_sqlite_only_build_compiles_no_server_driver() {
+    let sqlite_only = store_dependencies("sqlite");
+    let drivers: Vec<String> = sqlite_only
+        .iter()
+        .filter(|name| SERVER_DRIVERS.contains(&name.as_str()))
+        .cloned()
+        .collect();
+    check(
+        &drivers,
+        "server drivers in a build of flowstate-store-diesel with only `sqlite`",
+    );
+    assert!(
+        sqlite_only.iter().any(|name| name == "libsqlite3-sys"),
+        "the sqlite build has no SQLite"
+    );
+    // The check can fail: the postgres build does pull its driver in.
+    assert!(
+        store_dependencies("postgres")
+            .iter()
+            .any(|name| name == "tokio-postgres"),
+        "the postgres build lists no tokio-postgres: the check above proves nothing"
+    );
+}
