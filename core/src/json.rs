@@ -4,6 +4,17 @@
 use serde_json::Value;
 
 use crate::error::{Error, InvalidInput};
+use crate::records::{NewRun, NewStep, NewWorkflowVersion};
+
+/// A step checked against the limits, in the form a store writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EncodedStep {
+    /// The step's input as JSON text.
+    pub input: String,
+    /// The retry delay in whole milliseconds
+    /// ([`RetryPolicy::retry_delay_millis`](crate::RetryPolicy::retry_delay_millis)).
+    pub retry_delay_ms: Option<u32>,
+}
 
 /// Size limits for stored JSON and run-state keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +77,46 @@ impl JsonLimits {
             return Err(Error::InvalidInput(InvalidInput::NulCharacter { field }));
         }
         Ok(())
+    }
+}
+
+impl JsonLimits {
+    /// Checks a run to create (workflow, graph hash, idempotency key, input)
+    /// and answers its input as JSON text. Every backend calls this before it
+    /// writes, so a run one backend refuses is refused by all, in the same
+    /// words.
+    pub fn encode_run(&self, run: &NewRun) -> Result<String, Error> {
+        self.check_key("workflow", &run.workflow)?;
+        if let Some(hash) = &run.graph_hash {
+            self.check_key("graph hash", hash)?;
+        }
+        if let Some(key) = &run.idempotency_key {
+            self.check_key("idempotency key", key)?;
+        }
+        self.encode("run input", &run.input)
+    }
+
+    /// Checks a step to insert (name, function, input, retry delay) and
+    /// answers it as a store writes it.
+    pub fn encode_step(&self, step: &NewStep) -> Result<EncodedStep, Error> {
+        self.check_key("step name", &step.name)?;
+        if let Some(function) = &step.function {
+            self.check_key("function", function)?;
+        }
+        let input = self.encode("step input", &step.input)?;
+        let retry_delay_ms = step.retry.retry_delay_millis()?;
+        Ok(EncodedStep {
+            input,
+            retry_delay_ms,
+        })
+    }
+
+    /// Checks a workflow version to store (workflow, graph hash, graph) and
+    /// answers its graph as JSON text.
+    pub fn encode_version(&self, version: &NewWorkflowVersion) -> Result<String, Error> {
+        self.check_key("workflow", &version.workflow)?;
+        self.check_key("graph hash", &version.graph_hash)?;
+        self.encode("workflow graph", &version.graph)
     }
 }
 
@@ -134,6 +185,44 @@ mod tests {
             }
             other => panic!("expected TooLarge, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn records_are_checked_whole() {
+        use crate::ids::RunId;
+        use crate::retry::RetryPolicy;
+        use std::time::Duration;
+        let limits = JsonLimits::default();
+        let run = NewRun::new("wf", json!({"a": 1})).with_idempotency_key("k");
+        assert_eq!(limits.encode_run(&run).unwrap(), r#"{"a":1}"#);
+        assert!(
+            limits
+                .encode_run(&NewRun::new("wf", json!(1)).with_idempotency_key(""))
+                .is_err()
+        );
+        assert!(
+            limits
+                .encode_run(&NewRun::new("wf", json!(1)).with_graph_hash("h\0"))
+                .is_err()
+        );
+        let step = NewStep::new(RunId::generate(), "s", "f", json!([])).with_retry(RetryPolicy {
+            retries: 1,
+            retry_delay: Some(Duration::from_micros(1_500)),
+        });
+        let encoded = limits.encode_step(&step).unwrap();
+        assert_eq!(
+            (encoded.input.as_str(), encoded.retry_delay_ms),
+            ("[]", Some(1))
+        );
+        let mut unnamed = step.clone();
+        unnamed.function = Some(String::new());
+        assert!(limits.encode_step(&unnamed).is_err());
+        let version = NewWorkflowVersion {
+            workflow: "wf".into(),
+            graph_hash: String::new(),
+            graph: json!({}),
+        };
+        assert!(limits.encode_version(&version).is_err());
     }
 
     #[test]

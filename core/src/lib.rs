@@ -45,7 +45,7 @@ pub use backoff::{EventDispatchBackoff, EventDispatchOutcome, RedispatchBackoff}
 pub use claim::{ClaimDecision, ClaimInput, NotClaimable};
 pub use error::{Error, Result};
 pub use ids::{HistoryId, RunId, StepId, VersionId};
-pub use json::JsonLimits;
+pub use json::{EncodedStep, JsonLimits};
 pub use ports::{RunStore, StepStore, Store, VersionStore};
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,

@@ -29,15 +29,7 @@ enum StatusChange {
 impl RunStore for MysqlStore {
     #[tracing::instrument(level = "debug", skip_all, fields(workflow = %run.workflow))]
     async fn create_run(&self, run: NewRun) -> Result<Inserted<Run>> {
-        let limits = &self.config.limits;
-        limits.check_key("workflow", &run.workflow)?;
-        let input = limits.encode("run input", &run.input)?;
-        if let Some(hash) = &run.graph_hash {
-            limits.check_key("graph hash", hash)?;
-        }
-        if let Some(key) = &run.idempotency_key {
-            limits.check_key("idempotency key", key)?;
-        }
+        let input = self.config.limits.encode_run(&run)?;
         let now = self.now();
         let id = RunId::generate();
         let record = Run {

@@ -29,13 +29,9 @@ struct StepInsert<'a> {
 impl StepStore for MysqlStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %step.run, name = %step.name))]
     async fn insert_step(&self, step: NewStep) -> Result<Inserted<Step>> {
-        let limits = &self.config.limits;
-        limits.check_key("step name", &step.name)?;
-        if let Some(function) = &step.function {
-            limits.check_key("function", function)?;
-        }
-        let input = limits.encode("step input", &step.input)?;
-        let retry_delay_ms = step.retry.retry_delay_millis()?.map(i64::from);
+        let encoded = self.config.limits.encode_step(&step)?;
+        let input = encoded.input;
+        let retry_delay_ms = encoded.retry_delay_ms.map(i64::from);
         let insert = StepInsert {
             id: StepId::generate(),
             step: &step,

@@ -21,10 +21,7 @@ impl VersionStore for MysqlStore {
         &self,
         version: NewWorkflowVersion,
     ) -> Result<Inserted<WorkflowVersion>> {
-        let limits = &self.config.limits;
-        limits.check_key("workflow", &version.workflow)?;
-        limits.check_key("graph hash", &version.graph_hash)?;
-        let graph = limits.encode("graph", &version.graph)?;
+        let graph = self.config.limits.encode_version(&version)?;
         let id = VersionId::generate();
         let now = self.now();
         let mut conn = self.pool.get("upsert_version").await?;

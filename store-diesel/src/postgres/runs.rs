@@ -61,15 +61,7 @@ static GET_RUN: LazyLock<String> =
 
 impl PgStore {
     fn check_new_run(&self, run: &NewRun) -> Result<String> {
-        let limits = &self.config.limits;
-        limits.check_key("workflow", &run.workflow)?;
-        if let Some(hash) = &run.graph_hash {
-            limits.check_key("graph hash", hash)?;
-        }
-        if let Some(key) = &run.idempotency_key {
-            limits.check_key("idempotency key", key)?;
-        }
-        limits.encode("run input", &run.input)
+        self.config.limits.encode_run(run)
     }
 
     /// The run holding idempotency key `key`, if any (its own statement, so

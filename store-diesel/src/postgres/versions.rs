@@ -38,10 +38,7 @@ impl VersionStore for PgStore {
         &self,
         version: NewWorkflowVersion,
     ) -> Result<Inserted<WorkflowVersion>> {
-        let limits = &self.config.limits;
-        limits.check_key("workflow", &version.workflow)?;
-        limits.check_key("graph hash", &version.graph_hash)?;
-        let graph = limits.encode("workflow graph", &version.graph)?;
+        let graph = self.config.limits.encode_version(&version)?;
         for _ in 0..IDEMPOTENT_TRIES {
             let id = VersionId::generate();
             let mut conn = self.pool.get("upsert_version").await?;

@@ -24,15 +24,7 @@ use crate::rows::{RunRow, StateRow, StatusCountRow, StatusRow, convert, parse_st
 impl RunStore for SqliteStore {
     #[tracing::instrument(level = "debug", skip_all, fields(workflow = %run.workflow))]
     async fn create_run(&self, run: NewRun) -> Result<Inserted<Run>> {
-        let limits = &self.config.limits;
-        limits.check_key("workflow", &run.workflow)?;
-        let input = limits.encode("run input", &run.input)?;
-        if let Some(hash) = &run.graph_hash {
-            limits.check_key("graph hash", hash)?;
-        }
-        if let Some(key) = &run.idempotency_key {
-            limits.check_key("idempotency key", key)?;
-        }
+        let input = self.config.limits.encode_run(&run)?;
         let now = self.now();
         let record = Run {
             id: RunId::generate(),

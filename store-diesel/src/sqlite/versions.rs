@@ -17,10 +17,7 @@ impl VersionStore for SqliteStore {
         &self,
         version: NewWorkflowVersion,
     ) -> Result<Inserted<WorkflowVersion>> {
-        let limits = &self.config.limits;
-        limits.check_key("workflow", &version.workflow)?;
-        limits.check_key("graph hash", &version.graph_hash)?;
-        let graph = limits.encode("graph", &version.graph)?;
+        let graph = self.config.limits.encode_version(&version)?;
         let now = self.now();
         let record = WorkflowVersion {
             id: VersionId::generate(),

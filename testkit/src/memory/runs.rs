@@ -12,15 +12,7 @@ use super::MemoryStore;
 
 impl MemoryStore {
     fn check_new_run(&self, run: &NewRun) -> Result<()> {
-        self.limits.check_key("workflow", &run.workflow)?;
-        self.limits.encode("run input", &run.input)?;
-        if let Some(hash) = &run.graph_hash {
-            self.limits.check_key("graph hash", hash)?;
-        }
-        if let Some(key) = &run.idempotency_key {
-            self.limits.check_key("idempotency key", key)?;
-        }
-        Ok(())
+        self.limits.encode_run(run).map(drop)
     }
 }
 

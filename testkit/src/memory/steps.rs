@@ -10,11 +10,7 @@ use super::MemoryStore;
 
 impl StepStore for MemoryStore {
     async fn insert_step(&self, step: NewStep) -> Result<Inserted<Step>> {
-        self.limits.check_key("step name", &step.name)?;
-        if let Some(function) = &step.function {
-            self.limits.check_key("function", function)?;
-        }
-        self.limits.encode("step input", &step.input)?;
+        self.limits.encode_step(&step)?;
         let retry = step.retry.as_stored()?;
         let now = self.now();
         let mut tables = self.lock();

@@ -12,9 +12,7 @@ impl VersionStore for MemoryStore {
         &self,
         version: NewWorkflowVersion,
     ) -> Result<Inserted<WorkflowVersion>> {
-        self.limits.check_key("workflow", &version.workflow)?;
-        self.limits.check_key("graph hash", &version.graph_hash)?;
-        self.limits.encode("graph", &version.graph)?;
+        self.limits.encode_version(&version)?;
         let now = self.now();
         let mut tables = self.lock();
         let key = (version.workflow, version.graph_hash);
