@@ -20,5 +20,7 @@ mod migrations;
 mod pool;
 #[path = "mysql/races.rs"]
 mod races;
+#[path = "shared/records.rs"]
+mod records;
 #[path = "mysql/support.rs"]
 mod support;

@@ -21,5 +21,7 @@ mod pool;
 mod prepared;
 #[path = "postgres/races.rs"]
 mod races;
+#[path = "shared/records.rs"]
+mod records;
 #[path = "postgres/support.rs"]
 mod support;

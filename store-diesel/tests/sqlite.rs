@@ -10,6 +10,9 @@
 #[path = "sqlite/support.rs"]
 mod support;
 
+#[path = "shared/records.rs"]
+mod records;
+
 #[path = "sqlite/budgets.rs"]
 mod budgets;
 

@@ -11,22 +11,15 @@ use flowstate_store_diesel::StoreConfig;
 use flowstate_store_diesel::mysql::MysqlStore;
 use serde_json::{Value, json};
 
+use crate::records;
 use crate::support::{TestDb, count, dump};
 
 /// A run with a running step "s" and a state key, on a fresh database.
 async fn seeded() -> (TestDb, MysqlStore, RunId, StepId) {
     let db = TestDb::migrated().await;
     let store = db.store(StoreConfig::default()).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!({"n": 1})))
-        .await
-        .unwrap()
-        .record;
-    let step = store
-        .insert_step(NewStep::new(run.id, "s", "f", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!({"n": 1})).await;
+    let step = records::step(&store, run.id, "s", json!({})).await;
     store
         .transition_step(step.id, StepTransition::Running)
         .await
@@ -311,11 +304,7 @@ async fn unknown_ids_are_typed_not_found_errors() {
 #[tokio::test]
 async fn a_corrupt_status_names_its_row_and_spares_the_others() {
     let (db, store, run, bad) = seeded().await;
-    let good = store
-        .insert_step(NewStep::new(run, "good", "f", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let good = records::step(&store, run, "good", json!({})).await;
     store
         .batch_execute(&format!(
             "UPDATE flowstate_steps SET status = 'exploded' WHERE id = '{bad}'"

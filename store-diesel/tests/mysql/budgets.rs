@@ -12,6 +12,7 @@ use flowstate_store_diesel::mysql::MysqlStore;
 use flowstate_store_diesel::{StatementLog, StoreConfig};
 use serde_json::json;
 
+use crate::records;
 use crate::support::TestDb;
 
 /// A store on a fresh database, with a log.
@@ -29,11 +30,7 @@ impl Logged {
         let store = db
             .store(StoreConfig::default().statement_log(log.clone()))
             .await;
-        let run = store
-            .create_run(NewRun::new("wf", json!({})))
-            .await
-            .unwrap()
-            .record;
+        let run = records::run(&store, json!({})).await;
         Self {
             db,
             store,

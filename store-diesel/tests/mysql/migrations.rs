@@ -4,11 +4,12 @@
 
 use diesel::sql_types::Text;
 use diesel_async::{AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
-use flowstate_core::{NewRun, NewStep, RunStore, StepStore};
+use flowstate_core::{NewRun, RunStore, StepStore};
 use flowstate_store_diesel::migrate;
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use serde_json::json;
 
+use crate::records;
 use crate::support::{TestDb, TextRow, count};
 
 const VERSION: &str = "20261130000001";
@@ -219,10 +220,7 @@ async fn the_database_default_charset_does_not_matter() {
         .record;
     assert_eq!(store.get_run(run.id).await.unwrap().input, input);
     assert_eq!(store.get_run(run.id).await.unwrap().workflow, "wörkflow 🦀");
-    store
-        .insert_step(NewStep::new(run.id, "шаг 🦀", "f", input.clone()))
-        .await
-        .unwrap();
+    records::step(&store, run.id, "шаг 🦀", input.clone()).await;
     assert_eq!(
         store.find_step(run.id, "шаг 🦀").await.unwrap().input,
         input
@@ -249,11 +247,7 @@ async fn diesel_store_opens_mysql_and_mariadb_urls() {
         .await
         .unwrap();
     assert_eq!(store.dialect(), Dialect::Mysql);
-    let run = store
-        .create_run(NewRun::new("wf", json!({"via": "DieselStore"})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!({"via": "DieselStore"})).await;
     let mariadb_url = db.url.replacen("mysql://", "mariadb://", 1);
     let again = DieselStore::open_migrated(&mariadb_url, StoreConfig::default())
         .await

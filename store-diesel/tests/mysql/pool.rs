@@ -3,10 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use flowstate_core::{Error, NewRun, RunStore};
+use flowstate_core::{Error, RunStore};
 use flowstate_store_diesel::StoreConfig;
 use serde_json::json;
 
+use crate::records;
 use crate::support::TestDb;
 
 #[tokio::test]
@@ -16,11 +17,7 @@ async fn a_busy_pool_times_out_instead_of_hanging() {
         .pool_size(1)
         .acquire_timeout(Duration::from_millis(200));
     let store = db.store(config).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!(1)))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!(1)).await;
 
     let held = store.pool().get("hold").await.unwrap();
     let started = Instant::now();

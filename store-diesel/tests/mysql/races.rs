@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use diesel::sql_types::Text;
 use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
-use flowstate_core::{NewRun, NewStep, RunStore, StepStatus, StepStore, StepTransition};
+use flowstate_core::{NewRun, RunStore, StepStatus, StepStore, StepTransition};
 use flowstate_store_diesel::{StatementLog, StoreConfig};
 use serde_json::json;
 
+use crate::records;
 use crate::support::{TestDb, TextRow};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -20,11 +21,7 @@ async fn a_mixed_workload_claims_every_step_exactly_once() {
     const STEPS: usize = 16;
     let db = TestDb::migrated().await;
     let store = Arc::new(db.store(StoreConfig::default().pool_size(TASKS)).await);
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&*store, json!({})).await;
     let barrier = Arc::new(tokio::sync::Barrier::new(TASKS));
     let mut tasks = Vec::new();
     for task in 0..TASKS {
@@ -38,10 +35,7 @@ async fn a_mixed_workload_claims_every_step_exactly_once() {
             let mut won = Vec::new();
             for i in 0..8 {
                 let name = format!("s{}", (task + i) % STEPS);
-                store
-                    .insert_step(NewStep::new(run.id, &name, "f", json!({})))
-                    .await
-                    .unwrap();
+                records::step(&*store, run.id, &name, json!({})).await;
                 if let Some(step) = store.claim_step(run.id, &name, "f").await.unwrap() {
                     store
                         .transition_step(step.id, StepTransition::Succeeded(json!(task)))
@@ -104,16 +98,8 @@ async fn a_claim_picked_as_deadlock_victim_runs_again_and_wins() {
         db.store(StoreConfig::default().statement_log(log.clone()))
             .await,
     );
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
-    let step = store
-        .insert_step(NewStep::new(run.id, "s", "f", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&*store, json!({})).await;
+    let step = records::step(&*store, run.id, "s", json!({})).await;
 
     // A rival transaction that has written more than the claim will have
     // (so InnoDB picks the claim as the victim) and holds the history row

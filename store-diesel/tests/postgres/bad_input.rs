@@ -11,6 +11,7 @@ use flowstate_store_diesel::StoreConfig;
 use flowstate_store_diesel::postgres::PgStore;
 use serde_json::json;
 
+use crate::records;
 use crate::support;
 
 /// Everything the ports can read about `run`, to show a refused call wrote
@@ -112,16 +113,8 @@ async fn unknown_ids_are_typed_errors() {
 #[tokio::test]
 async fn oversized_json_is_refused_and_nothing_is_written() {
     let (store, url) = support::store_with(StoreConfig::default()).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!({"a": 1})))
-        .await
-        .unwrap()
-        .record;
-    let step = store
-        .insert_step(NewStep::new(run.id, "s1", "f", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!({"a": 1})).await;
+    let step = records::step(&store, run.id, "s1", json!({})).await;
     store
         .transition_step(step.id, StepTransition::Running)
         .await
@@ -191,16 +184,8 @@ async fn a_nul_in_json_is_refused_before_it_reaches_jsonb() {
         "jsonb accepted a NUL: the trap this test is about is gone"
     );
 
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
-    let step = store
-        .insert_step(NewStep::new(run.id, "s1", "f", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!({})).await;
+    let step = records::step(&store, run.id, "s1", json!({})).await;
     store
         .transition_step(step.id, StepTransition::Running)
         .await
@@ -272,16 +257,8 @@ async fn a_nul_in_json_is_refused_before_it_reaches_jsonb() {
 #[tokio::test]
 async fn sql_in_a_state_key_is_just_a_key() {
     let (store, url) = support::store_with(StoreConfig::default()).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
-    let step = store
-        .insert_step(NewStep::new(run.id, "s1", "f", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!({})).await;
+    let step = records::step(&store, run.id, "s1", json!({})).await;
     let keys = [
         "'; drop table flowstate_runs; --",
         "a.b",
@@ -312,21 +289,9 @@ async fn sql_in_a_state_key_is_just_a_key() {
 #[tokio::test]
 async fn a_corrupt_status_names_its_row_and_spares_the_others() {
     let (store, url) = support::store_with(StoreConfig::default()).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
-    let bad = store
-        .insert_step(NewStep::new(run.id, "bad", "f", json!({})))
-        .await
-        .unwrap()
-        .record;
-    let good = store
-        .insert_step(NewStep::new(run.id, "good", "f", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!({})).await;
+    let bad = records::step(&store, run.id, "bad", json!({})).await;
+    let good = records::step(&store, run.id, "good", json!({})).await;
     store
         .batch_execute(&format!(
             "UPDATE flowstate_steps SET status = 'exploded' WHERE id = '{}'",

@@ -12,6 +12,7 @@ use flowstate_core::{
 };
 use serde_json::json;
 
+use crate::records;
 use crate::support;
 
 const HISTORY: &str = "flowstate_step_history";
@@ -78,11 +79,7 @@ fn assert_transition_statement(what: &str, statements: &[String]) {
 #[tokio::test]
 async fn claim_is_one_statement_win_or_lose() {
     let (store, log, url) = support::logged_store().await;
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!({})).await;
     let step = NewStep::new(run.id, "s1", "f", json!({})).with_retry(RetryPolicy::with_retries(1));
     let step = store.insert_step(step).await.unwrap().record;
 
@@ -121,21 +118,9 @@ async fn claim_is_one_statement_win_or_lose() {
 #[tokio::test]
 async fn each_transition_is_one_statement() {
     let (store, log, url) = support::logged_store().await;
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
-    let a = store
-        .insert_step(NewStep::new(run.id, "a", "f", json!({})))
-        .await
-        .unwrap()
-        .record;
-    let b = store
-        .insert_step(NewStep::new(run.id, "b", "f", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!({})).await;
+    let a = records::step(&store, run.id, "a", json!({})).await;
+    let b = records::step(&store, run.id, "b", json!({})).await;
     let moves = [
         (a.id, StepTransition::Scheduled),
         (a.id, StepTransition::Running),
@@ -177,20 +162,9 @@ async fn each_transition_is_one_statement() {
 #[tokio::test]
 async fn reading_steps_is_one_statement_that_leaves_history_alone() {
     let (store, log, url) = support::logged_store().await;
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
-    let step = store
-        .insert_step(NewStep::new(run.id, "s1", "f", json!({})))
-        .await
-        .unwrap()
-        .record;
-    store
-        .insert_step(NewStep::new(run.id, "s2", "f", json!({})))
-        .await
-        .unwrap();
+    let run = records::run(&store, json!({})).await;
+    let step = records::step(&store, run.id, "s1", json!({})).await;
+    records::step(&store, run.id, "s2", json!({})).await;
 
     let (got, statements) = log.capture(store.get_step(step.id)).await;
     assert_eq!(got.unwrap(), step);
@@ -222,11 +196,7 @@ async fn reading_steps_is_one_statement_that_leaves_history_alone() {
 #[tokio::test]
 async fn writing_a_state_key_is_one_upsert() {
     let (store, log, url) = support::logged_store().await;
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!({})).await;
     for value in [json!(1), json!({"nested": [true]})] {
         let (written, statements) = log
             .capture(store.write_state(run.id, "alpha", &value))

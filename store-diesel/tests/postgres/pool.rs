@@ -3,10 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use flowstate_core::{Error, NewRun, RunStore};
+use flowstate_core::{Error, RunStore};
 use flowstate_store_diesel::StoreConfig;
 use serde_json::json;
 
+use crate::records;
 use crate::support;
 
 #[tokio::test]
@@ -15,11 +16,7 @@ async fn a_busy_pool_times_out_with_a_typed_error() {
         .pool_size(1)
         .acquire_timeout(Duration::from_millis(200));
     let (store, url) = support::store_with(config).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!({})).await;
 
     let held = store.pool().get("test").await.unwrap();
     let started = Instant::now();

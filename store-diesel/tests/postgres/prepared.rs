@@ -3,9 +3,10 @@
 //! (another) on every call. The store marks its fixed statements cacheable,
 //! and this checks the server keeps each one prepared exactly once.
 
-use flowstate_core::{NewRun, NewStep, RunStore, StepStore, StepTransition};
+use flowstate_core::{RunStore, StepStore, StepTransition};
 use serde_json::json;
 
+use crate::records;
 use crate::support;
 
 /// `n`, for counting rows.
@@ -27,19 +28,11 @@ async fn statements_are_prepared_once_per_connection() {
         .pool_size(1)
         .statement_log(log.clone());
     let (store, url) = support::store_with(config).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!({})).await;
     log.clear();
     for i in 0..3 {
         let name = format!("s{i}");
-        let step = store
-            .insert_step(NewStep::new(run.id, &name, "f", json!({})))
-            .await
-            .unwrap()
-            .record;
+        let step = records::step(&store, run.id, &name, json!({})).await;
         store.get_step(step.id).await.unwrap();
         store.find_step(run.id, &name).await.unwrap();
         store.claim_step(run.id, &name, "f").await.unwrap().unwrap();

@@ -4,41 +4,35 @@
 
 use std::sync::Arc;
 
-use flowstate_core::{
-    Error, NewRun, NewStep, RunStatus, RunStore, StepStatus, StepStore, StepTransition,
-};
+use flowstate_core::{Error, RunStatus, RunStore, StepStatus, StepStore, StepTransition};
 use flowstate_store_diesel::StoreConfig;
+use flowstate_store_diesel::postgres::PgStore;
 use serde_json::json;
 use tokio::sync::Barrier;
 
+use crate::records;
 use crate::support;
 
 const RACERS: usize = 32;
 
-/// Opens every connection of the pool up front, so the racers do not
-/// spend the race connecting one after another.
-async fn warm(store: &flowstate_store_diesel::postgres::PgStore) {
+/// A store on a fresh database with a connection per racer, every one
+/// opened up front so the racers do not spend the race connecting one
+/// after another; answers the database's URL too.
+async fn racing_store() -> (Arc<PgStore>, String) {
+    let (store, url) = support::store_with(StoreConfig::default().pool_size(RACERS)).await;
     let mut held = Vec::new();
     for _ in 0..RACERS {
         held.push(store.pool().get("warm").await.unwrap());
     }
+    drop(held);
+    (Arc::new(store), url)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn racing_transitions_have_one_winner_and_honest_losers() {
-    let (store, url) = support::store_with(StoreConfig::default().pool_size(RACERS)).await;
-    warm(&store).await;
-    let store = Arc::new(store);
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
-    let step = store
-        .insert_step(NewStep::new(run.id, "s1", "f", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let (store, url) = racing_store().await;
+    let run = records::run(&*store, json!({})).await;
+    let step = records::step(&*store, run.id, "s1", json!({})).await;
     store.claim_step(run.id, "s1", "f").await.unwrap().unwrap();
 
     let barrier = Arc::new(Barrier::new(RACERS));
@@ -80,14 +74,8 @@ async fn racing_transitions_have_one_winner_and_honest_losers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn racing_run_moves_have_one_winner_and_honest_losers() {
-    let (store, url) = support::store_with(StoreConfig::default().pool_size(RACERS)).await;
-    warm(&store).await;
-    let store = Arc::new(store);
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let (store, url) = racing_store().await;
+    let run = records::run(&*store, json!({})).await;
     let barrier = Arc::new(Barrier::new(RACERS));
     let tasks: Vec<_> = (0..RACERS)
         .map(|_| {

@@ -13,7 +13,8 @@ use flowstate_core::{
 use flowstate_store_diesel::StoreConfig;
 use serde_json::{Value, json};
 
-use crate::support::TestDb;
+use crate::records;
+use crate::support::{TABLES, TestDb};
 
 #[derive(QueryableByName)]
 struct Count {
@@ -31,13 +32,7 @@ fn census(db: &TestDb) -> Vec<i64> {
     .get_result(&mut conn)
     .unwrap();
     counts.push(tables.n);
-    for table in [
-        "flowstate_runs",
-        "flowstate_run_state",
-        "flowstate_steps",
-        "flowstate_step_history",
-        "flowstate_workflow_versions",
-    ] {
+    for table in TABLES {
         let rows: Count = sql_query(format!("SELECT count(*) AS n FROM {table}"))
             .get_result(&mut conn)
             .unwrap();
@@ -89,17 +84,9 @@ async fn unknown_ids_are_typed_not_found_errors() {
 async fn ten_megabytes_of_json_are_refused_and_nothing_is_written() {
     let db = TestDb::migrated().await;
     let store = db.store(StoreConfig::default()).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!({"keep": 1})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!({"keep": 1})).await;
     store.write_state(run.id, "k", &json!("old")).await.unwrap();
-    let step = store
-        .insert_step(NewStep::new(run.id, "a", "f", json!(1)))
-        .await
-        .unwrap()
-        .record;
+    let step = records::step(&store, run.id, "a", json!(1)).await;
     store.claim_step(run.id, "a", "f").await.unwrap().unwrap();
     let before = census(&db);
     let huge = json!("x".repeat(10 * 1024 * 1024));
@@ -158,16 +145,8 @@ async fn ten_megabytes_of_json_are_refused_and_nothing_is_written() {
 async fn a_nul_character_is_refused_everywhere() {
     let db = TestDb::migrated().await;
     let store = db.store(StoreConfig::default()).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!(1)))
-        .await
-        .unwrap()
-        .record;
-    let step = store
-        .insert_step(NewStep::new(run.id, "a", "f", json!(1)))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!(1)).await;
+    let step = records::step(&store, run.id, "a", json!(1)).await;
     store.claim_step(run.id, "a", "f").await.unwrap().unwrap();
     let before = census(&db);
     let nul = |result: Result<(), Error>| {
@@ -201,11 +180,7 @@ async fn a_nul_character_is_refused_everywhere() {
 async fn an_sql_looking_state_key_is_just_a_key() {
     let db = TestDb::migrated().await;
     let store = db.store(StoreConfig::default()).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!(1)))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!(1)).await;
     let keys = [
         "'; drop table flowstate_runs; --",
         "a.b",
@@ -233,21 +208,9 @@ async fn an_sql_looking_state_key_is_just_a_key() {
 async fn a_hand_written_status_is_corrupt_for_that_step_only() {
     let db = TestDb::migrated().await;
     let store = db.store(StoreConfig::default()).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!(1)))
-        .await
-        .unwrap()
-        .record;
-    let bad = store
-        .insert_step(NewStep::new(run.id, "bad", "f", json!(1)))
-        .await
-        .unwrap()
-        .record;
-    let good = store
-        .insert_step(NewStep::new(run.id, "good", "f", json!(1)))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!(1)).await;
+    let bad = records::step(&store, run.id, "bad", json!(1)).await;
+    let good = records::step(&store, run.id, "good", json!(1)).await;
     store
         .batch_execute(&format!(
             "UPDATE flowstate_steps SET status = 'exploded' WHERE id = '{}'",
@@ -276,11 +239,7 @@ async fn a_hand_written_status_is_corrupt_for_that_step_only() {
 async fn the_schema_refuses_what_no_port_writes() {
     let db = TestDb::migrated().await;
     let store = db.store(StoreConfig::default()).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!(1)))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!(1)).await;
     // JSON columns take JSON only (CHECK json_valid), like jsonb and MySQL's JSON.
     let not_json = store
         .batch_execute(&format!(
@@ -326,21 +285,13 @@ async fn json_types_round_trip_exactly() {
         json!(-1.5e300),
         json!({"a": [1, {"b": null}], "u": u64::MAX}),
     ];
-    let run = store
-        .create_run(NewRun::new("wf", json!(1)))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!(1)).await;
     for (i, value) in values.iter().enumerate() {
         store
             .write_state(run.id, &i.to_string(), value)
             .await
             .unwrap();
-        let step = store
-            .insert_step(NewStep::new(run.id, i.to_string(), "f", value.clone()))
-            .await
-            .unwrap()
-            .record;
+        let step = records::step(&store, run.id, i.to_string(), value.clone()).await;
         assert_eq!(store.get_step(step.id).await.unwrap().input, *value);
     }
     let state = store.read_state(run.id).await.unwrap();
@@ -353,11 +304,7 @@ async fn json_types_round_trip_exactly() {
 async fn a_retry_delay_that_cannot_be_stored_is_refused() {
     let db = TestDb::migrated().await;
     let store = db.store(StoreConfig::default()).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!(1)))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!(1)).await;
     let mut retry = RetryPolicy::with_retries(1);
     retry.retry_delay = Some(Duration::from_millis(u64::from(u32::MAX) + 1));
     let step = NewStep::new(run.id, "a", "f", json!(1)).with_retry(retry);

@@ -12,6 +12,7 @@ use flowstate_store_diesel::StatementLog;
 use flowstate_store_diesel::sqlite::SqliteStore;
 use serde_json::json;
 
+use crate::records;
 use crate::support::logged_store;
 
 /// What a statement is, for comparing sequences: transaction control as
@@ -42,11 +43,7 @@ fn assert_no_history(statements: &[String]) {
 
 /// A run with one pending step `a` pinned to `f`, with `retries`.
 async fn run_with_step(store: &SqliteStore, retries: u32) -> (RunId, Step) {
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(store, json!({})).await;
     let step = NewStep::new(run.id, "a", "f", json!({"n": 1}))
         .with_retry(RetryPolicy::with_retries(retries));
     let step = store.insert_step(step).await.unwrap().record;
@@ -215,10 +212,7 @@ async fn reading_one_step_is_one_statement_without_history() {
 async fn reading_all_steps_is_one_statement() {
     let (_db, store, log) = logged_store().await;
     let (run, step) = run_with_step(&store, 0).await;
-    store
-        .insert_step(NewStep::new(run, "b", "f", json!(2)))
-        .await
-        .unwrap();
+    records::step(&store, run, "b", json!(2)).await;
     let (steps, sent) = log.capture(store.list_steps(run)).await;
     let steps = steps.unwrap();
     assert_eq!(steps.len(), 2);
@@ -232,11 +226,7 @@ async fn reading_all_steps_is_one_statement() {
         Err(flowstate_core::Error::RunNotFound(_))
     ));
     one_read(&log, &sent);
-    let empty = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let empty = records::run(&store, json!({})).await;
     let (none, sent) = log.capture(store.list_steps(empty.id)).await;
     assert_eq!(none.unwrap(), []);
     one_read(&log, &sent);

@@ -16,6 +16,7 @@ use flowstate_store_diesel::StoreConfig;
 use flowstate_store_diesel::sqlite::SqliteStore;
 use serde_json::json;
 
+use crate::records;
 use crate::support::TestDb;
 
 /// 32 tasks on a pool of 8 connections, in pairs racing for the same steps
@@ -101,15 +102,8 @@ async fn a_lock_held_past_busy_timeout_is_a_retryable_error() {
         ..StoreConfig::default()
     };
     let store = db.store(config).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!(1)))
-        .await
-        .unwrap()
-        .record;
-    store
-        .insert_step(NewStep::new(run.id, "a", "f", json!(1)))
-        .await
-        .unwrap();
+    let run = records::run(&store, json!(1)).await;
+    records::step(&store, run.id, "a", json!(1)).await;
 
     let mut locker = SqliteConnection::establish(&db.target()).unwrap();
     locker.batch_execute("BEGIN IMMEDIATE").unwrap();
@@ -152,17 +146,9 @@ async fn another_connection_sees_every_commit() {
     let db = TestDb::migrated().await;
     let first = db.store(StoreConfig::default()).await;
     let second = db.store(StoreConfig::default()).await;
-    let run = first
-        .create_run(NewRun::new("wf", json!(1)))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&first, json!(1)).await;
     assert_eq!(second.get_run(run.id).await.unwrap(), run);
-    let step = second
-        .insert_step(NewStep::new(run.id, "a", "f", json!(1)))
-        .await
-        .unwrap()
-        .record;
+    let step = records::step(&second, run.id, "a", json!(1)).await;
     assert!(first.claim_step(run.id, "a", "f").await.unwrap().is_some());
     assert!(second.claim_step(run.id, "a", "f").await.unwrap().is_none());
     assert_eq!(
@@ -217,16 +203,9 @@ async fn work(store: &SqliteStore) -> BTreeSet<String> {
 }
 
 async fn run_with_steps(store: &SqliteStore) -> RunId {
-    let run = store
-        .create_run(NewRun::new("wf", json!(1)))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(store, json!(1)).await;
     for i in 0..STEPS {
-        store
-            .insert_step(NewStep::new(run.id, format!("s{i:02}"), "f", json!(i)))
-            .await
-            .unwrap();
+        records::step(store, run.id, format!("s{i:02}"), json!(i)).await;
     }
     run.id
 }

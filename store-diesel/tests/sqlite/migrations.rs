@@ -5,7 +5,7 @@ use diesel::sql_types::{BigInt, Text};
 use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection, sql_query};
 use flowstate_store_diesel::migrate;
 
-use crate::support::TestDb;
+use crate::support::{TABLES, TestDb};
 
 /// One schema object as `sqlite_schema` stores it.
 #[derive(Debug, PartialEq, Eq, QueryableByName)]
@@ -75,13 +75,7 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
         .iter()
         .map(|o| (o.kind.as_str(), o.name.as_str()))
         .collect();
-    for table in [
-        "flowstate_runs",
-        "flowstate_run_state",
-        "flowstate_steps",
-        "flowstate_step_history",
-        "flowstate_workflow_versions",
-    ] {
+    for table in TABLES {
         assert!(
             names.contains(&("table", table)),
             "no table {table}: {names:?}"

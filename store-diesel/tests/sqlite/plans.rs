@@ -4,9 +4,10 @@
 use diesel::sql_types::Text;
 use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection, sql_query};
 use flowstate_core::ports::{RunStore, StepStore, VersionStore};
-use flowstate_core::{NewRun, NewStep, NewWorkflowVersion, RunQuery, RunStatus, StepTransition};
+use flowstate_core::{NewRun, NewWorkflowVersion, RunQuery, RunStatus, StepTransition};
 use serde_json::json;
 
+use crate::records;
 use crate::support::logged_store;
 
 #[derive(QueryableByName)]
@@ -32,15 +33,8 @@ async fn every_statement_searches_an_index() {
         .await
         .unwrap()
         .record;
-    let step = store
-        .insert_step(NewStep::new(run.id, "a", "f", json!(1)))
-        .await
-        .unwrap()
-        .record;
-    store
-        .insert_step(NewStep::new(run.id, "a", "f", json!(1)))
-        .await
-        .unwrap();
+    let step = records::step(&store, run.id, "a", json!(1)).await;
+    records::step(&store, run.id, "a", json!(1)).await;
     store.claim_step(run.id, "a", "f").await.unwrap();
     store.claim_step(run.id, "a", "f").await.unwrap();
     store

@@ -6,11 +6,12 @@ use std::time::{Duration, Instant};
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, SqliteConnection};
 use flowstate_core::ports::{RunStore, StepStore};
-use flowstate_core::{Error, NewRun, NewStep, StepStatus};
+use flowstate_core::{Error, NewRun, StepStatus};
 use flowstate_store_diesel::sqlite::SqliteStore;
 use flowstate_store_diesel::{DieselStore, StoreConfig};
 use serde_json::json;
 
+use crate::records;
 use crate::support::TestDb;
 
 #[tokio::test]
@@ -58,15 +59,8 @@ async fn an_in_memory_store_is_one_migrated_connection() {
         "a second connection to :memory: would be another database"
     );
     drop(held);
-    let run = store
-        .create_run(NewRun::new("wf", json!(1)))
-        .await
-        .unwrap()
-        .record;
-    store
-        .insert_step(NewStep::new(run.id, "a", "f", json!(1)))
-        .await
-        .unwrap();
+    let run = records::run(&store, json!(1)).await;
+    records::step(&store, run.id, "a", json!(1)).await;
     let claimed = store.claim_step(run.id, "a", "f").await.unwrap().unwrap();
     assert_eq!(claimed.status, StepStatus::Running);
     assert_eq!(store.get_run(run.id).await.unwrap(), run);
@@ -93,16 +87,8 @@ async fn opening_creates_the_parent_directory() {
 async fn a_dropped_call_finishes_its_transaction_and_frees_its_connection() {
     let db = TestDb::migrated().await;
     let store = db.store(StoreConfig::default().pool_size(1)).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!(1)))
-        .await
-        .unwrap()
-        .record;
-    let step = store
-        .insert_step(NewStep::new(run.id, "a", "f", json!(1)))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!(1)).await;
+    let step = records::step(&store, run.id, "a", json!(1)).await;
 
     let mut locker = SqliteConnection::establish(&db.target()).unwrap();
     locker.batch_execute("BEGIN IMMEDIATE").unwrap();

@@ -7,6 +7,15 @@ use std::sync::Arc;
 use flowstate_store_diesel::sqlite::SqliteStore;
 use flowstate_store_diesel::{StatementLog, StoreConfig};
 
+/// The flowstate tables, in the order SCHEMA.md lists them.
+pub const TABLES: [&str; 5] = [
+    "flowstate_runs",
+    "flowstate_run_state",
+    "flowstate_steps",
+    "flowstate_step_history",
+    "flowstate_workflow_versions",
+];
+
 /// A database file under the temp dir, removed (with its WAL files) on drop.
 #[derive(Debug)]
 pub struct TestDb {
