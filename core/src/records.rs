@@ -72,6 +72,24 @@ impl NewRun {
     }
 }
 
+impl NewRun {
+    /// The run as a store creates it: status `running`, created and updated
+    /// at `now`, with id `id`.
+    pub fn into_run(self, id: RunId, now: Timestamp) -> Run {
+        Run {
+            id,
+            workflow: self.workflow,
+            status: RunStatus::Running,
+            input: self.input,
+            graph_hash: self.graph_hash,
+            parent: self.parent,
+            idempotency_key: self.idempotency_key,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
 /// A stored run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Run {
@@ -192,6 +210,29 @@ impl NewStep {
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
         self
+    }
+}
+
+impl NewStep {
+    /// The step as a store inserts it: pending, attempt 1, nothing recorded
+    /// yet, its retry policy as stores keep it
+    /// ([`RetryPolicy::as_stored`], which refuses an over-long delay).
+    pub fn into_step(self, id: StepId, now: Timestamp) -> Result<Step, crate::Error> {
+        Ok(Step {
+            id,
+            run: self.run,
+            name: self.name,
+            function: self.function,
+            status: StepStatus::Pending,
+            input: self.input,
+            result: None,
+            error: None,
+            attempt: RetryPolicy::FIRST_ATTEMPT,
+            retry: self.retry.as_stored()?,
+            branch: None,
+            created_at: now,
+            updated_at: now,
+        })
     }
 }
 
@@ -356,6 +397,26 @@ mod tests {
         assert_eq!(q(0), RunQuery::DEFAULT_LIMIT);
         assert_eq!(q(7), 7);
         assert_eq!(q(1_000_000), RunQuery::MAX_LIMIT);
+    }
+
+    #[test]
+    fn new_records_start_where_the_status_machines_start() {
+        let now = Timestamp::from_millis(7);
+        let run = NewRun::new("wf", serde_json::json!(1)).into_run(RunId::generate(), now);
+        assert_eq!(
+            (run.status, run.created_at, run.updated_at),
+            (RunStatus::Running, now, now)
+        );
+        let step = NewStep::new(run.id, "s", "f", serde_json::json!({}))
+            .with_retry(RetryPolicy {
+                retries: 2,
+                retry_delay: Some(Duration::from_micros(1_500)),
+            })
+            .into_step(StepId::generate(), now)
+            .unwrap();
+        assert_eq!((step.status, step.attempt), (StepStatus::Pending, 1));
+        assert_eq!(step.retry.retry_delay, Some(Duration::from_millis(1)));
+        assert_eq!((step.result, step.error, step.branch), (None, None, None));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Nullable, Text};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use flowstate_core::ports::decode_json;
 use flowstate_core::{
@@ -312,6 +312,31 @@ fn to_u32(what: &'static str, row: &str, n: i64) -> Result<u32, Error> {
         row: row.to_owned(),
         detail: format!("{n} is out of range"),
     })
+}
+
+/// The rows of a read that left-joins a table to run `run` (its steps, its
+/// history, its state), in one statement: no row at all means there is no
+/// such run; a `None` row is the run with nothing joined to it.
+pub fn joined_to_run<R>(run: RunId, rows: Vec<Option<R>>) -> Result<Vec<R>, Error> {
+    if rows.is_empty() {
+        return Err(Error::RunNotFound(run));
+    }
+    Ok(rows.into_iter().flatten().collect())
+}
+
+/// A run's state from its rows, each value decoded (a corrupt one named
+/// `run/key`).
+pub fn state_map(run: RunId, rows: Vec<StateRow>) -> Result<Map<String, Value>, Error> {
+    rows.into_iter()
+        .map(|row| {
+            let value = decode_json(
+                "run state value",
+                &format!("{run}/{}", row.state_key),
+                &row.value,
+            )?;
+            Ok((row.state_key, value))
+        })
+        .collect()
 }
 
 /// Converts rows, stopping at the first corrupt one.

@@ -8,7 +8,7 @@ use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel_async::RunQueryDsl;
 use serde_json::{Map, Value};
 
-use flowstate_core::ports::{RunStore, decode_json};
+use flowstate_core::ports::RunStore;
 use flowstate_core::{
     Error, Inserted, NewRun, Page, Result, Run, RunCursor, RunId, RunQuery, RunStatus,
 };
@@ -19,6 +19,7 @@ use crate::cached::CacheExt;
 use crate::error::{backend, is_foreign_key_violation};
 use crate::guard::{run_transition_refused, sql_list};
 use crate::rows::{RunRow, StateRow, StatusCountRow, StatusRow, convert, parse_status};
+use crate::rows::{joined_to_run, state_map};
 
 /// What a status change found.
 enum StatusChange {
@@ -32,17 +33,7 @@ impl RunStore for MysqlStore {
         let input = self.config.limits.encode_run(&run)?;
         let now = self.now();
         let id = RunId::generate();
-        let record = Run {
-            id,
-            workflow: run.workflow,
-            status: RunStatus::Running,
-            input: run.input,
-            graph_hash: run.graph_hash,
-            parent: run.parent,
-            idempotency_key: run.idempotency_key,
-            created_at: flowstate_core::Timestamp::from_micros(now),
-            updated_at: flowstate_core::Timestamp::from_micros(now),
-        };
+        let record = run.into_run(id, flowstate_core::Timestamp::from_micros(now));
         let mut conn = self.pool.get("create_run").await?;
         let found = retry_conflicts!("create_run", insert_run(&mut conn, &record, &input).await);
         let found = found.map_err(|err| {
@@ -222,19 +213,7 @@ impl RunStore for MysqlStore {
             .load::<Option<StateRow>>(&mut conn)
             .await
             .map_err(|err| backend("read_state", err))?;
-        if rows.is_empty() {
-            return Err(Error::RunNotFound(run));
-        }
-        let row_name = run.to_string();
-        rows.into_iter()
-            .flatten()
-            .map(|row| {
-                Ok((
-                    row.state_key,
-                    decode_json("state value", &row_name, &row.value)?,
-                ))
-            })
-            .collect()
+        state_map(run, joined_to_run(run, rows)?)
     }
 }
 

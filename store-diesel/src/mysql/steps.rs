@@ -15,7 +15,7 @@ use super::tx::{Tx, begin, end, retry_conflicts};
 use super::{Conn, MysqlStore, sql};
 use crate::cached::CacheExt;
 use crate::error::{backend, is_foreign_key_violation};
-use crate::rows::{AttemptRow, StepRow, convert};
+use crate::rows::{AttemptRow, StepRow, convert, joined_to_run};
 
 /// A step to insert, validated and encoded.
 struct StepInsert<'a> {
@@ -91,10 +91,7 @@ impl StepStore for MysqlStore {
             .load::<Option<StepRow>>(&mut conn)
             .await
             .map_err(|err| backend("list_steps", err))?;
-        if rows.is_empty() {
-            return Err(Error::RunNotFound(run));
-        }
-        convert(rows.into_iter().flatten().collect())
+        convert(joined_to_run(run, rows)?)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(step = %id, to = %transition.target()))]
@@ -121,10 +118,7 @@ impl StepStore for MysqlStore {
             .load::<Option<AttemptRow>>(&mut conn)
             .await
             .map_err(|err| backend("step_history", err))?;
-        if rows.is_empty() {
-            return Err(Error::RunNotFound(run));
-        }
-        convert(rows.into_iter().flatten().collect())
+        convert(joined_to_run(run, rows)?)
     }
 
     #[tracing::instrument(level = "debug", skip(self))]

@@ -2,26 +2,18 @@
 //! the key bound, so writers of different keys never touch the same row and
 //! nothing is read, modified and written back.
 
-use diesel::QueryableByName;
 use diesel::sql_query;
 use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
 use serde_json::{Map, Value};
 
-use flowstate_core::ports::decode_json;
 use flowstate_core::{Error, Result, RunId};
 
 use super::PgStore;
 use super::sql::cached;
 use crate::error::{backend, is_foreign_key_violation};
 use crate::rows::StateRow;
-
-/// One row of a run joined with its state (absent: the run has none).
-#[derive(QueryableByName)]
-struct MaybeStateRow {
-    #[diesel(embed)]
-    state: Option<StateRow>,
-}
+use crate::rows::{joined_to_run, state_map};
 
 impl PgStore {
     /// [`RunStore::write_state`](flowstate_core::RunStore::write_state).
@@ -56,7 +48,7 @@ impl PgStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run))]
     pub(super) async fn state_of(&self, run: RunId) -> Result<Map<String, Value>> {
         let mut conn = self.pool.get("read_state").await?;
-        let rows: Vec<MaybeStateRow> = cached(
+        let rows: Vec<Option<StateRow>> = cached(
             sql_query(
                 "SELECT st.state_key, st.value::text AS value FROM flowstate_runs AS r \
                  LEFT JOIN flowstate_run_state AS st ON st.run_id = r.id WHERE r.id = $1",
@@ -66,16 +58,6 @@ impl PgStore {
         .load(&mut *conn)
         .await
         .map_err(|err| backend("read_state", err))?;
-        if rows.is_empty() {
-            return Err(Error::RunNotFound(run));
-        }
-        let row_name = |key: &str| format!("{run}/{key}");
-        rows.into_iter()
-            .filter_map(|row| row.state)
-            .map(|st| {
-                let value = decode_json("run state value", &row_name(&st.state_key), &st.value)?;
-                Ok((st.state_key, value))
-            })
-            .collect()
+        state_map(run, joined_to_run(run, rows)?)
     }
 }

@@ -3,7 +3,6 @@
 
 use std::sync::LazyLock;
 
-use diesel::QueryableByName;
 use diesel::sql_query;
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel_async::RunQueryDsl;
@@ -17,21 +16,7 @@ use super::PgStore;
 use super::runs::IDEMPOTENT_TRIES;
 use super::sql::{ATTEMPT_COLUMNS, STEP_COLUMNS, cached};
 use crate::error::{backend, is_foreign_key_violation};
-use crate::rows::{AttemptRow, StepRow, convert};
-
-/// A run joined with one of its steps (absent: the run has none).
-#[derive(QueryableByName)]
-struct MaybeStepRow {
-    #[diesel(embed)]
-    step: Option<StepRow>,
-}
-
-/// A run joined with one history row of its steps (absent: none).
-#[derive(QueryableByName)]
-struct MaybeAttemptRow {
-    #[diesel(embed)]
-    attempt: Option<AttemptRow>,
-}
+use crate::rows::{AttemptRow, StepRow, convert, joined_to_run};
 
 /// The step and its first history row (attempt 1, pending), in one
 /// statement; nothing if the run already has a step of that name.
@@ -181,15 +166,12 @@ impl StepStore for PgStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run))]
     async fn list_steps(&self, run: RunId) -> Result<Vec<Step>> {
         let mut conn = self.pool.get("list_steps").await?;
-        let rows: Vec<MaybeStepRow> =
+        let rows: Vec<Option<StepRow>> =
             cached(sql_query(LIST_STEPS.as_str()).bind::<Text, _>(run.to_string()))
                 .load(&mut *conn)
                 .await
                 .map_err(|err| backend("list_steps", err))?;
-        if rows.is_empty() {
-            return Err(Error::RunNotFound(run));
-        }
-        convert(rows.into_iter().filter_map(|row| row.step).collect())
+        convert(joined_to_run(run, rows)?)
     }
 
     async fn transition_step(&self, id: StepId, transition: StepTransition) -> Result<()> {
@@ -207,15 +189,12 @@ impl StepStore for PgStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run))]
     async fn step_history(&self, run: RunId) -> Result<Vec<StepAttempt>> {
         let mut conn = self.pool.get("step_history").await?;
-        let rows: Vec<MaybeAttemptRow> =
+        let rows: Vec<Option<AttemptRow>> =
             cached(sql_query(STEP_HISTORY.as_str()).bind::<Text, _>(run.to_string()))
                 .load(&mut *conn)
                 .await
                 .map_err(|err| backend("step_history", err))?;
-        if rows.is_empty() {
-            return Err(Error::RunNotFound(run));
-        }
-        convert(rows.into_iter().filter_map(|row| row.attempt).collect())
+        convert(joined_to_run(run, rows)?)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(step = %id))]

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel::{OptionalExtension, RunQueryDsl};
-use flowstate_core::ports::{RunStore, decode_json};
+use flowstate_core::ports::RunStore;
 use flowstate_core::{
     Error, Inserted, NewRun, Page, Result, Run, RunCursor, RunId, RunQuery, RunStatus, Timestamp,
 };
@@ -20,23 +20,14 @@ use super::sql::{self, RUN_COLS};
 use super::{Fail, SqliteStore};
 use crate::guard::run_transition_refused;
 use crate::rows::{RunRow, StateRow, StatusCountRow, StatusRow, convert, parse_status};
+use crate::rows::{joined_to_run, state_map};
 
 impl RunStore for SqliteStore {
     #[tracing::instrument(level = "debug", skip_all, fields(workflow = %run.workflow))]
     async fn create_run(&self, run: NewRun) -> Result<Inserted<Run>> {
         let input = self.config.limits.encode_run(&run)?;
         let now = self.now();
-        let record = Run {
-            id: RunId::generate(),
-            workflow: run.workflow,
-            status: RunStatus::Running,
-            input: run.input,
-            graph_hash: run.graph_hash,
-            parent: run.parent,
-            idempotency_key: run.idempotency_key,
-            created_at: Timestamp::from_micros(now),
-            updated_at: Timestamp::from_micros(now),
-        };
+        let record = run.into_run(RunId::generate(), Timestamp::from_micros(now));
         let new = record.clone();
         let insert =
             move |conn: &mut diesel::SqliteConnection| -> std::result::Result<usize, Fail> {
@@ -216,19 +207,7 @@ impl RunStore for SqliteStore {
             let rows: Vec<Option<StateRow>> = Sql::new(sql::READ_STATE)
                 .bind::<Text, _>(run.to_string())
                 .load(conn)?;
-            if rows.is_empty() {
-                return Err(Error::RunNotFound(run).into());
-            }
-            let mut state = Map::new();
-            for row in rows.into_iter().flatten() {
-                let value = decode_json(
-                    "run state value",
-                    &format!("{run}/{}", row.state_key),
-                    &row.value,
-                )?;
-                state.insert(row.state_key, value);
-            }
-            Ok(state)
+            Ok(state_map(run, joined_to_run(run, rows)?)?)
         })
         .await
     }

@@ -18,6 +18,7 @@ use super::query::Sql;
 use super::sql;
 use super::{Fail, SqliteStore};
 use crate::rows::{AttemptRow, StepRow};
+use crate::rows::{convert, joined_to_run};
 
 impl StepStore for SqliteStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %step.run, name = %step.name))]
@@ -26,21 +27,7 @@ impl StepStore for SqliteStore {
         let input = encoded.input;
         let delay_ms = encoded.retry_delay_ms.map(i64::from);
         let now = self.now();
-        let record = Step {
-            id: StepId::generate(),
-            run: step.run,
-            name: step.name,
-            function: step.function,
-            status: StepStatus::Pending,
-            input: step.input,
-            result: None,
-            error: None,
-            attempt: 1,
-            retry: step.retry.as_stored()?,
-            branch: None,
-            created_at: Timestamp::from_micros(now),
-            updated_at: Timestamp::from_micros(now),
-        };
+        let record = step.into_step(StepId::generate(), Timestamp::from_micros(now))?;
         self.write("insert_step", move |conn| {
             let run = record.run;
             let inserted = Sql::new(sql::INSERT_STEP)
@@ -112,14 +99,7 @@ impl StepStore for SqliteStore {
             let rows: Vec<Option<StepRow>> = Sql::new(sql::LIST_STEPS)
                 .bind::<Text, _>(run.to_string())
                 .load(conn)?;
-            if rows.is_empty() {
-                return Err(Error::RunNotFound(run).into());
-            }
-            Ok(rows
-                .into_iter()
-                .flatten()
-                .map(Step::try_from)
-                .collect::<Result<_>>()?)
+            Ok(convert(joined_to_run(run, rows)?)?)
         })
         .await
     }
@@ -142,14 +122,7 @@ impl StepStore for SqliteStore {
             let rows: Vec<Option<AttemptRow>> = Sql::new(sql::STEP_HISTORY)
                 .bind::<Text, _>(run.to_string())
                 .load(conn)?;
-            if rows.is_empty() {
-                return Err(Error::RunNotFound(run).into());
-            }
-            Ok(rows
-                .into_iter()
-                .flatten()
-                .map(StepAttempt::try_from)
-                .collect::<Result<_>>()?)
+            Ok(convert(joined_to_run(run, rows)?)?)
         })
         .await
     }

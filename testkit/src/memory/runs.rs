@@ -34,17 +34,7 @@ impl RunStore for MemoryStore {
             tables.run(parent)?;
         }
         let now = self.now();
-        let record = Run {
-            id: RunId::generate(),
-            workflow: run.workflow,
-            status: RunStatus::Running,
-            input: run.input,
-            graph_hash: run.graph_hash,
-            parent: run.parent,
-            idempotency_key: run.idempotency_key,
-            created_at: now,
-            updated_at: now,
-        };
+        let record = run.into_run(RunId::generate(), now);
         if let Some(key) = &record.idempotency_key {
             tables.run_by_key.insert(key.clone(), record.id);
         }

@@ -11,7 +11,6 @@ use super::MemoryStore;
 impl StepStore for MemoryStore {
     async fn insert_step(&self, step: NewStep) -> Result<Inserted<Step>> {
         self.limits.encode_step(&step)?;
-        let retry = step.retry.as_stored()?;
         let now = self.now();
         let mut tables = self.lock();
         tables.run(step.run)?;
@@ -21,21 +20,7 @@ impl StepStore for MemoryStore {
                 inserted: false,
             });
         }
-        let record = Step {
-            id: StepId::generate(),
-            run: step.run,
-            name: step.name,
-            function: step.function,
-            status: StepStatus::Pending,
-            input: step.input,
-            result: None,
-            error: None,
-            attempt: 1,
-            retry,
-            branch: None,
-            created_at: now,
-            updated_at: now,
-        };
+        let record = step.into_step(StepId::generate(), now)?;
         tables
             .step_by_name
             .insert((record.run, record.name.clone()), record.id);
