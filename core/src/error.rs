@@ -5,7 +5,7 @@
 //! bad input will fail the same way again; a dropped connection may not.
 
 use crate::ids::{RunId, StepId};
-use crate::status::{RunStatus, StepStatus, UnknownStatus};
+use crate::status::{RunStatus, StatusKind, StepStatus, UnknownStatus};
 
 /// `Result` with flowstate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -145,13 +145,13 @@ impl Error {
         }
     }
 
-    /// A corrupt status string found in `row`.
+    /// A corrupt status string found in `row`: `what` is `"run status"` or
+    /// `"step status"`, after the machine it was read for.
     pub fn corrupt_status(row: &impl ToString, err: &UnknownStatus) -> Self {
         Self::Corrupt {
-            what: if err.kind == "run" {
-                "run status"
-            } else {
-                "step status"
+            what: match err.kind {
+                StatusKind::Run => "run status",
+                StatusKind::Step => "step status",
             },
             row: row.to_string(),
             detail: err.to_string(),
@@ -191,6 +191,25 @@ mod tests {
         assert!(Error::PoolTimeout { waited_ms: 5 }.is_retryable());
         assert!(Error::backend("claim_step", true, "connection reset").is_retryable());
         assert!(!Error::backend("insert_step", false, "unique violation").is_retryable());
+    }
+
+    #[test]
+    fn a_corrupt_status_names_its_machine_and_row() {
+        let run = RunId::generate();
+        let rows = [
+            ("paused".parse::<RunStatus>().unwrap_err(), "run status"),
+            ("paused".parse::<StepStatus>().unwrap_err(), "step status"),
+        ];
+        for (unknown, expected) in rows {
+            match Error::corrupt_status(&run, &unknown) {
+                Error::Corrupt { what, row, detail } => {
+                    assert_eq!(what, expected);
+                    assert_eq!(row, run.to_string());
+                    assert_eq!(detail, unknown.to_string());
+                }
+                other => panic!("expected Corrupt, got {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -21,18 +21,20 @@
 //! | [`schedule`] | `next_run_at`, `is_due`, stale-run reaping, leases |
 //! | [`backoff`] | the shared per-run redispatch backoff, event dispatch backoff |
 //! | [`idempotency`] | idempotency keys for materialised runs |
-//! | [`json`] | the limits every backend applies to stored JSON |
+//! | [`limits`] | the limits every backend applies to names, keys, delays and JSON |
 //! | [`records`] | the rows: runs, steps, attempts, versions, queries |
 //! | [`summary`] | pure folds of steps and history: graph state, status summary |
 //! | [`error`] | the one error type the ports return |
 //! | [`ports`] | the async store traits a backend implements |
+//! | [`backend`] | helpers for backend authors, not part of the ports' contract |
 
+pub mod backend;
 pub mod backoff;
 pub mod claim;
 pub mod error;
 pub mod idempotency;
 pub mod ids;
-pub mod json;
+pub mod limits;
 pub mod ports;
 pub mod records;
 pub mod retry;
@@ -45,12 +47,12 @@ pub use backoff::{EventDispatchBackoff, EventDispatchOutcome, RedispatchBackoff}
 pub use claim::{ClaimDecision, ClaimInput, NotClaimable};
 pub use error::{Error, Result};
 pub use ids::{HistoryId, RunId, StepId, VersionId};
-pub use json::{EncodedStep, JsonLimits};
+pub use limits::{EncodedStep, InputLimits};
 pub use ports::{RunStore, StepStore, Store, VersionStore};
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,
     Step, StepAttempt, StepSummary, StepTransition, WorkflowVersion,
 };
 pub use retry::RetryPolicy;
-pub use status::{RunStatus, StepStatus};
+pub use status::{RetryStart, RunStatus, StatusKind, StepStatus};
 pub use time::{Clock, SystemClock, Timestamp};

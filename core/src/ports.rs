@@ -5,7 +5,7 @@
 //! so logic generic over a port runs on a multi-threaded runtime.
 //!
 //! Every method that takes JSON or a key checks it with the backend's
-//! [`JsonLimits`](crate::JsonLimits) first and writes nothing if it is
+//! [`InputLimits`](crate::InputLimits) first and writes nothing if it is
 //! refused ([`Error::InvalidInput`]). Unknown ids are typed errors
 //! ([`Error::RunNotFound`], [`Error::StepNotFound`],
 //! [`Error::StepNameNotFound`]), never an empty success, except where a
@@ -26,14 +26,17 @@ use std::future::Future;
 
 use serde_json::{Map, Value};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ids::{RunId, StepId};
 use crate::records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunQuery, Step,
     StepAttempt, StepSummary, StepTransition, WorkflowVersion,
 };
-use crate::status::{RunStatus, StepStatus};
+use crate::status::{RetryStart, RunStatus};
 use crate::summary;
+// Named by the docs' links only.
+#[cfg(doc)]
+use crate::{error::Error, status::StepStatus};
 
 /// Runs, their status, their children and their state.
 pub trait RunStore: Send + Sync {
@@ -116,16 +119,17 @@ pub trait StepStore: Send + Sync {
         transition: StepTransition,
     ) -> impl Future<Output = Result<()>> + Send;
 
-    /// Starts the next attempt of a failed step in `start` (pending or
-    /// running): the attempt rises by one, result and error clear, and a new
-    /// history row is written, together. A step that is not failed is
-    /// [`Error::IllegalStepTransition`]; a `start` that is neither is
-    /// [`Error::InvalidInput`] (`OutOfRange`). It does not consult the retry policy (that is
-    /// the claim's job), so an engine can retry by hand.
+    /// Starts the next attempt of a failed step in `start`'s status (pending
+    /// or running, the only two a [`RetryStart`] can name): the attempt rises
+    /// by one, result and error clear, and a new history row is written,
+    /// together. A step that is not failed is
+    /// [`Error::IllegalStepTransition`] (to `start.status()`) and nothing is
+    /// written. It does not consult the retry policy (that is the claim's
+    /// job), so an engine can retry by hand.
     fn create_retry_attempt(
         &self,
         id: StepId,
-        start: StepStatus,
+        start: RetryStart,
     ) -> impl Future<Output = Result<()>> + Send;
 
     /// Claims step `name` of `run` for a worker running `function`, carrying
@@ -195,12 +199,3 @@ pub trait VersionStore: Send + Sync {
 pub trait Store: RunStore + StepStore + VersionStore {}
 
 impl<T: RunStore + StepStore + VersionStore> Store for T {}
-
-/// Reads `text` as stored JSON, naming `what` and `row` if it is not JSON.
-pub fn decode_json(what: &'static str, row: &impl ToString, text: &str) -> Result<Value> {
-    serde_json::from_str(text).map_err(|err| Error::Corrupt {
-        what,
-        row: row.to_string(),
-        detail: err.to_string(),
-    })
-}

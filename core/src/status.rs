@@ -4,25 +4,46 @@
 //! [`StepStatus::TRANSITIONS`]) that the code consults and the docs print, so
 //! the two cannot drift. Backends encode the same tables as status guards in
 //! their `UPDATE`s; the testkit checks every row of them against every backend.
+//! [`RetryStart`] is the two statuses a new retry attempt may start in, as a
+//! type, so no other start can be asked for and no backend checks for one.
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+/// Which status machine a status string was read for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StatusKind {
+    /// A [`RunStatus`].
+    Run,
+    /// A [`StepStatus`].
+    Step,
+}
+
+impl fmt::Display for StatusKind {
+    /// `run` or `step`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Run => "run",
+            Self::Step => "step",
+        })
+    }
+}
+
 /// A status string read from storage that names no status.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {kind} status {value:?}")]
 pub struct UnknownStatus {
-    /// `"run"` or `"step"`.
-    pub kind: &'static str,
+    /// Which machine the string was read for.
+    pub kind: StatusKind,
     /// The text that was found.
     pub value: String,
 }
 
 macro_rules! status_enum {
     (
-        $(#[$doc:meta])* $name:ident, $kind:literal,
+        $(#[$doc:meta])* $name:ident, $kind:ident,
         { $($(#[$vdoc:meta])* $variant:ident => $text:literal),+ $(,)? }
     ) => {
         $(#[$doc])*
@@ -56,7 +77,7 @@ macro_rules! status_enum {
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 match s {
                     $($text => Ok(Self::$variant),)+
-                    _ => Err(UnknownStatus { kind: $kind, value: s.to_owned() }),
+                    _ => Err(UnknownStatus { kind: StatusKind::$kind, value: s.to_owned() }),
                 }
             }
         }
@@ -65,7 +86,7 @@ macro_rules! status_enum {
 
 status_enum!(
     /// Where a workflow run stands.
-    RunStatus, "run", {
+    RunStatus, Run, {
         /// Steps are being executed.
         Running => "running",
         /// Waiting for something outside (a sleep, an approval, a child run).
@@ -82,7 +103,7 @@ status_enum!(
 
 status_enum!(
     /// Where one step of a run stands, for its current attempt.
-    StepStatus, "step", {
+    StepStatus, Step, {
         /// Inserted, not yet claimed.
         Pending => "pending",
         /// Waiting for a time or an outside signal; claimable when dispatched.
@@ -130,8 +151,8 @@ impl RunStatus {
 impl StepStatus {
     /// The legal in-place step transitions, `(from, to)`: the same attempt
     /// changes status. A failed step moves on only through a new attempt
-    /// (a claim's retry or `create_retry_attempt`), never in place, so its
-    /// history row keeps the failure.
+    /// (a claim's retry, or `create_retry_attempt` in a [`RetryStart`]),
+    /// never in place, so its history row keeps the failure.
     pub const TRANSITIONS: &'static [(Self, Self)] = &[
         (Self::Pending, Self::Scheduled),
         (Self::Pending, Self::Running),
@@ -142,9 +163,6 @@ impl StepStatus {
         (Self::Running, Self::Succeeded),
         (Self::Running, Self::Failed),
     ];
-
-    /// The statuses a new retry attempt may start in.
-    pub const RETRY_STARTS: &'static [Self] = &[Self::Pending, Self::Running];
 
     /// Whether moving from `self` to `to` in place is in [`Self::TRANSITIONS`].
     pub fn can_transition_to(self, to: Self) -> bool {
@@ -159,6 +177,42 @@ impl StepStatus {
     /// Whether the step will never run again.
     pub const fn is_final(self) -> bool {
         matches!(self, Self::Succeeded)
+    }
+}
+
+/// The status a new attempt of a failed step starts in, when it is started
+/// by hand (`StepStore::create_retry_attempt`): pending, to wait for a
+/// claim, or running, claimed by the caller at once. No other start exists,
+/// so none needs to be refused at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RetryStart {
+    /// The new attempt waits to be claimed.
+    Pending,
+    /// The new attempt is executing now.
+    Running,
+}
+
+impl RetryStart {
+    /// Every start, in declaration order.
+    pub const ALL: [RetryStart; 2] = [Self::Pending, Self::Running];
+
+    /// The step status the new attempt starts in.
+    pub const fn status(self) -> StepStatus {
+        match self {
+            Self::Pending => StepStatus::Pending,
+            Self::Running => StepStatus::Running,
+        }
+    }
+
+    /// The stored text of [`Self::status`].
+    pub const fn as_str(self) -> &'static str {
+        self.status().as_str()
+    }
+}
+
+impl fmt::Display for RetryStart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -284,8 +338,49 @@ mod tests {
     #[test]
     fn an_unknown_status_string_is_a_typed_error() {
         let err = "exploded".parse::<StepStatus>().unwrap_err();
-        assert_eq!(err.kind, "step");
+        assert_eq!(err.kind, StatusKind::Step);
         assert_eq!(err.value, "exploded");
         assert!("RUNNING".parse::<RunStatus>().is_err());
+    }
+
+    #[test]
+    fn unknown_status_messages_name_the_machine() {
+        let rows = [
+            (
+                "exploded".parse::<StepStatus>().unwrap_err(),
+                r#"unknown step status "exploded""#,
+            ),
+            (
+                "RUNNING".parse::<RunStatus>().unwrap_err(),
+                r#"unknown run status "RUNNING""#,
+            ),
+        ];
+        for (err, message) in rows {
+            assert_eq!(err.to_string(), message);
+        }
+    }
+
+    #[test]
+    fn retry_starts_are_pending_and_running() {
+        let rows = [
+            (RetryStart::Pending, StepStatus::Pending),
+            (RetryStart::Running, StepStatus::Running),
+        ];
+        assert_eq!(RetryStart::ALL, rows.map(|(start, _)| start));
+        for (start, status) in rows {
+            assert_eq!(start.status(), status);
+            assert_eq!(start.as_str(), status.as_str());
+            assert_eq!(start.to_string(), status.to_string());
+        }
+    }
+
+    #[test]
+    fn a_retry_start_is_an_attempt_in_progress() {
+        for start in RetryStart::ALL {
+            let status = start.status();
+            assert!(!status.is_final(), "{start}");
+            assert_ne!(status, StepStatus::Failed, "{start}");
+            assert!(status.can_transition_to(StepStatus::Failed), "{start}");
+        }
     }
 }

@@ -17,7 +17,7 @@ use crate::memory::MemoryStore;
 /// database (or schema, or file) per harness, not per process. A backend
 /// implements this in its own tests; what it must provide is:
 ///
-/// - a store built with [`JsonLimits::default()`](flowstate_core::JsonLimits)
+/// - a store built with [`InputLimits::default()`](flowstate_core::InputLimits)
 ///   (the bad-input cases probe those exact limits) that is shareable across
 ///   tokio tasks (race cases clone the `Arc` into many tasks and need many
 ///   connections at once);

@@ -94,7 +94,6 @@ macro_rules! __cases {
                 retry_attempt_pending,
                 retry_attempt_ignores_policy,
                 retry_attempt_of_unfailed_step_is_illegal,
-                retry_attempt_with_bad_start_is_refused,
                 same_microsecond_retry_resolves_the_retry,
                 retry_delay_is_kept_to_the_millisecond,
                 retry_delay_over_the_limit_is_refused,

@@ -4,7 +4,7 @@
 
 use flowstate_core::error::InvalidInput;
 use flowstate_core::{
-    Error, JsonLimits, NewRun, NewStep, NewWorkflowVersion, Result, RunId, RunStore, StepId,
+    Error, InputLimits, NewRun, NewStep, NewWorkflowVersion, Result, RunId, RunStore, StepId,
     StepStatus, StepStore, StepTransition, VersionStore,
 };
 use serde_json::{Value, json};
@@ -62,7 +62,7 @@ async fn refused_everywhere<H: Harness>(h: &H, value: &Value, expected: fn(&Inva
 /// A value one byte over the limit is `TooLarge` everywhere, nothing
 /// written.
 pub async fn oversized_json_is_refused<H: Harness>(h: &H) {
-    let limit = JsonLimits::default().max_value_bytes;
+    let limit = InputLimits::default().max_value_bytes;
     // A string of `limit - 1` characters serialises to `limit + 1` bytes.
     let value = json!("x".repeat(limit - 1));
     refused_everywhere(h, &value, |refusal| {
@@ -73,7 +73,7 @@ pub async fn oversized_json_is_refused<H: Harness>(h: &H) {
 
 /// A value of exactly the limit is stored and read back whole.
 pub async fn json_at_the_limit_is_stored<H: Harness>(h: &H) {
-    let limit = JsonLimits::default().max_value_bytes;
+    let limit = InputLimits::default().max_value_bytes;
     let value = json!({"a": "y".repeat(limit - 8)});
     assert_eq!(value.to_string().len(), limit);
     let run = new_run(h).await;

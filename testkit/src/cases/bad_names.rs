@@ -4,8 +4,8 @@
 
 use flowstate_core::error::InvalidInput;
 use flowstate_core::{
-    Error, JsonLimits, NewRun, NewStep, NewWorkflowVersion, Result, RunQuery, RunStore, StepStatus,
-    StepStore, VersionStore,
+    Error, InputLimits, NewRun, NewStep, NewWorkflowVersion, Result, RunQuery, RunStore,
+    StepStatus, StepStore, VersionStore,
 };
 use serde_json::json;
 
@@ -117,7 +117,7 @@ pub async fn nul_in_names_is_refused<H: Harness>(h: &H) {
 /// A name or key one byte over the limit is `TooLarge` everywhere, nothing
 /// written.
 pub async fn oversized_names_are_refused<H: Harness>(h: &H) {
-    let limit = JsonLimits::default().max_key_bytes;
+    let limit = InputLimits::default().max_key_bytes;
     let name = "k".repeat(limit + 1);
     refused_everywhere(h, &name, |refusal| {
         matches!(refusal, InvalidInput::TooLarge { bytes, limit: l, .. } if *bytes == l + 1)
@@ -127,7 +127,7 @@ pub async fn oversized_names_are_refused<H: Harness>(h: &H) {
 
 /// Names and keys of exactly the limit are stored and read back whole.
 pub async fn names_at_the_limit_are_stored<H: Harness>(h: &H) {
-    let name = "k".repeat(JsonLimits::default().max_key_bytes);
+    let name = "k".repeat(InputLimits::default().max_key_bytes);
     let store = h.store();
     let run = NewRun::new(name.clone(), json!(1))
         .with_idempotency_key(name.clone())

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use flowstate_core::{Clock, Error, NewStep, RetryPolicy, StepStatus, StepStore, StepTransition};
+use flowstate_core::{
+    Clock, Error, NewStep, RetryPolicy, RetryStart, StepStatus, StepStore, StepTransition,
+};
 use serde_json::json;
 
 use super::support::{FUNCTION, assert_err, history_of, new_run, new_step, race};
@@ -151,7 +153,7 @@ pub async fn attempt_tracks_retries<H: Harness>(h: &H) {
         let error = StepTransition::Failed(json!({"message": message}));
         store.transition_step(step.id, error).await.unwrap();
         store
-            .create_retry_attempt(step.id, StepStatus::Running)
+            .create_retry_attempt(step.id, RetryStart::Running)
             .await
             .unwrap();
         assert_eq!(store.find_step(run.id, "s1").await.unwrap().attempt, n);

@@ -2,7 +2,7 @@
 //! naming it, never an empty success, and writes nothing.
 
 use flowstate_core::{
-    Error, NewRun, NewStep, Result, RunId, RunStatus, RunStore, StepId, StepStatus, StepStore,
+    Error, NewRun, NewStep, Result, RetryStart, RunId, RunStatus, RunStore, StepId, StepStore,
     StepTransition,
 };
 use serde_json::json;
@@ -77,7 +77,7 @@ pub async fn unknown_step_id_is_step_not_found<H: Harness>(h: &H) {
         ("get_step", store.get_step(id).await.map(drop)),
         ("set_branch_taken", store.set_branch_taken(id, "left").await),
     ];
-    for start in [StepStatus::Pending, StepStatus::Running] {
+    for start in RetryStart::ALL {
         outcomes.push((
             "create_retry_attempt",
             store.create_retry_attempt(id, start).await,

@@ -3,9 +3,9 @@
 //! It is the executable form of the port docs, not a database stand-in: one
 //! mutex over all state makes every port method trivially atomic, so what
 //! is left to read is what each method does. It asks `flowstate-core` for
-//! every decision (the claim, the transition tables, the JSON limits) and a
-//! [`Clock`] for every timestamp, and passes the same conformance suite as
-//! every other backend.
+//! every decision and every check (the claim, the transition tables, the
+//! input limits) and a [`Clock`] for every timestamp, and passes the same
+//! conformance suite as every other backend.
 
 mod runs;
 mod steps;
@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use flowstate_core::{
-    Clock, Error, HistoryId, JsonLimits, Result, Run, RunId, Step, StepAttempt, StepId, StepStatus,
-    SystemClock, Timestamp, WorkflowVersion,
+    Clock, Error, HistoryId, InputLimits, Result, Run, RunId, Step, StepAttempt, StepId,
+    StepStatus, SystemClock, Timestamp, WorkflowVersion,
 };
 use serde_json::{Map, Value};
 
@@ -24,18 +24,18 @@ use serde_json::{Map, Value};
 ///
 /// ```
 /// use std::sync::Arc;
-/// use flowstate_core::JsonLimits;
+/// use flowstate_core::InputLimits;
 /// use flowstate_testkit::{ManualClock, MemoryStore};
 ///
 /// let clock = Arc::new(ManualClock::new());
-/// let store = MemoryStore::with_clock(clock.clone()).with_limits(JsonLimits::default());
-/// assert_eq!(store.limits(), JsonLimits::default());
+/// let store = MemoryStore::with_clock(clock.clone()).with_limits(InputLimits::default());
+/// assert_eq!(store.limits(), InputLimits::default());
 /// ```
 #[derive(Debug)]
 pub struct MemoryStore {
     tables: Mutex<Tables>,
     clock: Arc<dyn Clock>,
-    limits: JsonLimits,
+    limits: InputLimits,
 }
 
 /// Everything the store holds, as the tables of a database would.
@@ -61,19 +61,19 @@ impl MemoryStore {
         Self {
             tables: Mutex::new(Tables::default()),
             clock,
-            limits: JsonLimits::default(),
+            limits: InputLimits::default(),
         }
     }
 
-    /// The same store, applying `limits` to JSON and keys.
+    /// The same store, applying `limits` to names, keys, delays and JSON.
     #[must_use]
-    pub fn with_limits(mut self, limits: JsonLimits) -> Self {
+    pub fn with_limits(mut self, limits: InputLimits) -> Self {
         self.limits = limits;
         self
     }
 
     /// The limits the store applies.
-    pub fn limits(&self) -> JsonLimits {
+    pub fn limits(&self) -> InputLimits {
         self.limits
     }
 

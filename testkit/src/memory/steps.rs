@@ -1,9 +1,8 @@
 //! [`StepStore`] for [`MemoryStore`]: steps, transitions, claims, history.
 
-use flowstate_core::error::InvalidInput;
 use flowstate_core::{
-    ClaimDecision, ClaimInput, Error, Inserted, NewStep, Result, RunId, Step, StepAttempt, StepId,
-    StepStatus, StepStore, StepTransition,
+    ClaimDecision, ClaimInput, Error, Inserted, NewStep, Result, RetryStart, RunId, Step,
+    StepAttempt, StepId, StepStatus, StepStore, StepTransition,
 };
 
 use super::MemoryStore;
@@ -54,15 +53,7 @@ impl StepStore for MemoryStore {
     }
 
     async fn transition_step(&self, id: StepId, transition: StepTransition) -> Result<()> {
-        match &transition {
-            StepTransition::Succeeded(result) => {
-                self.limits.encode("step result", result)?;
-            }
-            StepTransition::Failed(error) => {
-                self.limits.encode("step error", error)?;
-            }
-            StepTransition::Running | StepTransition::Scheduled => {}
-        }
+        self.limits.encode_transition(&transition)?;
         let now = self.now();
         let mut tables = self.lock();
         let mut step = tables.step(id)?.clone();
@@ -85,13 +76,7 @@ impl StepStore for MemoryStore {
         Ok(())
     }
 
-    async fn create_retry_attempt(&self, id: StepId, start: StepStatus) -> Result<()> {
-        if !StepStatus::RETRY_STARTS.contains(&start) {
-            return Err(Error::InvalidInput(InvalidInput::OutOfRange {
-                field: "retry start",
-                detail: format!("a retry starts pending or running, not {start}"),
-            }));
-        }
+    async fn create_retry_attempt(&self, id: StepId, start: RetryStart) -> Result<()> {
         let now = self.now();
         let mut tables = self.lock();
         let mut step = tables.step(id)?.clone();
@@ -99,19 +84,18 @@ impl StepStore for MemoryStore {
             return Err(Error::IllegalStepTransition {
                 step: id,
                 from: step.status,
-                to: start,
+                to: start.status(),
             });
         }
         let next = step.attempt.saturating_add(1);
-        start_attempt(&mut step, next, start);
+        start_attempt(&mut step, next, start.status());
         step.updated_at = now;
         tables.save_step(step, now);
         Ok(())
     }
 
     async fn claim_step(&self, run: RunId, name: &str, function: &str) -> Result<Option<Step>> {
-        self.limits.check_key("step name", name)?;
-        self.limits.check_key("function", function)?;
+        self.limits.check_claim(name, function)?;
         let now = self.now();
         let mut tables = self.lock();
         let mut step = tables.step_by_name(run, name)?.clone();

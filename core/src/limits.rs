@@ -1,10 +1,16 @@
-//! The limits every backend applies to JSON and keys before they are stored,
-//! so bad input is refused the same way everywhere, before any write.
+//! The limits every backend applies to what it is given (names and keys,
+//! retry delays, JSON payloads) before anything is stored, so bad input is
+//! refused the same way everywhere, in the same words, before any write.
+//!
+//! [`InputLimits`] has one method per record a port takes (a run, a step, a
+//! transition, a claim's names, a version) on top of [`InputLimits::encode`]
+//! and [`InputLimits::check_key`]: a backend calls them and restates none of
+//! the checks they make.
 
 use serde_json::Value;
 
 use crate::error::{Error, InvalidInput};
-use crate::records::{NewRun, NewStep, NewWorkflowVersion};
+use crate::records::{NewRun, NewStep, NewWorkflowVersion, StepTransition};
 
 /// A step checked against the limits, in the form a store writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,16 +22,18 @@ pub struct EncodedStep {
     pub retry_delay_ms: Option<u32>,
 }
 
-/// Size limits for stored JSON and run-state keys.
+/// The limits on input to a store: the size of JSON values and of names and
+/// keys, checked with the record rules (retry delays, optional fields) by
+/// one method per port input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct JsonLimits {
+pub struct InputLimits {
     /// The largest serialised JSON value accepted, in bytes.
     pub max_value_bytes: usize,
     /// The longest run-state key, step name or workflow name, in bytes.
     pub max_key_bytes: usize,
 }
 
-impl Default for JsonLimits {
+impl Default for InputLimits {
     /// 1 MiB values, 255-byte keys.
     fn default() -> Self {
         Self {
@@ -35,7 +43,7 @@ impl Default for JsonLimits {
     }
 }
 
-impl JsonLimits {
+impl InputLimits {
     /// Serialises `value` for storage, refusing it if it is larger than
     /// [`Self::max_value_bytes`] or holds a NUL character anywhere (in a key
     /// or a string): PostgreSQL's `jsonb` cannot store one, and a value that
@@ -80,7 +88,7 @@ impl JsonLimits {
     }
 }
 
-impl JsonLimits {
+impl InputLimits {
     /// Checks a run to create (workflow, graph hash, idempotency key, input)
     /// and answers its input as JSON text. Every backend calls this before it
     /// writes, so a run one backend refuses is refused by all, in the same
@@ -109,6 +117,24 @@ impl JsonLimits {
             input,
             retry_delay_ms,
         })
+    }
+
+    /// Checks the payload of a step transition and answers it as JSON text:
+    /// the result of `Succeeded`, the error of `Failed`, `None` for
+    /// `Running` and `Scheduled`, which carry none.
+    pub fn encode_transition(&self, transition: &StepTransition) -> Result<Option<String>, Error> {
+        match transition {
+            StepTransition::Succeeded(result) => self.encode("step result", result).map(Some),
+            StepTransition::Failed(error) => self.encode("step error", error).map(Some),
+            StepTransition::Running | StepTransition::Scheduled => Ok(None),
+        }
+    }
+
+    /// Checks the names a claim looks up by: the step name, then the
+    /// function the worker runs.
+    pub fn check_claim(&self, name: &str, function: &str) -> Result<(), Error> {
+        self.check_key("step name", name)?;
+        self.check_key("function", function)
     }
 
     /// Checks a workflow version to store (workflow, graph hash, graph) and
@@ -142,7 +168,7 @@ mod tests {
     use serde_json::json;
 
     fn encode(value: &Value) -> Result<String, Error> {
-        JsonLimits::default().encode("input", value)
+        InputLimits::default().encode("input", value)
     }
 
     #[test]
@@ -192,7 +218,7 @@ mod tests {
         use crate::ids::RunId;
         use crate::retry::RetryPolicy;
         use std::time::Duration;
-        let limits = JsonLimits::default();
+        let limits = InputLimits::default();
         let run = NewRun::new("wf", json!({"a": 1})).with_idempotency_key("k");
         assert_eq!(limits.encode_run(&run).unwrap(), r#"{"a":1}"#);
         assert!(
@@ -226,8 +252,82 @@ mod tests {
     }
 
     #[test]
+    fn transitions_encode_their_payload_only() {
+        let limits = InputLimits::default();
+        let rows = [
+            (StepTransition::Running, None),
+            (StepTransition::Scheduled, None),
+            (
+                StepTransition::Succeeded(json!({"ok": true})),
+                Some(r#"{"ok":true}"#),
+            ),
+            (StepTransition::Succeeded(json!(null)), Some("null")),
+            (StepTransition::Failed(json!([1])), Some("[1]")),
+        ];
+        for (transition, text) in rows {
+            assert_eq!(
+                limits.encode_transition(&transition).unwrap().as_deref(),
+                text,
+                "{transition:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_transition_payload_is_refused_by_name() {
+        let limits = InputLimits {
+            max_value_bytes: 16,
+            ..InputLimits::default()
+        };
+        let big = json!("x".repeat(32));
+        let rows = [
+            (StepTransition::Succeeded(big.clone()), "step result"),
+            (StepTransition::Failed(big), "step error"),
+            (StepTransition::Succeeded(json!("\u{0}")), "step result"),
+            (StepTransition::Failed(json!({"\u{0}": 1})), "step error"),
+        ];
+        for (transition, field) in rows {
+            match limits.encode_transition(&transition) {
+                Err(Error::InvalidInput(
+                    InvalidInput::TooLarge { field: f, .. }
+                    | InvalidInput::NulCharacter { field: f },
+                )) => assert_eq!(f, field, "{transition:?}"),
+                other => panic!("{transition:?}: expected a refusal, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn claims_check_the_name_then_the_function() {
+        let limits = InputLimits::default();
+        let long = "k".repeat(256);
+        let rows = [
+            ("s1", "rpc.fn", None),
+            ("", "rpc.fn", Some("step name")),
+            ("s\0", "rpc.fn", Some("step name")),
+            (long.as_str(), "rpc.fn", Some("step name")),
+            ("s1", "", Some("function")),
+            ("s1", "f\0", Some("function")),
+            ("s1", long.as_str(), Some("function")),
+            ("", "", Some("step name")),
+        ];
+        for (name, function, refused) in rows {
+            let field = match limits.check_claim(name, function) {
+                Ok(()) => None,
+                Err(Error::InvalidInput(
+                    InvalidInput::Empty { field }
+                    | InvalidInput::NulCharacter { field }
+                    | InvalidInput::TooLarge { field, .. },
+                )) => Some(field),
+                Err(other) => panic!("{name:?}, {function:?}: {other:?}"),
+            };
+            assert_eq!(field, refused, "{name:?}, {function:?}");
+        }
+    }
+
+    #[test]
     fn key_rules() {
-        let limits = JsonLimits::default();
+        let limits = InputLimits::default();
         assert!(limits.check_key("key", "a.b").is_ok());
         assert!(limits.check_key("key", "'; drop table runs; --").is_ok());
         assert!(limits.check_key("key", "say \"hi\"").is_ok());
