@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flowstate_core::{Clock, JsonLimits, SystemClock};
+use flowstate_core::{Clock, InputLimits, SystemClock};
 
 use crate::statement_log::StatementLog;
 
@@ -17,8 +17,8 @@ pub struct StoreConfig {
     pub acquire_timeout: Duration,
     /// How long SQLite waits on a locked database before giving up.
     pub sqlite_busy_timeout: Duration,
-    /// The limits applied to every JSON value and key before it is written.
-    pub limits: JsonLimits,
+    /// The limits applied to every name, key and JSON value before it is written.
+    pub limits: InputLimits,
     /// Where the store reads the time it stamps on rows.
     pub clock: Arc<dyn Clock>,
     /// Where every statement sent is recorded, if anywhere (tests and the
@@ -32,7 +32,7 @@ impl Default for StoreConfig {
             pool_size: 10,
             acquire_timeout: Duration::from_secs(5),
             sqlite_busy_timeout: Duration::from_secs(10),
-            limits: JsonLimits::default(),
+            limits: InputLimits::default(),
             clock: Arc::new(SystemClock),
             statement_log: None,
         }
@@ -63,7 +63,7 @@ impl StoreConfig {
 
     /// The same settings with `limits` for JSON and keys.
     #[must_use]
-    pub fn limits(mut self, limits: JsonLimits) -> Self {
+    pub fn limits(mut self, limits: InputLimits) -> Self {
         self.limits = limits;
         self
     }

@@ -45,6 +45,25 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whether opening again may succeed: a database that could not be
+    /// reached may come up; a bad URL, a pool that cannot be built or a
+    /// failed migration stay as they are.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Connect { .. })
+    }
+}
+
+/// Opening a store and using it fail with one error type for callers that
+/// want one: `?` on [`DieselStore::open`](crate::DieselStore::open) works in
+/// a function returning [`flowstate_core::Result`].
+impl From<Error> for flowstate_core::Error {
+    fn from(err: Error) -> Self {
+        let retryable = err.is_retryable();
+        flowstate_core::Error::backend("open", retryable, err)
+    }
+}
+
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -54,13 +73,13 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Unique and foreign-key violations are not (the same call fails the same
 /// way); a dropped connection, a serialization failure or a deadlock victim
 /// are (the transaction was rolled back whole).
-pub fn backend(operation: &'static str, err: DieselError) -> flowstate_core::Error {
+pub(crate) fn backend(operation: &'static str, err: DieselError) -> flowstate_core::Error {
     let retryable = is_retryable(&err);
     flowstate_core::Error::backend(operation, retryable, err)
 }
 
 /// Whether a diesel error is transient.
-pub fn is_retryable(err: &DieselError) -> bool {
+pub(crate) fn is_retryable(err: &DieselError) -> bool {
     match err {
         DieselError::DatabaseError(kind, info) => match kind {
             DatabaseErrorKind::SerializationFailure | DatabaseErrorKind::ClosedConnection => true,
@@ -90,16 +109,8 @@ fn is_transient_message(message: &str) -> bool {
     .any(|needle| message.contains(needle))
 }
 
-/// Whether a diesel error is a unique-key violation.
-pub fn is_unique_violation(err: &DieselError) -> bool {
-    matches!(
-        err,
-        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _)
-    )
-}
-
 /// Whether a diesel error is a foreign-key violation.
-pub fn is_foreign_key_violation(err: &DieselError) -> bool {
+pub(crate) fn is_foreign_key_violation(err: &DieselError) -> bool {
     matches!(
         err,
         DieselError::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, _)
@@ -108,7 +119,7 @@ pub fn is_foreign_key_violation(err: &DieselError) -> bool {
 
 /// Maps a pool error: a timeout is [`flowstate_core::Error::PoolTimeout`],
 /// anything else a retryable backend error (the database went away).
-pub fn pool(
+pub(crate) fn pool(
     operation: &'static str,
     waited: Duration,
     err: diesel_async::pooled_connection::deadpool::PoolError,

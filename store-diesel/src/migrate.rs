@@ -180,7 +180,7 @@ where
 
 /// A `Copy` handle on a static migration set.
 #[derive(Clone, Copy)]
-struct StaticSource(&'static EmbeddedMigrations);
+pub(crate) struct StaticSource(pub(crate) &'static EmbeddedMigrations);
 
 impl<DB: diesel::backend::Backend> MigrationSource<DB> for StaticSource
 where

@@ -16,10 +16,10 @@ use crate::config::StoreConfig;
 use crate::error::{self, Error};
 
 /// What a dialect runs on every new connection (pragmas, session settings).
-pub type Setup<C> = fn(&mut C) -> BoxFuture<'_, diesel::QueryResult<()>>;
+pub(crate) type Setup<C> = fn(&mut C) -> BoxFuture<'_, diesel::QueryResult<()>>;
 
 /// A pool of connections of type `C` and how long to wait for one.
-pub struct ConnectionPool<C>
+pub(crate) struct ConnectionPool<C>
 where
     C: PoolableConnection + Send + 'static,
     AsyncDieselConnectionManager<C>: Manager<Type = C, Error = PoolError>,
@@ -48,7 +48,7 @@ where
 {
     /// Builds a pool for `url`; connections are made lazily, each set up
     /// with `setup` and, if the config has one, the statement log.
-    pub fn build(
+    pub(crate) fn build(
         dialect: &'static str,
         url: &str,
         config: &StoreConfig,
@@ -59,7 +59,7 @@ where
 
     /// Like [`Self::build`], with a setup that may capture settings (SQLite's
     /// `busy_timeout` comes from the config, which a `fn` pointer cannot hold).
-    pub fn build_with<F>(
+    pub(crate) fn build_with<F>(
         dialect: &'static str,
         url: &str,
         config: &StoreConfig,
@@ -111,16 +111,23 @@ where
 
     /// A connection for `operation`, or [`flowstate_core::Error::PoolTimeout`]
     /// once the acquire timeout passes.
-    pub async fn get(&self, operation: &'static str) -> Result<Object<C>, flowstate_core::Error> {
-        self.pool
+    pub(crate) async fn get(
+        &self,
+        operation: &'static str,
+    ) -> Result<Leased<C>, flowstate_core::Error> {
+        let object = self
+            .pool
             .get()
             .await
-            .map_err(|err| error::pool(operation, self.acquire_timeout, err))
+            .map_err(|err| error::pool(operation, self.acquire_timeout, err))?;
+        Ok(Leased {
+            object: Some(object),
+        })
     }
 
     /// Opens one connection now, so a bad URL or a server that is down is
     /// reported when the store is opened, not on its first call.
-    pub async fn check(&self, dialect: &'static str) -> Result<(), Error> {
+    pub(crate) async fn check(&self, dialect: &'static str) -> Result<(), Error> {
         self.pool
             .get()
             .await
@@ -129,5 +136,72 @@ where
                 dialect,
                 source: Box::new(err),
             })
+    }
+}
+
+/// A pooled connection lent to one call.
+///
+/// A call that finishes hands it back with [`Leased::release`]. One whose
+/// future is dropped mid-statement (a timeout, a cancelled task) never
+/// returns it to the pool: the connection may be half-way through a
+/// statement or a transaction, and on SQLite a blocking thread may still
+/// hold it (diesel-async's recycle check would find it shared and panic).
+/// It is detached instead, and closes once nothing holds it; the blocking
+/// work, if any, runs to its `COMMIT` or `ROLLBACK` first.
+pub(crate) struct Leased<C>
+where
+    C: PoolableConnection + Send + 'static,
+    AsyncDieselConnectionManager<C>: Manager<Type = C, Error = PoolError>,
+{
+    object: Option<Object<C>>,
+}
+
+impl<C> Leased<C>
+where
+    C: PoolableConnection + Send + 'static,
+    AsyncDieselConnectionManager<C>: Manager<Type = C, Error = PoolError>,
+{
+    /// Gives the connection back to the pool: the call is over.
+    pub(crate) fn release(mut self) {
+        drop(self.object.take());
+    }
+}
+
+impl<C> std::ops::Deref for Leased<C>
+where
+    C: PoolableConnection + Send + 'static,
+    AsyncDieselConnectionManager<C>: Manager<Type = C, Error = PoolError>,
+{
+    type Target = C;
+
+    fn deref(&self) -> &C {
+        self.object
+            .as_deref()
+            .unwrap_or_else(|| unreachable!("a lease holds its connection until released"))
+    }
+}
+
+impl<C> std::ops::DerefMut for Leased<C>
+where
+    C: PoolableConnection + Send + 'static,
+    AsyncDieselConnectionManager<C>: Manager<Type = C, Error = PoolError>,
+{
+    fn deref_mut(&mut self) -> &mut C {
+        self.object
+            .as_deref_mut()
+            .unwrap_or_else(|| unreachable!("a lease holds its connection until released"))
+    }
+}
+
+impl<C> Drop for Leased<C>
+where
+    C: PoolableConnection + Send + 'static,
+    AsyncDieselConnectionManager<C>: Manager<Type = C, Error = PoolError>,
+{
+    fn drop(&mut self) {
+        if let Some(object) = self.object.take() {
+            tracing::debug!("call dropped mid-flight: its connection leaves the pool");
+            drop(Object::take(object));
+        }
     }
 }

@@ -1,0 +1,112 @@
+//! What a status-guarded write that matched no row means.
+//!
+//! Every dialect writes first and reads only when the write matched nothing,
+//! on the error path; these functions turn what that read found into the
+//! same typed answer on every backend.
+
+use flowstate_core::{
+    ClaimDecision, ClaimInput, Error, RunId, RunStatus, Step, StepId, StepStatus,
+};
+
+use crate::rows::parse_status;
+
+/// What a dialect's status-guarded step write did.
+#[derive(Debug)]
+pub(crate) enum Guarded {
+    /// The guard matched: the step and its history row are written.
+    Moved,
+    /// The guard matched nothing; the step's status as the same statement
+    /// or transaction saw it (`None`: no such step).
+    Refused(Option<String>),
+    /// The guard matched nothing and the dialect did not look why: the
+    /// caller reads the status (error path only).
+    Unseen,
+}
+
+/// The error for a step transition to `to` that matched no row, given the
+/// step's status as read afterwards (`None`: no such step).
+pub(crate) fn step_transition_refused(
+    step: StepId,
+    current: Option<&str>,
+    to: StepStatus,
+) -> Error {
+    match current {
+        None => Error::StepNotFound(step),
+        Some(text) => match parse_status::<StepStatus>(&step.to_string(), text) {
+            Ok(from) => Error::IllegalStepTransition { step, from, to },
+            Err(corrupt) => corrupt,
+        },
+    }
+}
+
+/// The error for a run status change to `to` that matched no row.
+pub(crate) fn run_transition_refused(run: RunId, current: Option<&str>, to: RunStatus) -> Error {
+    match current {
+        None => Error::RunNotFound(run),
+        Some(text) => match parse_status::<RunStatus>(&run.to_string(), text) {
+            Ok(from) => Error::IllegalRunTransition { run, from, to },
+            Err(corrupt) => corrupt,
+        },
+    }
+}
+
+/// The answer to a claim whose guarded write matched nothing, given the step
+/// as read afterwards: no such step, a refused function, or simply `None`
+/// (running, succeeded, out of retries, or another worker won).
+pub(crate) fn claim_lost(
+    run: RunId,
+    name: &str,
+    function: &str,
+    step: Option<&Step>,
+) -> Result<Option<Step>, Error> {
+    let Some(step) = step else {
+        return Err(Error::StepNameNotFound {
+            run,
+            name: name.to_owned(),
+        });
+    };
+    let input = ClaimInput {
+        status: step.status,
+        function: step.function.as_deref(),
+        attempt: step.attempt,
+        retry: step.retry,
+    };
+    match ClaimDecision::decide(input, function) {
+        ClaimDecision::Refuse => Err(Error::FunctionMismatch {
+            run,
+            name: name.to_owned(),
+            expected: step.function.clone().unwrap_or_default(),
+            claimed: function.to_owned(),
+        }),
+        _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_name_what_was_found() {
+        let step = StepId::generate();
+        assert!(
+            matches!(step_transition_refused(step, None, StepStatus::Running), Error::StepNotFound(s) if s == step)
+        );
+        assert!(matches!(
+            step_transition_refused(step, Some("succeeded"), StepStatus::Running),
+            Error::IllegalStepTransition {
+                from: StepStatus::Succeeded,
+                ..
+            }
+        ));
+        assert!(matches!(
+            step_transition_refused(step, Some("bogus"), StepStatus::Running),
+            Error::Corrupt { .. }
+        ));
+        let run = RunId::generate();
+        assert!(matches!(
+            run_transition_refused(run, None, RunStatus::Failed),
+            Error::RunNotFound(_)
+        ));
+    }
+}

@@ -1,0 +1,96 @@
+//! The claim on MySQL: one transaction whose status-guarded `UPDATE`
+//! decides.
+//!
+//! `BEGIN`, the guarded `UPDATE` by (run, name); on a win the history upsert
+//! and a `SELECT` of the claimed (locked) step; on a loss a `SELECT` of the
+//! step to say why; `COMMIT`.
+
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+
+use flowstate_core::{HistoryId, Result, RunId, Step};
+
+use super::Pool;
+use super::sql::{CLAIM, CLAIM_HISTORY};
+use crate::cached::CacheExt;
+use crate::config::StoreConfig;
+use crate::error::backend;
+use crate::guard::claim_lost;
+use crate::rows::StepRow;
+use crate::schema::flowstate_steps as steps;
+use crate::store::conflict::retry_conflicts;
+
+/// [`StepStore::claim_step`](flowstate_core::StepStore::claim_step), its
+/// name and function already checked.
+#[tracing::instrument(level = "debug", skip_all, fields(run = %run, name = %name, function = %function))]
+pub(crate) async fn claim(
+    pool: &Pool,
+    config: &StoreConfig,
+    run: RunId,
+    name: &str,
+    function: &str,
+) -> Result<Option<Step>> {
+    let now = config.clock.now().as_micros();
+    let run_text = run.to_string();
+    let mut conn = pool.get("claim_step").await?;
+    let (won, row) = retry_conflicts!(
+        "claim_step",
+        claim_once(&mut conn, now, &run_text, name, function).await
+    )
+    .map_err(|err| backend("claim_step", err))?;
+    conn.release();
+    let step = row.map(Step::try_from).transpose()?;
+    match step {
+        Some(step) if won => {
+            tracing::debug!(step = %step.id, attempt = step.attempt, "step claimed");
+            Ok(Some(step))
+        }
+        step => claim_lost(run, name, function, step.as_ref()),
+    }
+}
+
+/// The claim's transaction: whether it won, and the step as it is after.
+async fn claim_once(
+    conn: &mut AsyncMysqlConnection,
+    now: i64,
+    run: &str,
+    name: &str,
+    function: &str,
+) -> diesel::QueryResult<(bool, Option<StepRow>)> {
+    conn.transaction(async |conn| {
+        {
+            let won = diesel::sql_query(CLAIM.as_str())
+                .bind::<BigInt, _>(now)
+                .bind::<Text, _>(run)
+                .bind::<Text, _>(name)
+                .bind::<Text, _>(function)
+                .cached()
+                .execute(conn)
+                .await?
+                == 1;
+            if won {
+                diesel::sql_query(CLAIM_HISTORY.as_str())
+                    .bind::<Text, _>(HistoryId::generate().to_string())
+                    .bind::<BigInt, _>(now)
+                    .bind::<BigInt, _>(now)
+                    .bind::<Text, _>(run)
+                    .bind::<Text, _>(name)
+                    .cached()
+                    .execute(conn)
+                    .await?;
+            }
+            // The claimed row is locked by this transaction; a lost claim
+            // reads the step to say why.
+            let step = steps::table
+                .filter(steps::run_id.eq(run))
+                .filter(steps::name.eq(name))
+                .select(StepRow::as_select())
+                .first(conn)
+                .await
+                .optional()?;
+            Ok((won, step))
+        }
+    })
+    .await
+}

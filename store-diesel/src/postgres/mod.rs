@@ -1,0 +1,51 @@
+//! PostgreSQL: the hot writes, each one statement, on `AsyncPgConnection`.
+//!
+//! A claim, a step transition, a retry and an insert are each one
+//! statement: a CTE whose status-guarded `UPDATE ... RETURNING` (or
+//! `INSERT ... ON CONFLICT DO NOTHING RETURNING`) decides, an
+//! `INSERT ... ON CONFLICT (step_id, attempt) DO UPDATE` that writes the
+//! history row of the attempt it returned, and a final `SELECT` that also
+//! reports what the step was (from the statement's snapshot), so a refused
+//! write is diagnosed without another round trip. Under READ COMMITTED a
+//! racing `UPDATE` re-checks its `WHERE` on the row the winner committed, so
+//! exactly one of any number of racing claims wins.
+//!
+//! Every statement is prepared once per connection ([`crate::cached`]); no
+//! transaction is ever opened, and the pool sends no ping on checkout.
+
+mod claim;
+mod sql;
+mod steps;
+mod transition;
+
+pub(crate) use claim::claim;
+pub(crate) use steps::insert_step;
+pub(crate) use transition::{retry_attempt, transition};
+
+use diesel_async::AsyncPgConnection;
+use futures_util::FutureExt;
+
+use crate::config::StoreConfig;
+use crate::pool::ConnectionPool;
+
+/// The name this dialect reports in errors.
+const DIALECT: &str = "postgres";
+
+/// This dialect's pool.
+pub(crate) type Pool = ConnectionPool<AsyncPgConnection>;
+
+/// Builds the pool for `url` and opens one connection, so a bad URL or a
+/// server that is down is reported now.
+pub(crate) async fn connect(url: &str, config: &StoreConfig) -> crate::Result<Pool> {
+    let pool = ConnectionPool::build(DIALECT, url, config, setup)?;
+    pool.check(DIALECT).await?;
+    Ok(pool)
+}
+
+/// What runs on every new connection: nothing (the session defaults, READ
+/// COMMITTED and no time zone in play, are what the statements expect).
+fn setup(
+    _conn: &mut AsyncPgConnection,
+) -> futures_util::future::BoxFuture<'_, diesel::QueryResult<()>> {
+    async { Ok(()) }.boxed()
+}

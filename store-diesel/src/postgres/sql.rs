@@ -1,0 +1,117 @@
+//! The statements of PostgreSQL's hot writes: the shared fragments of
+//! [`crate::sql`] wrapped in one CTE each.
+//!
+//! Why not the DSL: diesel cannot put an `UPDATE ... RETURNING` or an
+//! `INSERT` inside a `WITH`, so each of these would be two or three round
+//! trips (or a transaction) in the DSL, against a budget of one.
+
+use std::sync::LazyLock;
+
+use flowstate_core::{RetryStart, StepStatus};
+
+use crate::sql::{ByStatus, HistorySource, StepMove, Upsert, claim_move, claim_update};
+
+/// The history row of the step a CTE named `alias` returned.
+fn history_from<'a>(
+    from: &'a str,
+    prefix: &'a str,
+    id: &'a str,
+    now: &'a str,
+) -> HistorySource<'a> {
+    HistorySource {
+        from,
+        prefix,
+        id,
+        now,
+    }
+}
+
+/// The claim, win or lose. Binds: `$1` now, `$2` run, `$3` name, `$4`
+/// function, `$5` a fresh history id. Every row is `won` and the step: after
+/// the claim (won), or as the statement's snapshot saw it (lost; no row: no
+/// such step).
+pub(super) static CLAIM: LazyLock<String> = LazyLock::new(|| {
+    let update = claim_update("$1", "$2", "$3", "$4");
+    let history = claim_move().history_upsert(
+        history_from("FROM claimed AS c", "c.", "$5", "$1"),
+        Upsert::OnConflict,
+    );
+    format!(
+        "WITH claimed AS ({update} RETURNING *), history AS ({history}) \
+         SELECT TRUE AS won, c.* FROM claimed AS c \
+         UNION ALL \
+         SELECT FALSE AS won, s.* FROM flowstate_steps AS s \
+         WHERE s.run_id = $2 AND s.name = $3 AND NOT EXISTS (SELECT 1 FROM claimed)"
+    )
+});
+
+/// A guarded move of step `$1` and its history upsert. Binds: `$1` step,
+/// `$2` now, `$3` a fresh history id, then `$4` the payload for the moves
+/// that carry one. One row (none: no such step): the step's status in the
+/// statement's snapshot and whether the guarded write moved it.
+fn move_sql(step_move: &StepMove, is_retry: bool) -> String {
+    let update = step_move.update("$2", "$4", "$1", is_retry);
+    let history = step_move.history_upsert(
+        history_from("FROM moved AS m", "m.", "$3", "$2"),
+        Upsert::OnConflict,
+    );
+    format!(
+        "WITH prior AS (SELECT status FROM flowstate_steps WHERE id = $1), \
+         moved AS ({update} RETURNING id, current_attempt, result, error), \
+         history AS ({history}) \
+         SELECT p.status, EXISTS (SELECT 1 FROM moved) AS moved FROM prior AS p"
+    )
+}
+
+/// The transition statement per target status.
+pub(super) static TRANSITIONS: LazyLock<ByStatus<StepStatus, String>> = LazyLock::new(|| {
+    ByStatus::new(StepStatus::ALL, |to| {
+        move_sql(&StepMove::transition(to), false)
+    })
+});
+
+/// The retry statement per start status.
+pub(super) static RETRIES: LazyLock<ByStatus<RetryStart, String>> = LazyLock::new(|| {
+    ByStatus::new(&RetryStart::ALL, |start| {
+        move_sql(&StepMove::retry(start), true)
+    })
+});
+
+/// A new step and its first history row, or nothing if the name is taken.
+/// Binds: `$1` id, `$2` run, `$3` name, `$4` function, `$5` input, `$6`
+/// retries, `$7` retry delay, `$8` now, `$9` a fresh history id. One row,
+/// `inserted`: how many steps it inserted (0 or 1).
+pub(super) static INSERT_STEP: LazyLock<String> = LazyLock::new(|| {
+    let pending = StepStatus::Pending.as_str();
+    let history = StepMove::transition(StepStatus::Pending)
+        .history_upsert(history_from("FROM s", "s.", "$9", "$8"), Upsert::OnConflict);
+    format!(
+        "WITH s AS (\
+            INSERT INTO flowstate_steps (id, run_id, name, function_name, status, input, \
+                current_attempt, retries, retry_delay_ms, created_at, updated_at) \
+            VALUES ($1, $2, $3, $4, '{pending}', $5, 1, $6, $7, $8, $8) \
+            ON CONFLICT (run_id, name) DO NOTHING RETURNING id, current_attempt\
+        ), history AS ({history}) \
+        SELECT count(*) AS inserted FROM s"
+    )
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_statement_is_one_cte_over_the_shared_fragments() {
+        assert!(CLAIM.starts_with("WITH claimed AS (UPDATE flowstate_steps SET"));
+        assert!(
+            CLAIM.contains("SELECT $5, c.id, c.current_attempt, 'running', $1, $1 FROM claimed")
+        );
+        let succeeded = TRANSITIONS.get(StepStatus::Succeeded);
+        assert!(succeeded.contains("result = $4 WHERE id = $1 AND status IN ('running')"));
+        assert!(succeeded.contains("result = EXCLUDED.result"));
+        assert!(!TRANSITIONS.get(StepStatus::Running).contains("$4"));
+        assert!(RETRIES.get(RetryStart::Running).contains("running_at"));
+        assert!(!RETRIES.get(RetryStart::Pending).contains("running_at"));
+        assert!(INSERT_STEP.contains("SELECT $9, s.id, s.current_attempt, 'pending', $8 FROM s"));
+    }
+}

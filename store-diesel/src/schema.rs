@@ -1,0 +1,182 @@
+//! The tables, once for every dialect (see `SCHEMA.md`).
+//!
+//! diesel's own test suite keeps a schema file per backend because its
+//! column types differ. Ours agree everywhere but for JSON (`jsonb` on
+//! PostgreSQL, `JSON` on MySQL, `TEXT` on SQLite), and that one difference
+//! is the [`Json`] SQL type: JSON text on the wire, encoded as each backend
+//! wants it. So one `table!` set serves all three, and every typed query in
+//! the crate is written once.
+//!
+//! Ids are 36-character text, timestamps `BIGINT` microseconds since the
+//! epoch (UTC), counters `BIGINT`.
+
+use diesel::deserialize::{self, FromSql, FromSqlRow};
+use diesel::expression::AsExpression;
+use diesel::serialize::{self, Output, ToSql};
+use diesel::sql_types::{SqlType, Text};
+
+/// JSON stored in the dialect's JSON column, read and written as its text.
+///
+/// PostgreSQL's binary `jsonb` format is a version byte (1) and the text, so
+/// no dialect parses JSON on the way in or out: core's
+/// [`InputLimits`](flowstate_core::InputLimits) encodes it once and
+/// [`decode_json`](flowstate_core::backend::decode_json) reads it back.
+#[derive(Clone, Copy, Debug, SqlType, diesel::query_builder::QueryId)]
+#[cfg_attr(
+    feature = "postgres",
+    diesel(postgres_type(oid = 3802, array_oid = 3807))
+)]
+#[cfg_attr(feature = "mysql", diesel(mysql_type(name = "String")))]
+#[cfg_attr(feature = "sqlite", diesel(sqlite_type(name = "Text")))]
+pub struct Json;
+
+/// JSON text bound to or read from a [`Json`] column.
+#[derive(Clone, Debug, PartialEq, Eq, AsExpression, FromSqlRow)]
+#[diesel(sql_type = Json)]
+pub struct JsonText(pub String);
+
+/// The version byte of PostgreSQL's binary `jsonb` format.
+#[cfg(feature = "postgres")]
+const JSONB_VERSION: u8 = 1;
+
+#[cfg(feature = "postgres")]
+impl ToSql<Json, diesel::pg::Pg> for JsonText {
+    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, diesel::pg::Pg>) -> serialize::Result {
+        use std::io::Write;
+        out.write_all(&[JSONB_VERSION])?;
+        out.write_all(self.0.as_bytes())?;
+        Ok(serialize::IsNull::No)
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl FromSql<Json, diesel::pg::Pg> for JsonText {
+    fn from_sql(value: diesel::pg::PgValue<'_>) -> deserialize::Result<Self> {
+        match value.as_bytes().split_first() {
+            Some((&JSONB_VERSION, text)) => Ok(Self(std::str::from_utf8(text)?.to_owned())),
+            _ => Err("unsupported jsonb encoding version".into()),
+        }
+    }
+}
+
+/// MySQL and SQLite take and give JSON as plain text.
+macro_rules! json_as_text {
+    ($backend:ty) => {
+        impl ToSql<Json, $backend> for JsonText {
+            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, $backend>) -> serialize::Result {
+                <str as ToSql<Text, $backend>>::to_sql(self.0.as_str(), out)
+            }
+        }
+
+        impl FromSql<Json, $backend> for JsonText {
+            fn from_sql(
+                value: <$backend as diesel::backend::Backend>::RawValue<'_>,
+            ) -> deserialize::Result<Self> {
+                <String as FromSql<Text, $backend>>::from_sql(value).map(Self)
+            }
+        }
+    };
+}
+
+#[cfg(feature = "mysql")]
+json_as_text!(diesel::mysql::Mysql);
+#[cfg(feature = "sqlite")]
+json_as_text!(diesel::sqlite::Sqlite);
+
+diesel::table! {
+    use diesel::sql_types::{BigInt, Nullable, Text};
+    use super::Json;
+
+    /// Runs.
+    flowstate_runs (id) {
+        id -> Text,
+        workflow -> Text,
+        status -> Text,
+        input -> Json,
+        graph_hash -> Nullable<Text>,
+        parent_id -> Nullable<Text>,
+        idempotency_key -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::{BigInt, Nullable, Text};
+    use super::Json;
+
+    /// One row per key of a run's state.
+    flowstate_run_state (run_id, state_key) {
+        run_id -> Text,
+        state_key -> Text,
+        value -> Json,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::{BigInt, Nullable, Text};
+    use super::Json;
+
+    /// Steps; `current_attempt` names the live history row.
+    flowstate_steps (id) {
+        id -> Text,
+        run_id -> Text,
+        name -> Text,
+        function_name -> Nullable<Text>,
+        status -> Text,
+        input -> Json,
+        result -> Nullable<Json>,
+        error -> Nullable<Json>,
+        current_attempt -> BigInt,
+        retries -> BigInt,
+        retry_delay_ms -> Nullable<BigInt>,
+        branch_taken -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::{BigInt, Nullable, Text};
+    use super::Json;
+
+    /// One row per attempt of a step.
+    flowstate_step_history (id) {
+        id -> Text,
+        step_id -> Text,
+        attempt -> BigInt,
+        status -> Text,
+        result -> Nullable<Json>,
+        error -> Nullable<Json>,
+        created_at -> BigInt,
+        scheduled_at -> Nullable<BigInt>,
+        running_at -> Nullable<BigInt>,
+        succeeded_at -> Nullable<BigInt>,
+        failed_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::{BigInt, Nullable, Text};
+    use super::Json;
+
+    /// Workflow graphs, one per (workflow, hash).
+    flowstate_workflow_versions (id) {
+        id -> Text,
+        workflow -> Text,
+        graph_hash -> Text,
+        graph -> Json,
+        created_at -> BigInt,
+    }
+}
+
+diesel::joinable!(flowstate_run_state -> flowstate_runs (run_id));
+diesel::joinable!(flowstate_steps -> flowstate_runs (run_id));
+diesel::joinable!(flowstate_step_history -> flowstate_steps (step_id));
+diesel::allow_tables_to_appear_in_same_query!(
+    flowstate_runs,
+    flowstate_run_state,
+    flowstate_steps,
+    flowstate_step_history,
+    flowstate_workflow_versions,
+);

@@ -1,0 +1,298 @@
+//! The scaffold of every hand-written statement, shared by the dialects:
+//! what a status move writes ([`StepMove`]: target, guard, stamp and
+//! payload columns), the status-guarded `UPDATE`s built from core's
+//! tables, the claim's guard and assignments, and the shape of the history
+//! upsert. A dialect module only wraps these fragments in its own
+//! statement form (a CTE on PostgreSQL, a transaction on MySQL and SQLite)
+//! and names its placeholders.
+//!
+//! Only status literals from core's enums and column names are spliced;
+//! every value is bound. Placeholders are passed in as text (`$1`, `?1`,
+//! `?`), so each fragment is written once whatever the dialect's syntax; a
+//! caller using positional `?` binds in the order the placeholders appear.
+
+use flowstate_core::{ClaimDecision, RetryStart, StepStatus};
+
+/// `column IN ('a', 'b')` for `statuses`, or a guard that matches nothing
+/// when there are none. The literals come from the status enums' `Display`,
+/// never from input.
+pub(crate) fn status_in<S: std::fmt::Display>(column: &str, statuses: &[S]) -> String {
+    if statuses.is_empty() {
+        return "1 = 0".to_owned();
+    }
+    let list: Vec<String> = statuses.iter().map(|s| format!("'{s}'")).collect();
+    format!("{column} IN ({})", list.join(", "))
+}
+
+/// [`RetryPolicy::has_attempts_left`](flowstate_core::RetryPolicy::has_attempts_left)
+/// in SQL: `attempt < retries + 1`, saturating where core's `u32` does, so
+/// no dialect can raise an attempt past what a record can hold.
+pub(crate) const ATTEMPTS_LEFT: &str =
+    "current_attempt < retries + 1 AND current_attempt < 4294967295";
+
+/// The history column a move to `to` stamps with the time, if any.
+pub(crate) const fn stamp_column(to: StepStatus) -> Option<&'static str> {
+    match to {
+        StepStatus::Pending => None,
+        StepStatus::Scheduled => Some("scheduled_at"),
+        StepStatus::Running => Some("running_at"),
+        StepStatus::Succeeded => Some("succeeded_at"),
+        StepStatus::Failed => Some("failed_at"),
+    }
+}
+
+/// The column a move to `to` writes its JSON payload to, if any.
+pub(crate) const fn payload_column(to: StepStatus) -> Option<&'static str> {
+    match to {
+        StepStatus::Succeeded => Some("result"),
+        StepStatus::Failed => Some("error"),
+        StepStatus::Pending | StepStatus::Scheduled | StepStatus::Running => None,
+    }
+}
+
+/// How a dialect spells "on a duplicate `(step_id, attempt)`, update".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Upsert {
+    /// `ON CONFLICT (step_id, attempt) DO UPDATE SET c = EXCLUDED.c`
+    /// (PostgreSQL, SQLite).
+    OnConflict,
+    /// `ON DUPLICATE KEY UPDATE c = VALUES(c)` (MySQL, MariaDB).
+    OnDuplicateKey,
+}
+
+/// Where a history upsert copies the step's id, attempt and payload from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HistorySource<'a> {
+    /// The `FROM ...` clause naming one step row.
+    pub from: &'a str,
+    /// The prefix of that row's columns (`"m."`, or `""`).
+    pub prefix: &'a str,
+    /// The placeholder of the new history row's id.
+    pub id: &'a str,
+    /// The placeholder of the time, for `created_at` and the stamp.
+    pub now: &'a str,
+}
+
+/// One kind of status move of a step: where it goes, from where, and what
+/// its history row records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct StepMove {
+    /// The status the step moves to.
+    pub to: StepStatus,
+    /// The statuses it may move from (empty: none may).
+    pub sources: Vec<StepStatus>,
+}
+
+impl StepMove {
+    /// A transition to `to`, guarded by [`StepStatus::sources_of`].
+    pub fn transition(to: StepStatus) -> Self {
+        Self {
+            to,
+            sources: StepStatus::sources_of(to),
+        }
+    }
+
+    /// A retry attempt starting in `start`, from the statuses a claim
+    /// retries.
+    pub fn retry(start: RetryStart) -> Self {
+        Self {
+            to: start.status(),
+            sources: ClaimDecision::ClaimRetry.statuses(),
+        }
+    }
+
+    /// The status-guarded `UPDATE` of step `id`: `status`, `updated_at`,
+    /// the payload column when the move has one (a retry clears result and
+    /// error and raises the attempt instead). Placeholders appear in the
+    /// order `now`, `payload`, `id`.
+    pub fn update(&self, now: &str, payload: &str, id: &str, is_retry: bool) -> String {
+        let mut set = format!("status = '{}', updated_at = {now}", self.to.as_str());
+        if is_retry {
+            set.push_str(", current_attempt = current_attempt + 1, result = NULL, error = NULL");
+        } else if let Some(col) = payload_column(self.to) {
+            set = format!("{set}, {col} = {payload}");
+        }
+        format!(
+            "UPDATE flowstate_steps SET {set} WHERE id = {id} AND {}",
+            status_in("status", &self.sources)
+        )
+    }
+
+    /// The upsert of the history row `(step, current_attempt)` after the
+    /// move: a missing row is created (begun `now`), an existing one takes
+    /// the status, the stamp and the payload. It reads the step row just
+    /// written, so the live attempt's row moves with the step.
+    pub fn history_upsert(&self, source: HistorySource<'_>, upsert: Upsert) -> String {
+        let HistorySource {
+            from,
+            prefix: p,
+            id,
+            now,
+        } = source;
+        let mut columns = vec!["id", "step_id", "attempt", "status", "created_at"];
+        let mut values = vec![
+            id.to_owned(),
+            format!("{p}id"),
+            format!("{p}current_attempt"),
+            format!("'{}'", self.to.as_str()),
+            now.to_owned(),
+        ];
+        let mut updated = vec!["status"];
+        if let Some(col) = stamp_column(self.to) {
+            columns.push(col);
+            values.push(now.to_owned());
+            updated.push(col);
+        }
+        if let Some(col) = payload_column(self.to) {
+            columns.push(col);
+            values.push(format!("{p}{col}"));
+            updated.push(col);
+        }
+        let updates: Vec<String> = updated
+            .iter()
+            .map(|col| match upsert {
+                Upsert::OnConflict => format!("{col} = EXCLUDED.{col}"),
+                Upsert::OnDuplicateKey => format!("{col} = VALUES({col})"),
+            })
+            .collect();
+        let conflict = match upsert {
+            Upsert::OnConflict => "ON CONFLICT (step_id, attempt) DO UPDATE SET",
+            Upsert::OnDuplicateKey => "ON DUPLICATE KEY UPDATE",
+        };
+        format!(
+            "INSERT INTO flowstate_step_history ({}) SELECT {} {from} {conflict} {}",
+            columns.join(", "),
+            values.join(", "),
+            updates.join(", ")
+        )
+    }
+}
+
+/// The claim's `UPDATE` of step (run, name), guarded exactly as
+/// [`ClaimDecision`] decides: the function matches or the step is not
+/// pinned, and the step is fresh, or retryable with attempts left. A retry
+/// raises the attempt and clears result and error. `status` is assigned
+/// last: MySQL evaluates single-table `SET` assignments left to right, so
+/// every `CASE` reads the status the step had (PostgreSQL and SQLite read
+/// the old row whatever the order). Placeholders appear in the order `now`,
+/// `run`, `name`, `function`.
+pub(crate) fn claim_update(now: &str, run: &str, name: &str, function: &str) -> String {
+    let fresh = status_in("status", &ClaimDecision::ClaimFresh.statuses());
+    let retry = status_in("status", &ClaimDecision::ClaimRetry.statuses());
+    let running = StepStatus::Running.as_str();
+    format!(
+        "UPDATE flowstate_steps SET \
+         current_attempt = CASE WHEN {retry} THEN current_attempt + 1 ELSE current_attempt END, \
+         result = CASE WHEN {retry} THEN NULL ELSE result END, \
+         error = CASE WHEN {retry} THEN NULL ELSE error END, \
+         status = '{running}', updated_at = {now} \
+         WHERE run_id = {run} AND name = {name} \
+         AND (function_name IS NULL OR function_name = {function}) \
+         AND ({fresh} OR ({retry} AND {ATTEMPTS_LEFT}))"
+    )
+}
+
+/// The move a won claim makes, for its history upsert.
+pub(crate) fn claim_move() -> StepMove {
+    StepMove::transition(StepStatus::Running)
+}
+
+/// A statement per value of `all`, built once by `build`.
+#[derive(Debug)]
+pub(crate) struct ByStatus<S: 'static, T> {
+    entries: Vec<(S, T)>,
+}
+
+impl<S: Copy + PartialEq + std::fmt::Debug, T> ByStatus<S, T> {
+    /// `build(s)` for every `s` of `all`.
+    pub fn new(all: &[S], build: impl Fn(S) -> T) -> Self {
+        Self {
+            entries: all.iter().map(|&s| (s, build(s))).collect(),
+        }
+    }
+
+    /// The entry of `status`.
+    pub fn get(&self, status: S) -> &T {
+        match self.entries.iter().find(|(s, _)| *s == status) {
+            Some((_, entry)) => entry,
+            None => unreachable!("every status has its entry: {status:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The claim's guard names exactly the statuses core's decision claims,
+    /// read from `ClaimDecision` here and checked against fixed text, so a
+    /// change in either is seen.
+    #[test]
+    fn the_claim_guard_is_the_claim_decision() {
+        let sql = claim_update("?", "?", "?", "?");
+        assert!(sql.contains(
+            "AND (status IN ('pending', 'scheduled') OR (status IN ('failed') \
+             AND current_attempt < retries + 1 AND current_attempt < 4294967295))"
+        ));
+        let status_at = sql.find("status = 'running'").unwrap();
+        assert!(sql.rfind("CASE WHEN status").unwrap() < status_at);
+    }
+
+    #[test]
+    fn moves_guard_on_the_transition_table() {
+        let rows = [
+            (
+                StepStatus::Succeeded,
+                "status IN ('running')",
+                Some("result = $3"),
+            ),
+            (
+                StepStatus::Failed,
+                "status IN ('pending', 'scheduled', 'running')",
+                Some("error = $3"),
+            ),
+            (
+                StepStatus::Scheduled,
+                "status IN ('pending', 'running')",
+                None,
+            ),
+            (StepStatus::Pending, "1 = 0", None),
+        ];
+        for (to, guard, payload) in rows {
+            let sql = StepMove::transition(to).update("$2", "$3", "$1", false);
+            assert!(sql.ends_with(guard), "{to}: {sql}");
+            assert_eq!(sql.contains("$3"), payload.is_some(), "{to}: {sql}");
+            if let Some(payload) = payload {
+                assert!(sql.contains(payload), "{to}: {sql}");
+            }
+        }
+        let retry = StepMove::retry(RetryStart::Running).update("?", "?", "?", true);
+        assert!(retry.contains("current_attempt = current_attempt + 1, result = NULL"));
+        assert!(retry.ends_with("status IN ('failed')"), "{retry}");
+    }
+
+    #[test]
+    fn history_upserts_stamp_and_copy_what_the_move_writes() {
+        let source = HistorySource {
+            from: "FROM flowstate_steps WHERE id = ?",
+            prefix: "",
+            id: "?",
+            now: "?",
+        };
+        let failed = StepMove::transition(StepStatus::Failed);
+        let mysql = failed.history_upsert(source, Upsert::OnDuplicateKey);
+        assert_eq!(
+            mysql,
+            "INSERT INTO flowstate_step_history (id, step_id, attempt, status, created_at, \
+             failed_at, error) SELECT ?, id, current_attempt, 'failed', ?, ?, error \
+             FROM flowstate_steps WHERE id = ? ON DUPLICATE KEY UPDATE status = VALUES(status), \
+             failed_at = VALUES(failed_at), error = VALUES(error)"
+        );
+        let pending = StepMove::retry(RetryStart::Pending);
+        let sqlite = pending.history_upsert(source, Upsert::OnConflict);
+        assert!(
+            sqlite.ends_with("DO UPDATE SET status = EXCLUDED.status"),
+            "{sqlite}"
+        );
+    }
+}

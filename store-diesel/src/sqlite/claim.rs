@@ -1,0 +1,67 @@
+//! The claim on SQLite: one `BEGIN IMMEDIATE` transaction.
+//!
+//! 1. The guarded `UPDATE ... RETURNING`: the returned row is the claimed
+//!    step, and SQLite's write lock makes the guard see every earlier
+//!    claim, so of any number of racing claims one gets the row.
+//! 2. On a win, the history upsert of `(step, current_attempt)`.
+//! 3. On a loss (no row), one read of the step, in the same transaction, to
+//!    answer through [`claim_lost`].
+
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
+
+use flowstate_core::{HistoryId, Result, RunId, Step, StepStatus};
+
+use super::sql::{CLAIM, TRANSITIONS};
+use super::{Pool, write};
+use crate::cached::CacheExt;
+use crate::config::StoreConfig;
+use crate::guard::claim_lost;
+use crate::rows::StepRow;
+use crate::schema::flowstate_steps as steps;
+
+/// [`StepStore::claim_step`](flowstate_core::StepStore::claim_step), its
+/// name and function already checked.
+#[tracing::instrument(level = "debug", skip_all, fields(run = %run, name = %name, function = %function))]
+pub(crate) async fn claim(
+    pool: &Pool,
+    config: &StoreConfig,
+    run: RunId,
+    name: &str,
+    function: &str,
+) -> Result<Option<Step>> {
+    let (name, function) = (name.to_owned(), function.to_owned());
+    let now = config.clock.now().as_micros();
+    write(pool, "claim_step", move |conn| {
+        let run_text = run.to_string();
+        let claimed: Option<StepRow> = diesel::sql_query(CLAIM.as_str())
+            .bind::<BigInt, _>(now)
+            .bind::<Text, _>(&run_text)
+            .bind::<Text, _>(&name)
+            .bind::<Text, _>(&function)
+            .cached()
+            .get_result(conn)
+            .optional()?;
+        if let Some(row) = claimed {
+            let step = Step::try_from(row)?;
+            diesel::sql_query(TRANSITIONS.get(StepStatus::Running).history.as_str())
+                .bind::<Text, _>(HistoryId::generate().to_string())
+                .bind::<BigInt, _>(now)
+                .bind::<Text, _>(step.id.to_string())
+                .cached()
+                .execute(conn)?;
+            tracing::debug!(step = %step.id, attempt = step.attempt, "step claimed");
+            return Ok(Some(step));
+        }
+        // Error path only: why nothing was claimed.
+        let current: Option<StepRow> = steps::table
+            .filter(steps::run_id.eq(&run_text))
+            .filter(steps::name.eq(&name))
+            .select(StepRow::as_select())
+            .first(conn)
+            .optional()?;
+        let current = current.map(Step::try_from).transpose()?;
+        Ok(claim_lost(run, &name, &function, current.as_ref())?)
+    })
+    .await
+}

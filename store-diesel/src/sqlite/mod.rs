@@ -1,0 +1,166 @@
+//! The embedded SQLite dialect: diesel's `SqliteConnection` (bundled
+//! libsqlite3) behind diesel-async's `SyncConnectionWrapper`.
+//!
+//! How it works:
+//! - The typed queries of [`crate::store`] run through the async wrapper,
+//!   one hop to tokio's blocking pool per statement. Each hot write
+//!   (claim, transition, retry, insert) is ONE hop ([`write`]): a closure
+//!   that runs all of its statements on the plain connection, as one
+//!   `BEGIN IMMEDIATE` transaction, which takes the write lock up front, so
+//!   two writers queue on `busy_timeout` instead of deadlocking on a
+//!   read-to-write upgrade.
+//! - Each connection is set up with `busy_timeout` (from
+//!   [`StoreConfig::sqlite_busy_timeout`], first, so the pragmas after it
+//!   already wait on a lock), `journal_mode = WAL` (readers never block the
+//!   writer; other processes see every commit), `foreign_keys = ON` (the
+//!   cascades and the `RunNotFound` answers ride on them) and
+//!   `synchronous = NORMAL` (no fsync per commit; a power cut may lose the
+//!   last commits, never corrupt the file).
+//! - `:memory:` (or any in-memory URI) gets a pool of ONE connection, since
+//!   each connection to it is a database of its own, and that connection
+//!   applies the embedded migrations when it opens: nothing else could
+//!   reach it to do so.
+//! - A call whose future is dropped mid-flight cannot leave a dangling
+//!   transaction: the blocking closure runs to its COMMIT or ROLLBACK
+//!   regardless, and its connection leaves the pool
+//!   ([`crate::pool::Leased`]).
+
+mod claim;
+mod sql;
+mod steps;
+mod transition;
+
+pub(crate) use claim::claim;
+pub(crate) use steps::insert_step;
+pub(crate) use transition::{retry_attempt, transition};
+
+use std::path::Path;
+
+use diesel::connection::SimpleConnection;
+use diesel::result::Error as DieselError;
+use diesel::{QueryResult, SqliteConnection};
+use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+
+use crate::config::StoreConfig;
+use crate::pool::ConnectionPool;
+
+/// The dialect's name, as errors and logs print it.
+const DIALECT: &str = "sqlite";
+
+/// The pooled connection type: a blocking `SqliteConnection` made async.
+pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
+
+/// This dialect's pool.
+pub(crate) type Pool = ConnectionPool<SqliteConn>;
+
+/// Opens a pool on the SQLite file `url` (a path, as [`crate::DatabaseUrl`]
+/// leaves it once `sqlite://` is stripped), creating its parent directory
+/// if it is missing, and checks that a connection can be made. For
+/// `:memory:` the pool holds one connection and the schema is applied on
+/// it; the config answered says so.
+pub(crate) async fn connect(url: &str, config: StoreConfig) -> crate::Result<(Pool, StoreConfig)> {
+    let mut config = config;
+    let in_memory = is_in_memory(url);
+    if in_memory {
+        // Each connection to `:memory:` is a database of its own.
+        config.pool_size = 1;
+    } else {
+        create_parent_dir(url)?;
+    }
+    let busy_ms = u64::try_from(config.sqlite_busy_timeout.as_millis()).unwrap_or(u64::MAX);
+    // busy_timeout first: switching to WAL takes a lock another connection
+    // may hold for a moment.
+    let pragmas = format!(
+        "PRAGMA busy_timeout = {busy_ms}; PRAGMA journal_mode = WAL; \
+         PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;"
+    );
+    let pool = ConnectionPool::build_with(DIALECT, url, &config, move |conn: &mut SqliteConn| {
+        let pragmas = pragmas.clone();
+        conn.spawn_blocking(move |conn| {
+            conn.batch_execute(&pragmas)?;
+            if in_memory {
+                migrate_in_place(conn)?;
+            }
+            Ok(())
+        })
+    })?;
+    pool.check(DIALECT).await?;
+    tracing::debug!(
+        url,
+        in_memory,
+        pool_size = config.pool_size,
+        "sqlite store opened"
+    );
+    Ok((pool, config))
+}
+
+/// Why a unit of work failed: the database, or an answer the port gives
+/// (a typed not-found) that also rolls the transaction back.
+#[derive(Debug)]
+enum Fail {
+    /// A diesel error, mapped by [`crate::error::backend`].
+    Db(DieselError),
+    /// The port's own answer.
+    Port(flowstate_core::Error),
+}
+
+impl From<DieselError> for Fail {
+    fn from(err: DieselError) -> Self {
+        Self::Db(err)
+    }
+}
+
+impl From<flowstate_core::Error> for Fail {
+    fn from(err: flowstate_core::Error) -> Self {
+        Self::Port(err)
+    }
+}
+
+/// Runs `work` as one `BEGIN IMMEDIATE` transaction in one hop to the
+/// blocking pool: committed if it answers `Ok`, rolled back otherwise.
+async fn write<R, W>(pool: &Pool, op: &'static str, work: W) -> flowstate_core::Result<R>
+where
+    R: Send + 'static,
+    W: FnOnce(&mut SqliteConnection) -> Result<R, Fail> + Send + 'static,
+{
+    let mut conn = pool.get(op).await?;
+    let outcome = conn
+        .spawn_blocking(move |conn| Ok(conn.immediate_transaction(work)))
+        .await;
+    conn.release();
+    match outcome {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(Fail::Port(err))) => Err(err),
+        Ok(Err(Fail::Db(err))) | Err(err) => Err(crate::error::backend(op, err)),
+    }
+}
+
+/// Whether `url` names an in-memory database rather than a file.
+fn is_in_memory(url: &str) -> bool {
+    url == ":memory:" || url.starts_with("file::memory:") || url.contains("mode=memory")
+}
+
+/// Creates the directory the database file goes in, if it is missing.
+fn create_parent_dir(url: &str) -> crate::Result<()> {
+    if url.starts_with("file:") {
+        return Ok(()); // a URI filename: SQLite reads it, not us
+    }
+    match Path::new(url).parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => {
+            std::fs::create_dir_all(dir).map_err(|err| crate::Error::Connect {
+                dialect: DIALECT,
+                source: Box::new(err),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Applies the embedded migrations on `conn` itself (for `:memory:`, the
+/// only connection that will ever see that database).
+fn migrate_in_place(conn: &mut SqliteConnection) -> QueryResult<()> {
+    use diesel_migrations::MigrationHarness;
+    conn.run_pending_migrations(crate::migrate::StaticSource(&crate::migrate::SQLITE))
+        .map(drop)
+        .map_err(DieselError::QueryBuilderError)
+}

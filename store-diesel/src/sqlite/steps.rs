@@ -1,0 +1,61 @@
+//! Inserting a step on SQLite: one `BEGIN IMMEDIATE` transaction of the
+//! idempotent insert and either the first history row (this call inserted
+//! the step) or a read of the step holding the name.
+
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
+
+use flowstate_core::{Error, HistoryId, Result, RunId};
+
+use super::sql::TRANSITIONS;
+use super::{Fail, Pool, write};
+use crate::cached::CacheExt;
+use crate::config::StoreConfig;
+use crate::error::is_foreign_key_violation;
+use crate::rows::StepRow;
+use crate::schema::flowstate_steps as steps;
+
+/// Inserts `row` with its first history row; `None` if this call inserted
+/// it, else the step that already holds its name.
+#[tracing::instrument(level = "debug", skip_all, fields(run = %row.run_id, name = %row.name))]
+pub(crate) async fn insert_step(
+    pool: &Pool,
+    _config: &StoreConfig,
+    row: &StepRow,
+) -> Result<Option<StepRow>> {
+    let row = row.clone();
+    write(pool, "insert_step", move |conn| {
+        let inserted = diesel::insert_into(steps::table)
+            .values(&row)
+            .on_conflict((steps::run_id, steps::name))
+            .do_nothing()
+            .execute(conn)
+            .map_err(
+                |err| match (is_foreign_key_violation(&err), row.run_id.parse::<RunId>()) {
+                    (true, Ok(run)) => Fail::Port(Error::RunNotFound(run)),
+                    _ => Fail::Db(err),
+                },
+            )?;
+        if inserted == 0 {
+            let holder = steps::table
+                .filter(steps::run_id.eq(&row.run_id))
+                .filter(steps::name.eq(&row.name))
+                .select(StepRow::as_select())
+                .first(conn)?;
+            return Ok(Some(holder));
+        }
+        diesel::sql_query(
+            TRANSITIONS
+                .get(flowstate_core::StepStatus::Pending)
+                .history
+                .as_str(),
+        )
+        .bind::<Text, _>(HistoryId::generate().to_string())
+        .bind::<BigInt, _>(row.created_at)
+        .bind::<Text, _>(&row.id)
+        .cached()
+        .execute(conn)?;
+        Ok(None)
+    })
+    .await
+}

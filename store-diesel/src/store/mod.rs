@@ -1,0 +1,239 @@
+//! [`DieselStore`]: the one type a user opens from a URL, implementing every
+//! port.
+//!
+//! Most of it is written once for all three dialects: the typed queries of
+//! `runs.rs`, `steps.rs`, `state.rs` and `versions.rs` run through
+//! [`on_connection!`], which binds a pooled connection of whichever dialect
+//! the store speaks and monomorphises the same diesel DSL for each. Only the
+//! hot writes that truly differ (claim, transition, retry, insert_step) are
+//! handed to the dialect modules, through [`by_dialect!`]; each of those
+//! modules has the same files (`claim.rs`, `transition.rs`, `steps.rs`,
+//! `sql.rs`).
+
+pub(crate) mod conflict;
+mod runs;
+pub(crate) use runs::IDEMPOTENT_TRIES;
+mod state;
+mod steps;
+mod versions;
+
+use crate::config::StoreConfig;
+use crate::error::{Error, Result};
+use crate::pool::ConnectionPool;
+use crate::url::{DatabaseUrl, Dialect};
+
+/// A flowstate store on PostgreSQL, MySQL/MariaDB or SQLite.
+///
+/// Open it with [`DieselStore::open`]; apply the schema first with
+/// [`crate::migrate::up`] (or [`DieselStore::open_migrated`]). A build
+/// with only some of the `postgres`, `mysql` and `sqlite` features compiles
+/// only those drivers, and a URL naming another is a typed error.
+#[derive(Debug)]
+pub struct DieselStore {
+    pub(crate) pools: Pools,
+    pub(crate) config: StoreConfig,
+}
+
+/// The connection pool of the dialect a store speaks.
+#[derive(Debug)]
+pub(crate) enum Pools {
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres(ConnectionPool<diesel_async::AsyncPgConnection>),
+    /// MySQL or MariaDB.
+    #[cfg(feature = "mysql")]
+    Mysql(ConnectionPool<diesel_async::AsyncMysqlConnection>),
+    /// SQLite.
+    #[cfg(feature = "sqlite")]
+    Sqlite(ConnectionPool<crate::sqlite::SqliteConn>),
+}
+
+/// Runs `$body` (an expression of type `QueryResult<T>`, typically one
+/// typed diesel query ending in `.await`) with `$conn` bound to a pooled
+/// connection of the store's dialect: the same DSL, compiled for each.
+/// A lock conflict runs the body again ([`conflict::retry_conflicts!`]);
+/// a pool timeout returns from the enclosing function.
+macro_rules! on_connection {
+    ($store:expr, $op:expr, |$conn:ident| $body:expr) => {
+        match &$store.pools {
+            #[cfg(feature = "postgres")]
+            $crate::store::Pools::Postgres(pool) => {
+                $crate::store::leased!(pool, $op, |$conn| $body)
+            }
+            #[cfg(feature = "mysql")]
+            $crate::store::Pools::Mysql(pool) => {
+                $crate::store::leased!(pool, $op, |$conn| $body)
+            }
+            #[cfg(feature = "sqlite")]
+            $crate::store::Pools::Sqlite(pool) => {
+                $crate::store::leased!(pool, $op, |$conn| $body)
+            }
+        }
+    };
+}
+pub(crate) use on_connection;
+
+/// One arm of [`on_connection!`]: lease, run (again after a conflict),
+/// release.
+macro_rules! leased {
+    ($pool:expr, $op:expr, |$conn:ident| $body:expr) => {{
+        let mut lease = $pool.get($op).await?;
+        let out = {
+            let $conn = &mut *lease;
+            $crate::store::conflict::retry_conflicts!($op, async { $body }.await)
+        };
+        lease.release();
+        out
+    }};
+}
+pub(crate) use leased;
+
+/// Calls `$function` of the store's dialect module with its pool and the
+/// store's config, then `$args`.
+macro_rules! by_dialect {
+    ($store:expr, $function:ident($($arg:expr),* $(,)?)) => {
+        match &$store.pools {
+            #[cfg(feature = "postgres")]
+            $crate::store::Pools::Postgres(pool) => {
+                $crate::postgres::$function(pool, &$store.config, $($arg),*).await
+            }
+            #[cfg(feature = "mysql")]
+            $crate::store::Pools::Mysql(pool) => {
+                $crate::mysql::$function(pool, &$store.config, $($arg),*).await
+            }
+            #[cfg(feature = "sqlite")]
+            $crate::store::Pools::Sqlite(pool) => {
+                $crate::sqlite::$function(pool, &$store.config, $($arg),*).await
+            }
+        }
+    };
+}
+pub(crate) use by_dialect;
+
+impl DieselStore {
+    /// Opens a store on `url` (see [`DatabaseUrl::parse`]) and checks that a
+    /// connection can be made. It does not touch the schema.
+    pub async fn open(url: &str, config: StoreConfig) -> Result<Self> {
+        let parsed = DatabaseUrl::parse(url)?;
+        let (pools, config) = match parsed.dialect {
+            #[cfg(feature = "postgres")]
+            Dialect::Postgres => (
+                Pools::Postgres(crate::postgres::connect(&parsed.target, &config).await?),
+                config,
+            ),
+            #[cfg(feature = "mysql")]
+            Dialect::Mysql => (
+                Pools::Mysql(crate::mysql::connect(&parsed.target, &config).await?),
+                config,
+            ),
+            #[cfg(feature = "sqlite")]
+            Dialect::Sqlite => {
+                let (pool, config) = crate::sqlite::connect(&parsed.target, config).await?;
+                (Pools::Sqlite(pool), config)
+            }
+            #[allow(unreachable_patterns)]
+            other => {
+                return Err(Error::UnsupportedUrl {
+                    url: format!("{other}://..."),
+                    reason: "this build leaves that dialect out (enable its feature)",
+                });
+            }
+        };
+        let store = Self { pools, config };
+        tracing::debug!(dialect = %store.dialect(), "flowstate store opened");
+        Ok(store)
+    }
+
+    /// Applies pending migrations on `url`, then opens a store on it.
+    pub async fn open_migrated(url: &str, config: StoreConfig) -> Result<Self> {
+        let applied = crate::migrate::up(url).await?;
+        if !applied.is_empty() {
+            tracing::info!(?applied, "flowstate migrations applied");
+        }
+        Self::open(url, config).await
+    }
+
+    /// The dialect this store speaks.
+    pub fn dialect(&self) -> Dialect {
+        match self.pools {
+            #[cfg(feature = "postgres")]
+            Pools::Postgres(_) => Dialect::Postgres,
+            #[cfg(feature = "mysql")]
+            Pools::Mysql(_) => Dialect::Mysql,
+            #[cfg(feature = "sqlite")]
+            Pools::Sqlite(_) => Dialect::Sqlite,
+        }
+    }
+
+    /// The settings the store was opened with (for SQLite `:memory:`, with
+    /// its pool of one connection).
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// Runs SQL text with no binds on a pooled connection: an escape hatch for
+    /// tests and operators (it bypasses every guarantee of the ports).
+    pub async fn batch_execute(&self, sql: &str) -> flowstate_core::Result<()> {
+        use diesel_async::SimpleAsyncConnection;
+        on_connection!(self, "batch_execute", |conn| conn.batch_execute(sql).await)
+            .map_err(|err| crate::error::backend("batch_execute", err))
+    }
+
+    /// Takes one connection out of the pool and holds it until the answer
+    /// drops, then gives it back: for tests and operators that want to see
+    /// the acquire timeout, or to open every connection before a burst.
+    pub async fn reserve_connection(&self) -> flowstate_core::Result<ReservedConnection> {
+        let op = "reserve_connection";
+        let held = match &self.pools {
+            #[cfg(feature = "postgres")]
+            Pools::Postgres(pool) => Held::Postgres(pool.get(op).await?),
+            #[cfg(feature = "mysql")]
+            Pools::Mysql(pool) => Held::Mysql(pool.get(op).await?),
+            #[cfg(feature = "sqlite")]
+            Pools::Sqlite(pool) => Held::Sqlite(pool.get(op).await?),
+        };
+        Ok(ReservedConnection(Some(held)))
+    }
+
+    /// The time to stamp on rows written now, in microseconds.
+    pub(crate) fn now(&self) -> i64 {
+        self.config.clock.now().as_micros()
+    }
+}
+
+/// A connection held out of its store's pool (see
+/// [`DieselStore::reserve_connection`]); dropping it gives it back.
+#[derive(Debug)]
+pub struct ReservedConnection(Option<Held>);
+
+/// The lease a [`ReservedConnection`] holds. One lives per reservation,
+/// so the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+enum Held {
+    #[cfg(feature = "postgres")]
+    Postgres(crate::pool::Leased<diesel_async::AsyncPgConnection>),
+    #[cfg(feature = "mysql")]
+    Mysql(crate::pool::Leased<diesel_async::AsyncMysqlConnection>),
+    #[cfg(feature = "sqlite")]
+    Sqlite(crate::pool::Leased<crate::sqlite::SqliteConn>),
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Held")
+    }
+}
+
+impl Drop for ReservedConnection {
+    fn drop(&mut self) {
+        match self.0.take() {
+            #[cfg(feature = "postgres")]
+            Some(Held::Postgres(lease)) => lease.release(),
+            #[cfg(feature = "mysql")]
+            Some(Held::Mysql(lease)) => lease.release(),
+            #[cfg(feature = "sqlite")]
+            Some(Held::Sqlite(lease)) => lease.release(),
+            None => {}
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! [`RunStore`] for [`DieselStore`], written once in the diesel DSL: runs,
+//! their status and their children. State is in `state.rs`.
+
+use std::collections::BTreeMap;
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use serde_json::{Map, Value};
+
+use flowstate_core::{
+    Error, Inserted, NewRun, Page, Result, Run, RunCursor, RunId, RunQuery, RunStatus, RunStore,
+    Timestamp,
+};
+
+use super::{DieselStore, Pools, leased, on_connection};
+use crate::error::{backend, is_foreign_key_violation};
+use crate::guard::run_transition_refused;
+use crate::rows::{RunRow, convert, parse_status};
+use crate::schema::flowstate_runs as runs;
+
+/// How many times an idempotent create tries again when the row its key
+/// collided with is deleted before it can be read.
+pub(crate) const IDEMPOTENT_TRIES: usize = 3;
+
+/// The status-guarded `UPDATE` moving run `$id` to `$to`, from the statuses
+/// core's table allows; written once, used by every dialect's arm.
+macro_rules! move_run {
+    ($id:expr, $to:expr, $now:expr) => {
+        diesel::update(
+            runs::table.filter(runs::id.eq($id)).filter(
+                runs::status.eq_any(
+                    RunStatus::sources_of($to)
+                        .into_iter()
+                        .map(RunStatus::as_str)
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+        )
+        .set((runs::status.eq($to.as_str()), runs::updated_at.eq($now)))
+    };
+}
+
+impl DieselStore {
+    /// The run holding idempotency key `key`, if any (its own statement, so
+    /// it sees a row a racing create committed after the insert began).
+    async fn run_by_key(&self, key: &str) -> Result<Option<RunRow>> {
+        on_connection!(self, "create_run", |conn| runs::table
+            .filter(runs::idempotency_key.eq(key))
+            .select(RunRow::as_select())
+            .first(conn)
+            .await
+            .optional())
+        .map_err(|err| backend("create_run", err))
+    }
+
+    /// Inserts `row`, whose idempotency key may be taken: answers whether
+    /// the insert itself says it wrote the row (`None`: it cannot tell, on
+    /// MySQL, where a duplicate counts as a matched row).
+    async fn insert_keyed_run(
+        &self,
+        row: &RunRow,
+        fail: impl Fn(diesel::result::Error) -> Error,
+    ) -> Result<Option<bool>> {
+        let op = "create_run";
+        match &self.pools {
+            #[cfg(feature = "postgres")]
+            Pools::Postgres(pool) => leased!(pool, op, |conn| diesel::insert_into(runs::table)
+                .values(row)
+                .on_conflict(runs::idempotency_key)
+                .do_nothing()
+                .execute(conn)
+                .await
+                .map(|n| Some(n == 1))),
+            #[cfg(feature = "sqlite")]
+            Pools::Sqlite(pool) => leased!(pool, op, |conn| diesel::insert_into(runs::table)
+                .values(row)
+                .on_conflict(runs::idempotency_key)
+                .do_nothing()
+                .execute(conn)
+                .await
+                .map(|n| Some(n == 1))),
+            // `INSERT IGNORE` would also turn a missing parent into a
+            // warning; `ON DUPLICATE KEY UPDATE id = id` only skips the key.
+            #[cfg(feature = "mysql")]
+            Pools::Mysql(pool) => leased!(pool, op, |conn| diesel::insert_into(runs::table)
+                .values(row)
+                .on_conflict(diesel::dsl::DuplicatedKeys)
+                .do_update()
+                .set(runs::id.eq(runs::id))
+                .execute(conn)
+                .await
+                .map(|_| None)),
+        }
+        .map_err(fail)
+    }
+}
+
+/// A foreign-key violation on create means the parent does not exist.
+fn missing_parent(parent: Option<RunId>) -> impl Fn(diesel::result::Error) -> Error {
+    move |err| match (parent, is_foreign_key_violation(&err)) {
+        (Some(parent), true) => Error::RunNotFound(parent),
+        _ => backend("create_run", err),
+    }
+}
+
+impl RunStore for DieselStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(workflow = %run.workflow))]
+    async fn create_run(&self, run: NewRun) -> Result<Inserted<Run>> {
+        let input = self.config.limits.encode_run(&run)?;
+        let record = run.into_run(RunId::generate(), Timestamp::from_micros(self.now()));
+        let row = RunRow::new(&record, input);
+        let fail = missing_parent(record.parent);
+        let Some(key) = record.idempotency_key.as_deref() else {
+            on_connection!(self, "create_run", |conn| diesel::insert_into(runs::table)
+                .values(&row)
+                .execute(conn)
+                .await)
+            .map_err(&fail)?;
+            tracing::debug!(run = %record.id, "run created");
+            return Ok(Inserted {
+                record,
+                inserted: true,
+            });
+        };
+        for _ in 0..IDEMPOTENT_TRIES {
+            if self.insert_keyed_run(&row, &fail).await? == Some(true) {
+                tracing::debug!(run = %record.id, "run created");
+                return Ok(Inserted {
+                    record,
+                    inserted: true,
+                });
+            }
+            if let Some(holder) = self.run_by_key(key).await? {
+                let holder = Run::try_from(holder)?;
+                let inserted = holder.id == record.id;
+                return Ok(Inserted {
+                    record: if inserted { record } else { holder },
+                    inserted,
+                });
+            }
+        }
+        Err(Error::backend(
+            "create_run",
+            true,
+            "the run holding this idempotency key kept disappearing",
+        ))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %id))]
+    async fn get_run(&self, id: RunId) -> Result<Run> {
+        let id_text = id.to_string();
+        let row = on_connection!(self, "get_run", |conn| runs::table
+            .find(&id_text)
+            .select(RunRow::as_select())
+            .first(conn)
+            .await
+            .optional())
+        .map_err(|err| backend("get_run", err))?;
+        row.map_or(Err(Error::RunNotFound(id)), Run::try_from)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn list_runs(&self, query: &RunQuery) -> Result<Page<Run>> {
+        if let Some(workflow) = &query.workflow {
+            self.config.limits.check_key("workflow", workflow)?;
+        }
+        let limit = query.effective_limit();
+        let parent = query.parent.map(|p| p.to_string());
+        let cursor = query
+            .cursor
+            .map(|c| (c.created_at.as_micros(), c.id.to_string()));
+        let rows: Vec<RunRow> = on_connection!(self, "list_runs", |conn| {
+            let mut listing = runs::table.select(RunRow::as_select()).into_boxed();
+            if let Some(workflow) = &query.workflow {
+                listing = listing.filter(runs::workflow.eq(workflow));
+            }
+            if let Some(status) = query.status {
+                listing = listing.filter(runs::status.eq(status.as_str()));
+            }
+            if let Some(parent) = &parent {
+                listing = listing.filter(runs::parent_id.eq(parent));
+            }
+            if let Some((at, id)) = &cursor {
+                // `(created_at, id) < (at, id)` spelled out, with a plain
+                // bound first: MariaDB turns no row comparison into an
+                // index range, and every dialect does with `<=`.
+                listing = listing.filter(runs::created_at.le(*at)).filter(
+                    runs::created_at
+                        .lt(*at)
+                        .or(runs::created_at.eq(*at).and(runs::id.lt(id))),
+                );
+            }
+            listing
+                .order((runs::created_at.desc(), runs::id.desc()))
+                .limit(i64::from(limit))
+                .load(conn)
+                .await
+        })
+        .map_err(|err| backend("list_runs", err))?;
+        let items: Vec<Run> = convert(rows)?;
+        let next = (items.len() == limit as usize)
+            .then(|| items.last().map(RunCursor::after))
+            .flatten();
+        Ok(Page { items, next })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %id, to = %to))]
+    async fn set_run_status(&self, id: RunId, to: RunStatus) -> Result<Run> {
+        let op = "set_run_status";
+        let id_text = id.to_string();
+        let now = self.now();
+        let moved: Option<RunRow> = match &self.pools {
+            #[cfg(feature = "postgres")]
+            Pools::Postgres(pool) => leased!(pool, op, |conn| move_run!(&id_text, to, now)
+                .returning(RunRow::as_returning())
+                .get_result(conn)
+                .await
+                .optional()),
+            #[cfg(feature = "sqlite")]
+            Pools::Sqlite(pool) => leased!(pool, op, |conn| move_run!(&id_text, to, now)
+                .returning(RunRow::as_returning())
+                .get_result(conn)
+                .await
+                .optional()),
+            // No `RETURNING`: the guarded write, then the run as written,
+            // in one transaction.
+            #[cfg(feature = "mysql")]
+            Pools::Mysql(pool) => leased!(pool, op, |conn| {
+                use diesel_async::AsyncConnection;
+                conn.transaction(async |conn| {
+                    if move_run!(&id_text, to, now).execute(conn).await? == 0 {
+                        return Ok(None);
+                    }
+                    runs::table
+                        .find(&id_text)
+                        .select(RunRow::as_select())
+                        .first(conn)
+                        .await
+                        .map(Some)
+                })
+                .await
+            }),
+        }
+        .map_err(|err| backend(op, err))?;
+        if let Some(row) = moved {
+            return Run::try_from(row);
+        }
+        // Refused: read why (error path only).
+        let now = self.get_run(id).await?;
+        Err(run_transition_refused(id, Some(now.status.as_str()), to))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %id))]
+    async fn delete_run(&self, id: RunId) -> Result<()> {
+        let id_text = id.to_string();
+        let deleted = on_connection!(self, "delete_run", |conn| diesel::delete(
+            runs::table.find(&id_text)
+        )
+        .execute(conn)
+        .await)
+        .map_err(|err| backend("delete_run", err))?;
+        if deleted == 0 {
+            return Err(Error::RunNotFound(id));
+        }
+        Ok(())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %parent))]
+    async fn count_children(&self, parent: RunId) -> Result<BTreeMap<RunStatus, u64>> {
+        let parent_text = parent.to_string();
+        let children = diesel::alias!(runs as children);
+        // One statement: no row means no parent; a NULL status, a parent
+        // with no children.
+        let rows: Vec<(Option<String>, i64)> = on_connection!(self, "count_children", |conn| {
+            runs::table
+                .left_join(children.on(children.field(runs::parent_id).eq(runs::id.nullable())))
+                .filter(runs::id.eq(&parent_text))
+                .group_by(children.field(runs::status))
+                .select((
+                    children.field(runs::status).nullable(),
+                    diesel::dsl::count(children.field(runs::id).nullable()),
+                ))
+                .load(conn)
+                .await
+        })
+        .map_err(|err| backend("count_children", err))?;
+        if rows.is_empty() {
+            return Err(Error::RunNotFound(parent));
+        }
+        let mut counts = BTreeMap::new();
+        for (status, n) in rows {
+            if let Some(status) = status {
+                let status = parse_status::<RunStatus>(&format!("children of {parent}"), &status)?;
+                counts.insert(status, n as u64);
+            }
+        }
+        Ok(counts)
+    }
+
+    async fn write_state(&self, run: RunId, key: &str, value: &Value) -> Result<()> {
+        self.put_state(run, key, value).await
+    }
+
+    async fn read_state(&self, run: RunId) -> Result<Map<String, Value>> {
+        self.state_of(run).await
+    }
+}

@@ -1,0 +1,176 @@
+//! [`StepStore`] for [`DieselStore`]: the reads and the branch write in the
+//! diesel DSL, once for every dialect; the hot writes (insert, claim,
+//! transition, retry) handed to the dialect modules.
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use flowstate_core::{
+    Error, Inserted, NewStep, Result, RetryStart, RunId, Step, StepAttempt, StepId, StepStatus,
+    StepStore, StepTransition,
+};
+
+use super::{DieselStore, by_dialect, on_connection};
+use crate::error::backend;
+use crate::guard::{Guarded, step_transition_refused};
+use crate::rows::{AttemptRow, StepRow, convert, joined_to_run};
+use crate::schema::flowstate_steps as steps;
+use crate::schema::{flowstate_runs as runs, flowstate_step_history as history};
+
+impl DieselStore {
+    /// Step `name` of `run`, if it exists.
+    pub(crate) async fn step_by_name(
+        &self,
+        op: &'static str,
+        run: RunId,
+        name: &str,
+    ) -> Result<Option<Step>> {
+        let run_text = run.to_string();
+        let row: Option<StepRow> = on_connection!(self, op, |conn| steps::table
+            .filter(steps::run_id.eq(&run_text))
+            .filter(steps::name.eq(name))
+            .select(StepRow::as_select())
+            .first(conn)
+            .await
+            .optional())
+        .map_err(|err| backend(op, err))?;
+        row.map(Step::try_from).transpose()
+    }
+}
+
+impl DieselStore {
+    /// `Ok` if a guarded write moved step `id` to `to`; otherwise the typed
+    /// refusal, reading the step's status if the dialect did not.
+    async fn moved_or_refused(&self, id: StepId, written: Guarded, to: StepStatus) -> Result<()> {
+        let status = match written {
+            Guarded::Moved => return Ok(()),
+            Guarded::Refused(status) => status,
+            Guarded::Unseen => {
+                let id_text = id.to_string();
+                on_connection!(self, "step_status", |conn| steps::table
+                    .find(&id_text)
+                    .select(steps::status)
+                    .first::<String>(conn)
+                    .await
+                    .optional())
+                .map_err(|err| backend("step_status", err))?
+            }
+        };
+        Err(step_transition_refused(id, status.as_deref(), to))
+    }
+}
+
+impl StepStore for DieselStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %step.run, name = %step.name))]
+    async fn insert_step(&self, step: NewStep) -> Result<Inserted<Step>> {
+        let encoded = self.config.limits.encode_step(&step)?;
+        let record = step.into_step(
+            StepId::generate(),
+            flowstate_core::Timestamp::from_micros(self.now()),
+        )?;
+        let row = StepRow::new(&record, encoded.input, encoded.retry_delay_ms);
+        // `None`: this call inserted the step; else the step holding the name.
+        let holder: Option<StepRow> = by_dialect!(self, insert_step(&row))?;
+        let inserted = holder.is_none();
+        tracing::debug!(run = %record.run, inserted, "step inserted");
+        Ok(Inserted {
+            record: match holder {
+                None => record,
+                Some(holder) => Step::try_from(holder)?,
+            },
+            inserted,
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(step = %id))]
+    async fn get_step(&self, id: StepId) -> Result<Step> {
+        let id_text = id.to_string();
+        let row: Option<StepRow> = on_connection!(self, "get_step", |conn| steps::table
+            .find(&id_text)
+            .select(StepRow::as_select())
+            .first(conn)
+            .await
+            .optional())
+        .map_err(|err| backend("get_step", err))?;
+        row.map_or(Err(Error::StepNotFound(id)), Step::try_from)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run, name = %name))]
+    async fn find_step(&self, run: RunId, name: &str) -> Result<Step> {
+        self.config.limits.check_key("step name", name)?;
+        self.step_by_name("find_step", run, name)
+            .await?
+            .ok_or_else(|| Error::StepNameNotFound {
+                run,
+                name: name.to_owned(),
+            })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run))]
+    async fn list_steps(&self, run: RunId) -> Result<Vec<Step>> {
+        let run_text = run.to_string();
+        // From the run, so an unknown run (no row) differs from an empty one.
+        let rows: Vec<Option<StepRow>> = on_connection!(self, "list_steps", |conn| runs::table
+            .left_join(steps::table)
+            .filter(runs::id.eq(&run_text))
+            .order((steps::created_at, steps::name))
+            .select(Option::<StepRow>::as_select())
+            .load(conn)
+            .await)
+        .map_err(|err| backend("list_steps", err))?;
+        convert(joined_to_run(run, rows)?)
+    }
+
+    async fn transition_step(&self, id: StepId, transition: StepTransition) -> Result<()> {
+        let payload = self.config.limits.encode_transition(&transition)?;
+        let to = transition.target();
+        let written = by_dialect!(self, transition(id, to, payload))?;
+        self.moved_or_refused(id, written, to).await
+    }
+
+    async fn create_retry_attempt(&self, id: StepId, start: RetryStart) -> Result<()> {
+        let written = by_dialect!(self, retry_attempt(id, start))?;
+        self.moved_or_refused(id, written, start.status()).await
+    }
+
+    async fn claim_step(&self, run: RunId, name: &str, function: &str) -> Result<Option<Step>> {
+        self.config.limits.check_claim(name, function)?;
+        by_dialect!(self, claim(run, name, function))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run))]
+    async fn step_history(&self, run: RunId) -> Result<Vec<StepAttempt>> {
+        let run_text = run.to_string();
+        let rows: Vec<Option<AttemptRow>> =
+            on_connection!(self, "step_history", |conn| runs::table
+                .left_join(steps::table)
+                .left_join(history::table.on(history::step_id.eq(steps::id)))
+                .filter(runs::id.eq(&run_text))
+                .order((history::created_at, history::attempt, history::id))
+                .select(Option::<AttemptRow>::as_select())
+                .load(conn)
+                .await)
+            .map_err(|err| backend("step_history", err))?;
+        convert(joined_to_run(run, rows)?)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(step = %id))]
+    async fn set_branch_taken(&self, id: StepId, branch: &str) -> Result<()> {
+        self.config.limits.check_key("branch", branch)?;
+        let id_text = id.to_string();
+        let now = self.now();
+        // On MySQL the count is of matched rows (`CLIENT_FOUND_ROWS`), so a
+        // step already on this branch still counts.
+        let matched = on_connection!(self, "set_branch_taken", |conn| diesel::update(
+            steps::table.find(&id_text)
+        )
+        .set((steps::branch_taken.eq(branch), steps::updated_at.eq(now)))
+        .execute(conn)
+        .await)
+        .map_err(|err| backend("set_branch_taken", err))?;
+        if matched == 0 {
+            return Err(Error::StepNotFound(id));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,102 @@
+//! [`VersionStore`] for [`DieselStore`]: a workflow graph stored once per
+//! (workflow, hash), in the diesel DSL for every dialect.
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use flowstate_core::{
+    Error, Inserted, NewWorkflowVersion, Result, VersionId, VersionStore, WorkflowVersion,
+};
+
+use super::runs::IDEMPOTENT_TRIES;
+use super::{DieselStore, on_connection};
+use crate::error::backend;
+use crate::rows::VersionRow;
+use crate::schema::{JsonText, flowstate_workflow_versions as versions};
+
+impl DieselStore {
+    /// The stored version of (workflow, hash), if any.
+    async fn version_row(&self, workflow: &str, graph_hash: &str) -> Result<Option<VersionRow>> {
+        on_connection!(self, "get_version", |conn| versions::table
+            .filter(versions::workflow.eq(workflow))
+            .filter(versions::graph_hash.eq(graph_hash))
+            .select(VersionRow::as_select())
+            .first(conn)
+            .await
+            .optional())
+        .map_err(|err| backend("get_version", err))
+    }
+}
+
+impl VersionStore for DieselStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(workflow = %version.workflow, hash = %version.graph_hash))]
+    async fn upsert_version(
+        &self,
+        version: NewWorkflowVersion,
+    ) -> Result<Inserted<WorkflowVersion>> {
+        let graph = self.config.limits.encode_version(&version)?;
+        let version = &version;
+        for _ in 0..IDEMPOTENT_TRIES {
+            let id = VersionId::generate();
+            let row = VersionRow {
+                id: id.to_string(),
+                workflow: version.workflow.clone(),
+                graph_hash: version.graph_hash.clone(),
+                graph: JsonText(graph.clone()),
+                created_at: self.now(),
+            };
+            // The unique (workflow, graph_hash) decides. On MySQL a duplicate
+            // still counts as a matched row (`CLIENT_FOUND_ROWS`), so the
+            // affected rows only tell elsewhere; MySQL reads the holder.
+            let inserted = on_connection!(self, "upsert_version", |conn| diesel::insert_into(
+                versions::table
+            )
+            .values(&row)
+            .on_conflict_do_nothing()
+            .execute(conn)
+            .await)
+            .map_err(|err| backend("upsert_version", err))?;
+            if inserted == 1 && self.dialect() != crate::Dialect::Mysql {
+                return Ok(Inserted {
+                    record: WorkflowVersion {
+                        id,
+                        workflow: row.workflow,
+                        graph_hash: row.graph_hash,
+                        graph: version.graph.clone(),
+                        created_at: flowstate_core::Timestamp::from_micros(row.created_at),
+                    },
+                    inserted: true,
+                });
+            }
+            // Read the version that holds the key, in a statement of its own
+            // so it sees a racing upsert that committed meanwhile.
+            if let Some(stored) = self.version_row(&row.workflow, &row.graph_hash).await? {
+                let inserted = stored.id == row.id;
+                return Ok(Inserted {
+                    record: WorkflowVersion::try_from(stored)?,
+                    inserted,
+                });
+            }
+        }
+        Err(Error::backend(
+            "upsert_version",
+            true,
+            "the stored version kept disappearing",
+        ))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(workflow = %workflow, hash = %graph_hash))]
+    async fn get_version(
+        &self,
+        workflow: &str,
+        graph_hash: &str,
+    ) -> Result<Option<WorkflowVersion>> {
+        let limits = &self.config.limits;
+        limits.check_key("workflow", workflow)?;
+        limits.check_key("graph hash", graph_hash)?;
+        self.version_row(workflow, graph_hash)
+            .await?
+            .map(WorkflowVersion::try_from)
+            .transpose()
+    }
+}

@@ -1,0 +1,179 @@
+//! The statement budgets of DESIGN.md as tables: each dialect's test crate
+//! lists, per operation, the statements it must send (their first words,
+//! `BEGIN` and `COMMIT` included), and [`check`] runs one scenario through
+//! a logged [`DieselStore`](flowstate_store_diesel::DieselStore) and
+//! compares exactly. Reads of steps must never name the history table.
+
+use std::sync::Arc;
+
+use flowstate_core::{
+    NewRun, NewStep, NewWorkflowVersion, RetryPolicy, RetryStart, RunId, RunStatus, RunStore,
+    StepStore, StepTransition, VersionStore,
+};
+use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
+use serde_json::json;
+
+use super::db::TestDb;
+
+/// One row of a budget table: an operation and the first word of each
+/// statement it sends, in order.
+pub type Budget = (&'static str, &'static [&'static str]);
+
+/// The operations that read steps and must leave history alone.
+const STEP_READS: [&str; 3] = ["get_step", "find_step", "list_steps"];
+
+/// Runs the scenario on a fresh `dialect` database and asserts that every
+/// operation sent exactly the statements `table` lists for it, and that the
+/// table names every operation the scenario runs.
+pub async fn check(dialect: Dialect, table: &[Budget]) {
+    let db = TestDb::migrated(dialect).await;
+    let log = StatementLog::new();
+    let store = db
+        .store(StoreConfig::default().statement_log(log.clone()))
+        .await;
+    let sent = scenario(&store, &log).await;
+    let mut problems = Vec::new();
+    for (op, statements) in &sent {
+        let verbs: Vec<&str> = statements
+            .iter()
+            .map(|s| s.split_whitespace().next().unwrap_or(""))
+            .collect();
+        match table.iter().find(|(name, _)| name == op) {
+            None => problems.push(format!("{op}: not in the table; sent {verbs:?}")),
+            Some((_, expected)) if *expected != verbs.as_slice() => {
+                problems.push(format!("{op}: expected {expected:?}, sent {statements:#?}"));
+            }
+            Some(_) => {}
+        }
+        if STEP_READS.contains(op)
+            && statements
+                .iter()
+                .any(|s| s.contains("flowstate_step_history"))
+        {
+            problems.push(format!("{op} touched the history table: {statements:#?}"));
+        }
+    }
+    for (name, _) in table {
+        if !sent.iter().any(|(op, _)| op == name) {
+            problems.push(format!("{name}: in the table but not run"));
+        }
+    }
+    drop(store);
+    db.drop_database().await;
+    assert!(
+        problems.is_empty(),
+        "{dialect} budgets:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// Every operation with a budget, each captured on its own.
+async fn scenario(
+    store: &flowstate_store_diesel::DieselStore,
+    log: &Arc<StatementLog>,
+) -> Vec<(&'static str, Vec<String>)> {
+    let mut sent = Vec::new();
+    macro_rules! capture {
+        ($op:literal, $call:expr) => {{
+            let (out, statements) = log.capture($call).await;
+            sent.push(($op, statements));
+            out.unwrap_or_else(|err| panic!("{}: {err}", $op))
+        }};
+    }
+    macro_rules! refused {
+        ($op:literal, $call:expr) => {{
+            let (out, statements) = log.capture($call).await;
+            sent.push(($op, statements));
+            assert!(out.is_err(), "{} should be refused: {out:?}", $op);
+        }};
+    }
+    let run = capture!(
+        "create_run",
+        store.create_run(NewRun::new("wf", json!({"a": 1})))
+    )
+    .record;
+    let keyed = || NewRun::new("wf", json!({})).with_idempotency_key("k");
+    let first = capture!("create_run keyed", store.create_run(keyed()));
+    let again = capture!("create_run keyed again", store.create_run(keyed()));
+    assert!(first.inserted && !again.inserted && again.record.id == first.record.id);
+
+    let retrying = RetryPolicy::with_retries(2);
+    let new_step = |name: &str| NewStep::new(run.id, name, "f", json!({})).with_retry(retrying);
+    let a = capture!("insert_step", store.insert_step(new_step("a"))).record;
+    let dup = capture!("insert_step again", store.insert_step(new_step("a")));
+    assert!(!dup.inserted && dup.record.id == a.id);
+    for name in ["b", "c", "d"] {
+        store.insert_step(new_step(name)).await.expect("insert");
+    }
+
+    let won = capture!("claim won", store.claim_step(run.id, "a", "f"));
+    assert!(won.is_some());
+    let lost = capture!("claim lost", store.claim_step(run.id, "a", "f"));
+    assert!(lost.is_none());
+    refused!("claim mismatch", store.claim_step(run.id, "b", "other"));
+    refused!("claim unknown", store.claim_step(run.id, "nope", "f"));
+    capture!(
+        "transition succeeded",
+        store.transition_step(a.id, StepTransition::Succeeded(json!(1)))
+    );
+    refused!(
+        "transition refused",
+        store.transition_step(a.id, StepTransition::Running)
+    );
+
+    let b = store
+        .claim_step(run.id, "b", "f")
+        .await
+        .expect("claim")
+        .expect("b");
+    capture!(
+        "transition failed",
+        store.transition_step(b.id, StepTransition::Failed(json!("boom")))
+    );
+    let retried = capture!("claim retry", store.claim_step(run.id, "b", "f"));
+    assert_eq!(retried.map(|s| s.attempt), Some(2));
+
+    let c = store
+        .claim_step(run.id, "c", "f")
+        .await
+        .expect("claim")
+        .expect("c");
+    store
+        .transition_step(c.id, StepTransition::Failed(json!("x")))
+        .await
+        .expect("fail c");
+    capture!(
+        "create_retry_attempt",
+        store.create_retry_attempt(c.id, RetryStart::Pending)
+    );
+    let d = store.find_step(run.id, "d").await.expect("d");
+    capture!(
+        "transition scheduled",
+        store.transition_step(d.id, StepTransition::Scheduled)
+    );
+
+    capture!("get_step", store.get_step(a.id));
+    capture!("find_step", store.find_step(run.id, "a"));
+    capture!("list_steps", store.list_steps(run.id));
+    refused!(
+        "list_steps unknown run",
+        store.list_steps(RunId::generate())
+    );
+    capture!("step_history", store.step_history(run.id));
+    capture!("write_state", store.write_state(run.id, "k.1", &json!([1])));
+    capture!("read_state", store.read_state(run.id));
+    capture!("set_branch_taken", store.set_branch_taken(d.id, "left"));
+    capture!(
+        "set_run_status",
+        store.set_run_status(run.id, RunStatus::Suspended)
+    );
+    let version = NewWorkflowVersion {
+        workflow: "wf".into(),
+        graph_hash: "h".into(),
+        graph: json!({}),
+    };
+    capture!("upsert_version", store.upsert_version(version));
+    capture!("get_run", store.get_run(run.id));
+    capture!("delete_run", store.delete_run(run.id));
+    sent
+}

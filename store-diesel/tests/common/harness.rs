@@ -1,0 +1,75 @@
+//! [`DieselHarness`]: the conformance suite's view of a [`DieselStore`] on a
+//! database of its own, read through a `ManualClock`: the type users open
+//! is the type the suite runs through, on every dialect.
+
+use std::sync::Arc;
+
+use flowstate_core::StepId;
+use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
+use flowstate_testkit::{Harness, ManualClock};
+
+use super::db::TestDb;
+
+/// Connections the race cases (32 tasks at once) need open so they race
+/// rather than queue on connection setup.
+const CONNECTIONS: usize = 34;
+
+/// A store on a fresh database, its clock and the database.
+pub struct DieselHarness {
+    store: Arc<DieselStore>,
+    clock: Arc<ManualClock>,
+    db: TestDb,
+}
+
+impl DieselHarness {
+    /// A fresh migrated database of `dialect` and a store on it with every
+    /// pooled connection already open.
+    pub async fn create(dialect: Dialect) -> Self {
+        let db = TestDb::migrated(dialect).await;
+        let clock = Arc::new(ManualClock::new());
+        let config = StoreConfig::default()
+            .pool_size(CONNECTIONS)
+            .clock(clock.clone());
+        let store = db.store(config).await;
+        let opening: Vec<_> = (0..CONNECTIONS)
+            .map(|_| store.reserve_connection())
+            .collect();
+        for held in futures_util::future::join_all(opening).await {
+            drop(held.expect("open a pooled connection"));
+        }
+        Self {
+            store: Arc::new(store),
+            clock,
+            db,
+        }
+    }
+}
+
+impl Harness for DieselHarness {
+    type Store = DieselStore;
+
+    fn store(&self) -> &Arc<DieselStore> {
+        &self.store
+    }
+
+    fn clock(&self) -> &ManualClock {
+        &self.clock
+    }
+
+    async fn delete_history_row(&self, step: StepId, attempt: u32) {
+        // `step` is a uuid and `attempt` a number: nothing to escape.
+        let sql = format!(
+            "DELETE FROM flowstate_step_history WHERE step_id = '{step}' AND attempt = {attempt}"
+        );
+        let deleted = self.db.execute(&sql).await;
+        assert_eq!(
+            deleted, 1,
+            "no history row for attempt {attempt} of step {step}"
+        );
+    }
+
+    async fn teardown(self) {
+        drop(self.store);
+        self.db.drop_database().await;
+    }
+}

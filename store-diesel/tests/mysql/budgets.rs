@@ -1,0 +1,69 @@
+//! MySQL's statement budgets, one row per operation (see
+//! `common::budgets`).
+
+use flowstate_store_diesel::Dialect;
+
+use crate::common::budgets::{Budget, check};
+
+/// What each operation sends on MySQL.
+const BUDGETS: &[Budget] = &[
+    ("create_run", &["INSERT"]),
+    ("create_run keyed", &["INSERT", "SELECT"]),
+    ("create_run keyed again", &["INSERT", "SELECT"]),
+    (
+        "insert_step",
+        &["BEGIN", "INSERT", "SELECT", "INSERT", "COMMIT"],
+    ),
+    (
+        "insert_step again",
+        &["BEGIN", "INSERT", "SELECT", "COMMIT"],
+    ),
+    (
+        "claim won",
+        &["BEGIN", "UPDATE", "INSERT", "SELECT", "COMMIT"],
+    ),
+    ("claim lost", &["BEGIN", "UPDATE", "SELECT", "COMMIT"]),
+    ("claim mismatch", &["BEGIN", "UPDATE", "SELECT", "COMMIT"]),
+    ("claim unknown", &["BEGIN", "UPDATE", "SELECT", "COMMIT"]),
+    (
+        "transition succeeded",
+        &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
+    ),
+    (
+        "transition refused",
+        &["BEGIN", "UPDATE", "COMMIT", "SELECT"],
+    ),
+    (
+        "transition failed",
+        &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
+    ),
+    (
+        "claim retry",
+        &["BEGIN", "UPDATE", "INSERT", "SELECT", "COMMIT"],
+    ),
+    (
+        "create_retry_attempt",
+        &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
+    ),
+    (
+        "transition scheduled",
+        &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
+    ),
+    ("get_step", &["SELECT"]),
+    ("find_step", &["SELECT"]),
+    ("list_steps", &["SELECT"]),
+    ("list_steps unknown run", &["SELECT"]),
+    ("step_history", &["SELECT"]),
+    ("write_state", &["INSERT"]),
+    ("read_state", &["SELECT"]),
+    ("set_branch_taken", &["UPDATE"]),
+    ("set_run_status", &["BEGIN", "UPDATE", "SELECT", "COMMIT"]),
+    ("upsert_version", &["INSERT", "SELECT"]),
+    ("get_run", &["SELECT"]),
+    ("delete_run", &["DELETE"]),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_operation_sends_its_budget() {
+    check(Dialect::Mysql, BUDGETS).await;
+}

@@ -1,0 +1,60 @@
+//! SQLite's statement budgets, one row per operation (see
+//! `common::budgets`).
+
+use flowstate_store_diesel::Dialect;
+
+use crate::common::budgets::{Budget, check};
+
+/// What each operation sends on SQLite.
+const BUDGETS: &[Budget] = &[
+    ("create_run", &["INSERT"]),
+    ("create_run keyed", &["INSERT"]),
+    ("create_run keyed again", &["INSERT", "SELECT"]),
+    ("insert_step", &["BEGIN", "INSERT", "INSERT", "COMMIT"]),
+    (
+        "insert_step again",
+        &["BEGIN", "INSERT", "SELECT", "COMMIT"],
+    ),
+    ("claim won", &["BEGIN", "UPDATE", "INSERT", "COMMIT"]),
+    ("claim lost", &["BEGIN", "UPDATE", "SELECT", "COMMIT"]),
+    ("claim mismatch", &["BEGIN", "UPDATE", "SELECT", "ROLLBACK"]),
+    ("claim unknown", &["BEGIN", "UPDATE", "SELECT", "ROLLBACK"]),
+    (
+        "transition succeeded",
+        &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
+    ),
+    (
+        "transition refused",
+        &["BEGIN", "UPDATE", "COMMIT", "SELECT"],
+    ),
+    (
+        "transition failed",
+        &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
+    ),
+    ("claim retry", &["BEGIN", "UPDATE", "INSERT", "COMMIT"]),
+    (
+        "create_retry_attempt",
+        &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
+    ),
+    (
+        "transition scheduled",
+        &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
+    ),
+    ("get_step", &["SELECT"]),
+    ("find_step", &["SELECT"]),
+    ("list_steps", &["SELECT"]),
+    ("list_steps unknown run", &["SELECT"]),
+    ("step_history", &["SELECT"]),
+    ("write_state", &["INSERT"]),
+    ("read_state", &["SELECT"]),
+    ("set_branch_taken", &["UPDATE"]),
+    ("set_run_status", &["UPDATE"]),
+    ("upsert_version", &["INSERT"]),
+    ("get_run", &["SELECT"]),
+    ("delete_run", &["DELETE"]),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_operation_sends_its_budget() {
+    check(Dialect::Sqlite, BUDGETS).await;
+}
