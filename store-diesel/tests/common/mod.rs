@@ -9,3 +9,4 @@ pub mod budgets;
 pub mod corrupt;
 pub mod db;
 pub mod harness;
+pub mod records;

@@ -8,6 +8,9 @@
 mod common;
 
 mod budgets;
+mod explain;
+mod migrations;
+mod support;
 
 use flowstate_store_diesel::Dialect;
 

@@ -8,6 +8,9 @@
 mod common;
 
 mod budgets;
+mod migrations;
+mod plans;
+mod support;
 
 use flowstate_store_diesel::Dialect;
 

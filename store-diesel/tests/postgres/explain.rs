@@ -1,0 +1,222 @@
+//! Query plans on tables of 100k rows: the SQL the store really sends (the
+//! diesel DSL's, taken from its `StatementLog`) is prepared and `EXPLAIN EXECUTE`d with real
+//! values, and every plan must reach the big tables through the expected
+//! index, never a `Seq Scan`.
+
+use diesel::QueryableByName;
+use diesel::sql_types::Text;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
+use flowstate_core::{
+    RunCursor, RunId, RunQuery, RunStatus, RunStore, StepId, StepStore, Timestamp,
+};
+
+use crate::support;
+
+const ROWS: u32 = 100_000;
+
+#[derive(QueryableByName)]
+struct PlanLine {
+    #[diesel(sql_type = Text)]
+    #[diesel(column_name = "QUERY PLAN")]
+    line: String,
+}
+
+/// Fills the tables: `ROWS` runs over 10 workflows and 5 statuses, the
+/// hundred whose number ends in 000 children of run 1; `ROWS` steps, five for each of the first 20k
+/// runs; one history row per step.
+const LOAD: &str = "
+INSERT INTO flowstate_runs (id, workflow, status, input, parent_id, created_at, updated_at)
+SELECT 'run-' || lpad(g::text, 8, '0'), 'wf' || (g % 10),
+       (ARRAY['running','suspended','completed','failed','cancelled'])[g % 5 + 1],
+       '{}'::jsonb, NULL, g, g
+FROM generate_series(1, 100000) AS g;
+UPDATE flowstate_runs SET parent_id = 'run-00000001' WHERE id <> 'run-00000001' AND right(id, 3) = '000';
+INSERT INTO flowstate_steps (id, run_id, name, function_name, status, input, current_attempt, retries, created_at, updated_at)
+SELECT 'step-' || lpad(g::text, 8, '0'), 'run-' || lpad((g % 20000 + 1)::text, 8, '0'), 'step' || (g / 20000),
+       'f', 'pending', '{}'::jsonb, 1, 0, g, g
+FROM generate_series(1, 100000) AS g;
+INSERT INTO flowstate_step_history (id, step_id, attempt, status, created_at)
+SELECT 'hist-' || lpad(g::text, 8, '0'), 'step-' || lpad(g::text, 8, '0'), 1, 'pending', g
+FROM generate_series(1, 100000) AS g;
+ANALYZE;
+";
+
+/// The plan of `sql` run with `args` (SQL literals, in `$n` order).
+async fn plan(conn: &mut AsyncPgConnection, sql: &str, args: &[String]) -> String {
+    conn.batch_execute("DEALLOCATE ALL").await.unwrap();
+    conn.batch_execute(&format!("PREPARE q AS {sql}"))
+        .await
+        .unwrap();
+    let explain = format!("EXPLAIN (FORMAT TEXT) EXECUTE q({})", args.join(", "));
+    let lines: Vec<PlanLine> = diesel::sql_query(explain).load(conn).await.unwrap();
+    let plan = lines
+        .into_iter()
+        .map(|l| l.line)
+        .collect::<Vec<_>>()
+        .join("\n");
+    if std::env::var_os("FLOWSTATE_PRINT_PLANS").is_some() {
+        eprintln!("{sql}\n{plan}\n");
+    }
+    plan
+}
+
+fn lit(text: &str) -> String {
+    format!("'{text}'")
+}
+
+/// Asserts the plan uses `index` and scans no table sequentially.
+fn assert_indexed(what: &str, plan: &str, indexes: &[&str]) {
+    assert!(!plan.contains("Seq Scan"), "{what} scans a table:\n{plan}");
+    for index in indexes {
+        assert!(
+            plan.contains(&format!("Index Scan using {index}"))
+                || plan.contains(&format!("Index Scan Backward using {index}"))
+                || plan.contains(&format!("Index Only Scan using {index}"))
+                || plan.contains(&format!("Index Only Scan Backward using {index}"))
+                || plan.contains(&format!("Bitmap Index Scan on {index}")),
+            "{what} does not use {index}:\n{plan}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn hot_reads_use_their_indexes_on_100k_rows() {
+    let (store, log, url) = support::logged_store().await;
+    let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+    conn.batch_execute(LOAD).await.unwrap();
+    assert_eq!(ROWS, 100_000);
+
+    // The SQL each operation sends, captured from the store itself.
+    let run: RunId = "00000000-0000-7000-8000-000000000001".parse().unwrap();
+    let step: StepId = "00000000-0000-7000-8000-000000000002".parse().unwrap();
+    let sent = |statements: Vec<String>| {
+        assert_eq!(statements.len(), 1, "{statements:?}");
+        statements.into_iter().next().unwrap()
+    };
+    let get_step = sent(log.capture(store.get_step(step)).await.1);
+    let find_step = sent(log.capture(store.find_step(run, "step")).await.1);
+    let list_steps = sent(log.capture(store.list_steps(run)).await.1);
+    let history = sent(log.capture(store.step_history(run)).await.1);
+    let get_run = sent(log.capture(store.get_run(run)).await.1);
+
+    let step_id = lit("step-00050000");
+    let run_id = lit("run-00012345");
+    let p = plan(&mut conn, &get_step, &[step_id, "1".into()]).await;
+    assert_indexed("get_step", &p, &["flowstate_steps_pkey"]);
+    let p = plan(
+        &mut conn,
+        &find_step,
+        &[run_id.clone(), lit("step2"), "1".into()],
+    )
+    .await;
+    assert_indexed("find_step", &p, &["flowstate_steps_run_name_key"]);
+    let p = plan(&mut conn, &get_run, &[run_id.clone(), "1".into()]).await;
+    assert_indexed("get_run", &p, &["flowstate_runs_pkey"]);
+    let p = plan(&mut conn, &list_steps, std::slice::from_ref(&run_id)).await;
+    assert_indexed("list_steps", &p, &["flowstate_runs_pkey"]);
+    assert!(p.contains("on flowstate_steps"), "{p}");
+    let p = plan(&mut conn, &history, std::slice::from_ref(&run_id)).await;
+    assert_indexed("step_history", &p, &["flowstate_runs_pkey"]);
+    assert!(
+        p.contains("flowstate_step_history_step_created_idx")
+            || p.contains("flowstate_step_history_step_attempt_key"),
+        "step_history does not reach history by step:\n{p}"
+    );
+
+    // Listings: every filter combination the store sends, with a cursor.
+    let cursor = RunCursor {
+        created_at: Timestamp::from_micros(60_000),
+        id: run,
+    };
+    let listings = [
+        (RunQuery::default(), vec![], "flowstate_runs_created_idx"),
+        (
+            RunQuery {
+                cursor: Some(cursor),
+                ..RunQuery::default()
+            },
+            vec![
+                lit("60000"),
+                lit("60000"),
+                lit("60000"),
+                lit("run-00060000"),
+            ],
+            "flowstate_runs_created_idx",
+        ),
+        (
+            RunQuery {
+                workflow: Some("wf3".into()),
+                status: Some(RunStatus::Failed),
+                ..RunQuery::default()
+            },
+            vec![lit("wf3"), lit("failed")],
+            "flowstate_runs_workflow_status_created_idx",
+        ),
+        (
+            RunQuery {
+                workflow: Some("wf3".into()),
+                status: Some(RunStatus::Failed),
+                cursor: Some(cursor),
+                ..RunQuery::default()
+            },
+            vec![
+                lit("wf3"),
+                lit("failed"),
+                lit("60000"),
+                lit("60000"),
+                lit("60000"),
+                lit("run-00060000"),
+            ],
+            "flowstate_runs_workflow_status_created_idx",
+        ),
+        (
+            RunQuery {
+                status: Some(RunStatus::Suspended),
+                ..RunQuery::default()
+            },
+            vec![lit("suspended")],
+            "flowstate_runs_status_created_idx",
+        ),
+    ];
+    for (query, mut args, index) in listings {
+        let sql = sent(log.capture(store.list_runs(&query)).await.1);
+        args.push(query.effective_limit().to_string());
+        let p = plan(&mut conn, &sql, &args).await;
+        assert_indexed(&format!("list_runs {query:?}"), &p, &[index]);
+        assert!(
+            !p.contains("Sort"),
+            "list_runs {query:?} sorts instead of walking an index:\n{p}"
+        );
+    }
+    // A parent's children and a workflow's runs each walk an index of
+    // their own, newest first, with no sort.
+    let by_parent = RunQuery {
+        parent: Some(run),
+        ..RunQuery::default()
+    };
+    let by_workflow = RunQuery {
+        workflow: Some("wf3".into()),
+        ..RunQuery::default()
+    };
+    for (query, arg, index) in [
+        (
+            by_parent,
+            lit("run-00000001"),
+            "flowstate_runs_parent_created_idx",
+        ),
+        (
+            by_workflow,
+            lit("wf3"),
+            "flowstate_runs_workflow_created_idx",
+        ),
+    ] {
+        let sql = sent(log.capture(store.list_runs(&query)).await.1);
+        let p = plan(&mut conn, &sql, &[arg, "50".into()]).await;
+        assert_indexed(&format!("list_runs {query:?}"), &p, &[index]);
+        assert!(
+            !p.contains("Sort"),
+            "list_runs {query:?} sorts instead of walking an index:\n{p}"
+        );
+    }
+    support::drop_database(&url).await;
+}

@@ -1,0 +1,106 @@
+//! The embedded migrations on PostgreSQL: applied once, idempotent,
+//! reversible to the same schema, and reported by `migrate::status`.
+
+use diesel::QueryableByName;
+use diesel::sql_types::Text;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use flowstate_store_diesel::migrate;
+
+use crate::support;
+
+#[derive(QueryableByName)]
+struct Dump {
+    #[diesel(sql_type = Text)]
+    dump: String,
+}
+
+/// Every flowstate table's columns, indexes and constraints, as text.
+async fn catalog(url: &str) -> String {
+    let mut conn = AsyncPgConnection::establish(url).await.unwrap();
+    let parts = [
+        "SELECT coalesce(string_agg(table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable \
+             || ' ' || coalesce(column_default, '-') || ' ' || coalesce(collation_name, '-'), E'\\n' \
+             ORDER BY table_name, ordinal_position), '') AS dump \
+         FROM information_schema.columns WHERE table_schema = 'public' AND table_name LIKE 'flowstate%'",
+        "SELECT coalesce(string_agg(indexdef, E'\\n' ORDER BY indexname), '') AS dump \
+         FROM pg_indexes WHERE schemaname = 'public' AND tablename LIKE 'flowstate%'",
+        "SELECT coalesce(string_agg(c.conrelid::regclass::text || ' ' || c.conname || ' ' || pg_get_constraintdef(c.oid), \
+             E'\\n' ORDER BY c.conname), '') AS dump \
+         FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace \
+         WHERE n.nspname = 'public' AND c.conrelid::regclass::text LIKE 'flowstate%'",
+    ];
+    let mut out = String::new();
+    for sql in parts {
+        let dump: Dump = diesel::sql_query(sql).get_result(&mut conn).await.unwrap();
+        out.push_str(&dump.dump);
+        out.push_str("\n--\n");
+    }
+    out
+}
+
+#[tokio::test]
+async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
+    let url = support::fresh_database().await;
+    let status = migrate::status(&url).await.unwrap();
+    assert_eq!(status.len(), 1, "{status:?}");
+    assert!(!status[0].applied, "nothing is applied on a fresh database");
+    assert!(status[0].name.contains("create_flowstate"), "{status:?}");
+
+    let applied = migrate::up(&url).await.unwrap();
+    assert_eq!(applied, [status[0].version.clone()]);
+    assert_eq!(
+        migrate::up(&url).await.unwrap(),
+        Vec::<String>::new(),
+        "a second up must be a no-op"
+    );
+    let status = migrate::status(&url).await.unwrap();
+    assert!(status[0].applied, "{status:?}");
+
+    let before = catalog(&url).await;
+    for column in [
+        "flowstate_runs.id text NO - C",
+        "flowstate_run_state.value jsonb NO",
+        "flowstate_steps.current_attempt bigint NO 1 ",
+        "flowstate_step_history.attempt bigint NO",
+        "flowstate_workflow_versions.graph jsonb NO",
+    ] {
+        assert!(before.contains(column), "{column} missing:\n{before}");
+    }
+    for index in [
+        "flowstate_runs_status_created_idx",
+        "flowstate_runs_workflow_status_created_idx",
+        "flowstate_runs_parent_status_idx",
+        "flowstate_runs_workflow_created_idx",
+        "flowstate_runs_parent_created_idx",
+        "flowstate_steps_run_status_idx",
+        "flowstate_step_history_step_created_idx",
+        "flowstate_step_history_step_attempt_key",
+        "flowstate_steps_run_name_key",
+        "flowstate_workflow_versions_workflow_hash_key",
+        "flowstate_runs_idempotency_key_key",
+    ] {
+        assert!(before.contains(index), "index {index} missing:\n{before}");
+    }
+
+    let reverted = migrate::down(&url, usize::MAX).await.unwrap();
+    assert_eq!(reverted, [status[0].version.clone()]);
+    assert_eq!(
+        catalog(&url).await,
+        "\n--\n\n--\n\n--\n",
+        "down left flowstate objects behind"
+    );
+    assert!(!migrate::status(&url).await.unwrap()[0].applied);
+    assert_eq!(
+        migrate::down(&url, 1).await.unwrap(),
+        Vec::<String>::new(),
+        "nothing left to revert"
+    );
+
+    assert_eq!(migrate::up(&url).await.unwrap().len(), 1);
+    assert_eq!(
+        catalog(&url).await,
+        before,
+        "down then up changed the schema"
+    );
+    support::drop_database(&url).await;
+}

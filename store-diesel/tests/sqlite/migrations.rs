@@ -1,0 +1,186 @@
+//! The embedded SQLite migrations: applied once, idempotent, reversible to
+//! the same schema, and listed correctly.
+
+use diesel::sql_types::{BigInt, Text};
+use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection, sql_query};
+use flowstate_store_diesel::migrate;
+
+use crate::support::{TABLES, TestDb};
+
+/// One schema object as `sqlite_schema` stores it.
+#[derive(Debug, PartialEq, Eq, QueryableByName)]
+struct SchemaRow {
+    #[diesel(sql_type = Text)]
+    kind: String,
+    #[diesel(sql_type = Text)]
+    name: String,
+    #[diesel(sql_type = Text)]
+    sql: String,
+}
+
+/// One column of one table.
+#[derive(Debug, PartialEq, Eq, QueryableByName)]
+struct ColumnRow {
+    #[diesel(sql_type = Text)]
+    table_name: String,
+    #[diesel(sql_type = Text)]
+    column: String,
+    #[diesel(sql_type = Text)]
+    declared: String,
+    #[diesel(sql_type = BigInt)]
+    notnull: i64,
+    #[diesel(sql_type = BigInt)]
+    pk: i64,
+}
+
+/// Every flowstate table, index and column, for comparing schemas.
+#[derive(Debug, PartialEq, Eq)]
+struct Catalog {
+    objects: Vec<SchemaRow>,
+    columns: Vec<ColumnRow>,
+}
+
+fn catalog(db: &TestDb) -> Catalog {
+    let mut conn = SqliteConnection::establish(&db.target()).unwrap();
+    let objects = sql_query(
+        "SELECT type AS kind, name, coalesce(sql, '') AS sql FROM sqlite_schema \
+         WHERE name LIKE 'flowstate%' OR tbl_name LIKE 'flowstate%' ORDER BY type, name",
+    )
+    .load(&mut conn)
+    .unwrap();
+    let columns = sql_query(
+        "SELECT t.name AS table_name, c.name AS \"column\", c.type AS declared, c.\"notnull\" AS \"notnull\", c.pk AS pk \
+         FROM sqlite_schema t, pragma_table_info(t.name) c \
+         WHERE t.type = 'table' AND t.name LIKE 'flowstate%' ORDER BY t.name, c.cid",
+    )
+    .load(&mut conn)
+    .unwrap();
+    Catalog { objects, columns }
+}
+
+#[tokio::test]
+async fn a_fresh_database_gets_one_migration_and_a_second_up_is_a_no_op() {
+    let db = TestDb::empty();
+    let applied = migrate::up(&db.url()).await.unwrap();
+    assert_eq!(applied, ["20261130000001"]);
+    assert_eq!(migrate::up(&db.url()).await.unwrap(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn the_schema_has_every_table_and_index_of_schema_md() {
+    let db = TestDb::migrated().await;
+    let catalog = catalog(&db);
+    let names: Vec<(&str, &str)> = catalog
+        .objects
+        .iter()
+        .map(|o| (o.kind.as_str(), o.name.as_str()))
+        .collect();
+    for table in TABLES {
+        assert!(
+            names.contains(&("table", table)),
+            "no table {table}: {names:?}"
+        );
+        let sql = &catalog
+            .objects
+            .iter()
+            .find(|o| o.name == table)
+            .unwrap()
+            .sql;
+        assert!(sql.ends_with("STRICT"), "{table} is not STRICT: {sql}");
+    }
+    for (index, columns) in [
+        ("flowstate_runs_idempotency_key", "(idempotency_key)"),
+        ("flowstate_runs_status_created", "(status, created_at, id)"),
+        (
+            "flowstate_runs_workflow_status_created",
+            "(workflow, status, created_at, id)",
+        ),
+        ("flowstate_runs_parent_status", "(parent_id, status)"),
+        (
+            "flowstate_runs_workflow_created",
+            "(workflow, created_at, id)",
+        ),
+        (
+            "flowstate_runs_parent_created",
+            "(parent_id, created_at, id)",
+        ),
+        ("flowstate_runs_created", "(created_at, id)"),
+        ("flowstate_steps_run_name", "(run_id, name)"),
+        ("flowstate_steps_run_status", "(run_id, status)"),
+        ("flowstate_step_history_step_attempt", "(step_id, attempt)"),
+        (
+            "flowstate_step_history_step_created",
+            "(step_id, created_at)",
+        ),
+        (
+            "flowstate_workflow_versions_workflow_hash",
+            "(workflow, graph_hash)",
+        ),
+    ] {
+        let found = catalog
+            .objects
+            .iter()
+            .find(|o| o.kind == "index" && o.name == index);
+        let found = found.unwrap_or_else(|| panic!("no index {index}"));
+        assert!(found.sql.ends_with(columns), "{index}: {}", found.sql);
+    }
+    for unique in [
+        "flowstate_runs_idempotency_key",
+        "flowstate_steps_run_name",
+        "flowstate_step_history_step_attempt",
+        "flowstate_workflow_versions_workflow_hash",
+    ] {
+        let found = catalog.objects.iter().find(|o| o.name == unique).unwrap();
+        assert!(
+            found.sql.starts_with("CREATE UNIQUE INDEX"),
+            "{unique} is not unique"
+        );
+    }
+    let attempt = catalog
+        .columns
+        .iter()
+        .find(|c| c.table_name == "flowstate_steps" && c.column == "current_attempt")
+        .unwrap();
+    assert_eq!((attempt.declared.as_str(), attempt.notnull), ("INTEGER", 1));
+}
+
+#[tokio::test]
+async fn down_then_up_leaves_the_same_schema() {
+    let db = TestDb::migrated().await;
+    let before = catalog(&db);
+    assert_eq!(
+        before.objects.iter().filter(|o| o.kind == "table").count(),
+        5
+    );
+    let reverted = migrate::down(&db.url(), usize::MAX).await.unwrap();
+    assert_eq!(reverted, ["20261130000001"]);
+    let empty = catalog(&db);
+    assert!(
+        empty.objects.is_empty() && empty.columns.is_empty(),
+        "down left {empty:?}"
+    );
+    assert_eq!(
+        migrate::down(&db.url(), 1).await.unwrap(),
+        Vec::<String>::new()
+    );
+    assert_eq!(migrate::up(&db.url()).await.unwrap(), ["20261130000001"]);
+    assert_eq!(catalog(&db), before);
+}
+
+#[tokio::test]
+async fn status_lists_the_migration_applied_or_not() {
+    let db = TestDb::empty();
+    let listed = migrate::status(&db.url()).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].version, "20261130000001");
+    assert!(
+        listed[0].name.contains("create_flowstate"),
+        "{}",
+        listed[0].name
+    );
+    assert!(!listed[0].applied);
+    migrate::up(&db.url()).await.unwrap();
+    assert!(migrate::status(&db.url()).await.unwrap()[0].applied);
+    migrate::down(&db.url(), 1).await.unwrap();
+    assert!(!migrate::status(&db.url()).await.unwrap()[0].applied);
+}
