@@ -41,34 +41,37 @@ enum Action {
     Status,
 }
 
-enum Outcome {
-    Versions(Vec<String>),
-    States(Vec<MigrationState>),
-}
-
 /// Applies every pending migration; returns the versions applied (none when
 /// the schema is current: running it twice is a no-op).
 pub async fn up(url: &str) -> Result<Vec<String>> {
-    match run(url, Action::Up).await? {
-        Outcome::Versions(v) => Ok(v),
-        Outcome::States(_) => unreachable!("up answers versions"),
-    }
+    Ok(versions(run(url, Action::Up).await?))
 }
 
 /// Reverts the last `steps` applied migrations (all of them if `steps` is
 /// larger); returns the versions reverted, newest first.
 pub async fn down(url: &str, steps: usize) -> Result<Vec<String>> {
-    match run(url, Action::Down(steps)).await? {
-        Outcome::Versions(v) => Ok(v),
-        Outcome::States(_) => unreachable!("down answers versions"),
-    }
+    Ok(versions(run(url, Action::Down(steps)).await?))
 }
 
 /// Every embedded migration, oldest first, and whether it is applied.
 pub async fn status(url: &str) -> Result<Vec<MigrationState>> {
-    match run(url, Action::Status).await? {
-        Outcome::States(s) => Ok(s),
-        Outcome::Versions(_) => unreachable!("status answers states"),
+    run(url, Action::Status).await
+}
+
+/// The versions of what an action touched.
+fn versions(states: Vec<MigrationState>) -> Vec<String> {
+    states.into_iter().map(|s| s.version).collect()
+}
+
+/// What an action touched (`Up`, `Down`) or found (`Status`).
+type Outcome = Vec<MigrationState>;
+
+/// A migration an action applied or reverted, known by its version.
+fn touched(version: String, applied: bool) -> MigrationState {
+    MigrationState {
+        name: version.clone(),
+        version,
+        applied,
     }
 }
 
@@ -137,9 +140,10 @@ where
     match action {
         Action::Up => {
             let applied = conn.run_pending_migrations(source).map_err(fail)?;
-            Ok(Outcome::Versions(
-                applied.iter().map(ToString::to_string).collect(),
-            ))
+            Ok(applied
+                .iter()
+                .map(|v| touched(v.to_string(), true))
+                .collect())
         }
         Action::Down(steps) => {
             let mut reverted = Vec::new();
@@ -148,9 +152,9 @@ where
                     break;
                 }
                 let version = conn.revert_last_migration(source).map_err(fail)?;
-                reverted.push(version.to_string());
+                reverted.push(touched(version.to_string(), false));
             }
-            Ok(Outcome::Versions(reverted))
+            Ok(reverted)
         }
         Action::Status => {
             let applied: Vec<String> = conn
@@ -173,7 +177,7 @@ where
                     }
                 })
                 .collect();
-            Ok(Outcome::States(states))
+            Ok(states)
         }
     }
 }

@@ -15,9 +15,6 @@ use futures_util::future::BoxFuture;
 use crate::config::StoreConfig;
 use crate::error::{self, Error};
 
-/// What a dialect runs on every new connection (pragmas, session settings).
-pub(crate) type Setup<C> = fn(&mut C) -> BoxFuture<'_, diesel::QueryResult<()>>;
-
 /// A pool of connections of type `C` and how long to wait for one.
 pub(crate) struct ConnectionPool<C>
 where
@@ -47,19 +44,9 @@ where
     AsyncDieselConnectionManager<C>: Manager<Type = C, Error = PoolError>,
 {
     /// Builds a pool for `url`; connections are made lazily, each set up
-    /// with `setup` and, if the config has one, the statement log.
-    pub(crate) fn build(
-        dialect: &'static str,
-        url: &str,
-        config: &StoreConfig,
-        setup: Setup<C>,
-    ) -> Result<Self, Error> {
-        Self::build_with(dialect, url, config, setup)
-    }
-
-    /// Like [`Self::build`], with a setup that may capture settings (SQLite's
-    /// `busy_timeout` comes from the config, which a `fn` pointer cannot hold).
-    pub(crate) fn build_with<F>(
+    /// with `setup` (a dialect's session settings or pragmas) and, if the
+    /// config has one, the statement log.
+    pub(crate) fn build<F>(
         dialect: &'static str,
         url: &str,
         config: &StoreConfig,
@@ -109,20 +96,27 @@ where
         })
     }
 
-    /// A connection for `operation`, or [`flowstate_core::Error::PoolTimeout`]
-    /// once the acquire timeout passes.
+    /// A connection for `operation`, lent for one call.
     pub(crate) async fn get(
         &self,
         operation: &'static str,
     ) -> Result<Leased<C>, flowstate_core::Error> {
-        let object = self
-            .pool
+        Ok(Leased {
+            object: Some(self.reserve(operation).await?),
+        })
+    }
+
+    /// A connection for `operation`, back in the pool when it drops, or
+    /// [`flowstate_core::Error::PoolTimeout`] once the acquire timeout
+    /// passes.
+    pub(crate) async fn reserve(
+        &self,
+        operation: &'static str,
+    ) -> Result<Object<C>, flowstate_core::Error> {
+        self.pool
             .get()
             .await
-            .map_err(|err| error::pool(operation, self.acquire_timeout, err))?;
-        Ok(Leased {
-            object: Some(object),
-        })
+            .map_err(|err| error::pool(operation, self.acquire_timeout, err))
     }
 
     /// Opens one connection now, so a bad URL or a server that is down is

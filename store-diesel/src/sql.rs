@@ -73,41 +73,84 @@ pub(crate) struct HistorySource<'a> {
     pub now: &'a str,
 }
 
-/// One kind of status move of a step: where it goes, from where, and what
-/// its history row records.
+/// A status-guarded move of a step, as the ports ask for one: a
+/// transition to a status, or the next attempt of a failed step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Move {
+    /// [`StepStore::transition_step`](flowstate_core::StepStore::transition_step) to this status.
+    Transition(StepStatus),
+    /// [`StepStore::create_retry_attempt`](flowstate_core::StepStore::create_retry_attempt) starting here.
+    Retry(RetryStart),
+}
+
+impl Move {
+    /// Every move, for statement tables built once.
+    pub fn all() -> Vec<Self> {
+        let transitions = StepStatus::ALL.iter().map(|&to| Self::Transition(to));
+        transitions
+            .chain(RetryStart::ALL.iter().map(|&start| Self::Retry(start)))
+            .collect()
+    }
+
+    /// The port method it carries out, for errors and traces.
+    pub const fn operation(self) -> &'static str {
+        match self {
+            Self::Transition(_) => "transition_step",
+            Self::Retry(_) => "create_retry_attempt",
+        }
+    }
+
+    /// The status the step moves to.
+    pub const fn target(self) -> StepStatus {
+        match self {
+            Self::Transition(to) => to,
+            Self::Retry(start) => start.status(),
+        }
+    }
+}
+
+/// What a [`Move`] writes: where it goes, from where, and what its history
+/// row records.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct StepMove {
     /// The status the step moves to.
     pub to: StepStatus,
     /// The statuses it may move from (empty: none may).
     pub sources: Vec<StepStatus>,
+    /// Whether it starts the next attempt.
+    pub retry: bool,
 }
 
 impl StepMove {
-    /// A transition to `to`, guarded by [`StepStatus::sources_of`].
-    pub fn transition(to: StepStatus) -> Self {
-        Self {
-            to,
-            sources: StepStatus::sources_of(to),
+    /// A transition to `to` is guarded by [`StepStatus::sources_of`]; a
+    /// retry by the statuses a claim retries.
+    pub fn of(step_move: Move) -> Self {
+        match step_move {
+            Move::Transition(to) => Self {
+                to,
+                sources: StepStatus::sources_of(to),
+                retry: false,
+            },
+            Move::Retry(start) => Self {
+                to: start.status(),
+                sources: ClaimDecision::ClaimRetry.statuses(),
+                retry: true,
+            },
         }
     }
 
-    /// A retry attempt starting in `start`, from the statuses a claim
-    /// retries.
-    pub fn retry(start: RetryStart) -> Self {
-        Self {
-            to: start.status(),
-            sources: ClaimDecision::ClaimRetry.statuses(),
-        }
+    /// A transition to `to`.
+    pub fn transition(to: StepStatus) -> Self {
+        Self::of(Move::Transition(to))
     }
 
     /// The status-guarded `UPDATE` of step `id`: `status`, `updated_at`,
     /// the payload column when the move has one (a retry clears result and
     /// error and raises the attempt instead). Placeholders appear in the
     /// order `now`, `payload`, `id`.
-    pub fn update(&self, now: &str, payload: &str, id: &str, is_retry: bool) -> String {
+    pub fn update(&self, now: &str, payload: &str, id: &str) -> String {
         let mut set = format!("status = '{}', updated_at = {now}", self.to.as_str());
-        if is_retry {
+        if self.retry {
             set.push_str(", current_attempt = current_attempt + 1, result = NULL, error = NULL");
         } else if let Some(col) = payload_column(self.to) {
             set = format!("{set}, {col} = {payload}");
@@ -259,14 +302,14 @@ mod tests {
             (StepStatus::Pending, "1 = 0", None),
         ];
         for (to, guard, payload) in rows {
-            let sql = StepMove::transition(to).update("$2", "$3", "$1", false);
+            let sql = StepMove::transition(to).update("$2", "$3", "$1");
             assert!(sql.ends_with(guard), "{to}: {sql}");
             assert_eq!(sql.contains("$3"), payload.is_some(), "{to}: {sql}");
             if let Some(payload) = payload {
                 assert!(sql.contains(payload), "{to}: {sql}");
             }
         }
-        let retry = StepMove::retry(RetryStart::Running).update("?", "?", "?", true);
+        let retry = StepMove::of(Move::Retry(RetryStart::Running)).update("?", "?", "?");
         assert!(retry.contains("current_attempt = current_attempt + 1, result = NULL"));
         assert!(retry.ends_with("status IN ('failed')"), "{retry}");
     }
@@ -288,7 +331,7 @@ mod tests {
              FROM flowstate_steps WHERE id = ? ON DUPLICATE KEY UPDATE status = VALUES(status), \
              failed_at = VALUES(failed_at), error = VALUES(error)"
         );
-        let pending = StepMove::retry(RetryStart::Pending);
+        let pending = StepMove::of(Move::Retry(RetryStart::Pending));
         let sqlite = pending.history_upsert(source, Upsert::OnConflict);
         assert!(
             sqlite.ends_with("DO UPDATE SET status = EXCLUDED.status"),

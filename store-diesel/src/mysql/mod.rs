@@ -21,12 +21,10 @@ mod transition;
 
 pub(crate) use claim::claim;
 pub(crate) use steps::insert_step;
-pub(crate) use transition::{retry_attempt, transition};
+pub(crate) use transition::guarded_move;
 
-use diesel::QueryResult;
 use diesel_async::{AsyncMysqlConnection, SimpleAsyncConnection};
 use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
 
 use crate::config::StoreConfig;
 use crate::pool::ConnectionPool;
@@ -57,16 +55,13 @@ const SESSION_SETUP: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMIT
      SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,\
      ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'";
 
-/// Runs [`SESSION_SETUP`] on a new connection.
-fn setup(conn: &mut AsyncMysqlConnection) -> BoxFuture<'_, QueryResult<()>> {
-    conn.batch_execute(SESSION_SETUP).boxed()
-}
-
 /// Builds the pool for `url` (`mysql://user:password@host:port/database`)
 /// and opens one connection, so a bad URL or a server that is down is
 /// reported now.
 pub(crate) async fn connect(url: &str, config: &StoreConfig) -> crate::Result<Pool> {
-    let pool = ConnectionPool::build(DIALECT, url, config, setup)?;
+    let pool = ConnectionPool::build(DIALECT, url, config, |conn: &mut AsyncMysqlConnection| {
+        conn.batch_execute(SESSION_SETUP).boxed()
+    })?;
     pool.check(DIALECT).await?;
     Ok(pool)
 }

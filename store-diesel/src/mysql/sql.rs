@@ -8,9 +8,9 @@
 
 use std::sync::LazyLock;
 
-use flowstate_core::{RetryStart, StepStatus};
+use flowstate_core::StepStatus;
 
-use crate::sql::{ByStatus, HistorySource, StepMove, Upsert, claim_move, claim_update};
+use crate::sql::{ByStatus, HistorySource, Move, StepMove, Upsert, claim_move, claim_update};
 
 /// The two writes of one kind of guarded move.
 #[derive(Debug)]
@@ -32,9 +32,9 @@ const BY_ID: HistorySource<'static> = HistorySource {
     now: "?",
 };
 
-fn move_sql(step_move: &StepMove, is_retry: bool) -> MoveSql {
+fn move_sql(step_move: &StepMove) -> MoveSql {
     MoveSql {
-        update: step_move.update("?", "?", "?", is_retry),
+        update: step_move.update("?", "?", "?"),
         history: step_move.history_upsert(BY_ID, Upsert::OnDuplicateKey),
         stamps: crate::sql::stamp_column(step_move.to).is_some(),
     }
@@ -55,19 +55,9 @@ pub(super) static CLAIM_HISTORY: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// The statements of a transition, per target status.
-pub(super) static TRANSITIONS: LazyLock<ByStatus<StepStatus, MoveSql>> = LazyLock::new(|| {
-    ByStatus::new(StepStatus::ALL, |to| {
-        move_sql(&StepMove::transition(to), false)
-    })
-});
-
-/// The statements of a retry attempt, per start status.
-pub(super) static RETRIES: LazyLock<ByStatus<RetryStart, MoveSql>> = LazyLock::new(|| {
-    ByStatus::new(&RetryStart::ALL, |start| {
-        move_sql(&StepMove::retry(start), true)
-    })
-});
+/// The statements of every move.
+pub(super) static MOVES: LazyLock<ByStatus<Move, MoveSql>> =
+    LazyLock::new(|| ByStatus::new(&Move::all(), |m| move_sql(&StepMove::of(m))));
 
 /// A new step's first history row (pending). Binds: history id, now, step
 /// id.
@@ -81,15 +71,16 @@ mod tests {
 
     #[test]
     fn statements_bind_in_the_order_their_placeholders_appear() {
-        let succeeded = TRANSITIONS.get(StepStatus::Succeeded);
+        use flowstate_core::RetryStart;
+        let succeeded = MOVES.get(Move::Transition(StepStatus::Succeeded));
         assert!(
             succeeded
                 .update
                 .contains("updated_at = ?, result = ? WHERE id = ?")
         );
         assert!(succeeded.stamps);
-        assert!(!TRANSITIONS.get(StepStatus::Pending).stamps);
-        assert!(!RETRIES.get(RetryStart::Pending).stamps);
+        assert!(!MOVES.get(Move::Transition(StepStatus::Pending)).stamps);
+        assert!(!MOVES.get(Move::Retry(RetryStart::Pending)).stamps);
         assert!(CLAIM_HISTORY.contains("SELECT ?, id, current_attempt, 'running', ?, ? FROM"));
         assert!(FIRST_HISTORY.contains("SELECT ?, id, current_attempt, 'pending', ? FROM"));
     }

@@ -6,73 +6,41 @@
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
 
-use flowstate_core::{HistoryId, Result, RetryStart, StepId, StepStatus};
+use flowstate_core::{HistoryId, Result, StepId};
 
 use super::Pool;
-use super::sql::{MoveSql, RETRIES, TRANSITIONS};
+use super::sql::{MOVES, MoveSql};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::guard::Guarded;
 use crate::schema::{Json, JsonText};
+use crate::sql::Move;
 use crate::store::conflict::retry_conflicts;
 
-/// [`StepStore::transition_step`](flowstate_core::StepStore::transition_step),
-/// its payload already encoded by core.
-#[tracing::instrument(level = "debug", skip_all, fields(step = %id, to = %to))]
-pub(crate) async fn transition(
+/// A transition or retry of step `id`, its payload already encoded by core,
+/// as one transaction (run again after a lock conflict).
+#[tracing::instrument(level = "debug", skip_all, fields(step = %id, to = %step_move.target()))]
+pub(crate) async fn guarded_move(
     pool: &Pool,
     config: &StoreConfig,
     id: StepId,
-    to: StepStatus,
+    step_move: Move,
     payload: Option<String>,
 ) -> Result<Guarded> {
-    let now = config.clock.now().as_micros();
+    let (op, now, id) = (
+        step_move.operation(),
+        config.clock.now().as_micros(),
+        id.to_string(),
+    );
     let payload = payload.map(JsonText);
-    guarded_write(
-        pool,
-        "transition_step",
-        TRANSITIONS.get(to),
-        id,
-        now,
-        payload.as_ref(),
-    )
-    .await
-}
-
-/// [`StepStore::create_retry_attempt`](flowstate_core::StepStore::create_retry_attempt).
-#[tracing::instrument(level = "debug", skip_all, fields(step = %id, start = %start))]
-pub(crate) async fn retry_attempt(
-    pool: &Pool,
-    config: &StoreConfig,
-    id: StepId,
-    start: RetryStart,
-) -> Result<Guarded> {
-    let now = config.clock.now().as_micros();
-    guarded_write(
-        pool,
-        "create_retry_attempt",
-        RETRIES.get(start),
-        id,
-        now,
-        None,
-    )
-    .await
-}
-
-/// Runs the move's two writes as one transaction (again after a conflict).
-async fn guarded_write(
-    pool: &Pool,
-    op: &'static str,
-    sql: &'static MoveSql,
-    id: StepId,
-    now: i64,
-    payload: Option<&JsonText>,
-) -> Result<Guarded> {
-    let id = id.to_string();
+    let sql = MOVES.get(step_move);
     let mut conn = pool.get(op).await?;
-    let moved = retry_conflicts!(op, write_once(&mut conn, sql, &id, now, payload).await)
-        .map_err(|err| backend(op, err))?;
+    let moved = retry_conflicts!(
+        op,
+        write_once(&mut conn, sql, &id, now, payload.as_ref()).await
+    )
+    .map_err(|err| backend(op, err))?;
     conn.release();
     Ok(if moved {
         Guarded::Moved
@@ -96,8 +64,7 @@ async fn write_once(
             Some(json) => update.bind::<Json, _>(json),
             None => update,
         };
-        let moved = update.bind::<Text, _>(id).cached().execute(conn).await?;
-        if moved == 0 {
+        if update.bind::<Text, _>(id).cached().execute(conn).await? == 0 {
             return Ok(false);
         }
         let history = diesel::sql_query(sql.history.as_str())

@@ -20,7 +20,7 @@ mod transition;
 
 pub(crate) use claim::claim;
 pub(crate) use steps::insert_step;
-pub(crate) use transition::{retry_attempt, transition};
+pub(crate) use transition::guarded_move;
 
 use diesel_async::AsyncPgConnection;
 use futures_util::FutureExt;
@@ -37,15 +37,11 @@ pub(crate) type Pool = ConnectionPool<AsyncPgConnection>;
 /// Builds the pool for `url` and opens one connection, so a bad URL or a
 /// server that is down is reported now.
 pub(crate) async fn connect(url: &str, config: &StoreConfig) -> crate::Result<Pool> {
-    let pool = ConnectionPool::build(DIALECT, url, config, setup)?;
+    // Nothing to set per session: READ COMMITTED and no time zone in play
+    // are what the statements expect.
+    let pool = ConnectionPool::build(DIALECT, url, config, |_conn: &mut AsyncPgConnection| {
+        async { Ok(()) }.boxed()
+    })?;
     pool.check(DIALECT).await?;
     Ok(pool)
-}
-
-/// What runs on every new connection: nothing (the session defaults, READ
-/// COMMITTED and no time zone in play, are what the statements expect).
-fn setup(
-    _conn: &mut AsyncPgConnection,
-) -> futures_util::future::BoxFuture<'_, diesel::QueryResult<()>> {
-    async { Ok(()) }.boxed()
 }

@@ -7,9 +7,9 @@
 
 use std::sync::LazyLock;
 
-use flowstate_core::{RetryStart, StepStatus};
+use flowstate_core::StepStatus;
 
-use crate::sql::{ByStatus, HistorySource, StepMove, Upsert, claim_move, claim_update};
+use crate::sql::{ByStatus, HistorySource, Move, StepMove, Upsert, claim_move, claim_update};
 
 /// The history row of the step a CTE named `alias` returned.
 fn history_from<'a>(
@@ -49,8 +49,8 @@ pub(super) static CLAIM: LazyLock<String> = LazyLock::new(|| {
 /// `$2` now, `$3` a fresh history id, then `$4` the payload for the moves
 /// that carry one. One row (none: no such step): the step's status in the
 /// statement's snapshot and whether the guarded write moved it.
-fn move_sql(step_move: &StepMove, is_retry: bool) -> String {
-    let update = step_move.update("$2", "$4", "$1", is_retry);
+fn move_sql(step_move: &StepMove) -> String {
+    let update = step_move.update("$2", "$4", "$1");
     let history = step_move.history_upsert(
         history_from("FROM moved AS m", "m.", "$3", "$2"),
         Upsert::OnConflict,
@@ -63,19 +63,9 @@ fn move_sql(step_move: &StepMove, is_retry: bool) -> String {
     )
 }
 
-/// The transition statement per target status.
-pub(super) static TRANSITIONS: LazyLock<ByStatus<StepStatus, String>> = LazyLock::new(|| {
-    ByStatus::new(StepStatus::ALL, |to| {
-        move_sql(&StepMove::transition(to), false)
-    })
-});
-
-/// The retry statement per start status.
-pub(super) static RETRIES: LazyLock<ByStatus<RetryStart, String>> = LazyLock::new(|| {
-    ByStatus::new(&RetryStart::ALL, |start| {
-        move_sql(&StepMove::retry(start), true)
-    })
-});
+/// The statement of every move.
+pub(super) static MOVES: LazyLock<ByStatus<Move, String>> =
+    LazyLock::new(|| ByStatus::new(&Move::all(), |m| move_sql(&StepMove::of(m))));
 
 /// A new step and its first history row, or nothing if the name is taken.
 /// Binds: `$1` id, `$2` run, `$3` name, `$4` function, `$5` input, `$6`
@@ -106,12 +96,25 @@ mod tests {
         assert!(
             CLAIM.contains("SELECT $5, c.id, c.current_attempt, 'running', $1, $1 FROM claimed")
         );
-        let succeeded = TRANSITIONS.get(StepStatus::Succeeded);
+        use flowstate_core::RetryStart;
+        let succeeded = MOVES.get(Move::Transition(StepStatus::Succeeded));
         assert!(succeeded.contains("result = $4 WHERE id = $1 AND status IN ('running')"));
         assert!(succeeded.contains("result = EXCLUDED.result"));
-        assert!(!TRANSITIONS.get(StepStatus::Running).contains("$4"));
-        assert!(RETRIES.get(RetryStart::Running).contains("running_at"));
-        assert!(!RETRIES.get(RetryStart::Pending).contains("running_at"));
+        assert!(
+            !MOVES
+                .get(Move::Transition(StepStatus::Running))
+                .contains("$4")
+        );
+        assert!(
+            MOVES
+                .get(Move::Retry(RetryStart::Running))
+                .contains("running_at")
+        );
+        assert!(
+            !MOVES
+                .get(Move::Retry(RetryStart::Pending))
+                .contains("running_at")
+        );
         assert!(INSERT_STEP.contains("SELECT $9, s.id, s.current_attempt, 'pending', $8 FROM s"));
     }
 }

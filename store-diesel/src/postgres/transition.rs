@@ -11,16 +11,17 @@ use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Bool, Text};
 use diesel_async::RunQueryDsl;
 
-use flowstate_core::{HistoryId, Result, RetryStart, StepId, StepStatus};
+use flowstate_core::{HistoryId, Result, StepId, StepStatus};
 
 use super::Pool;
-use super::sql::{RETRIES, TRANSITIONS};
+use super::sql::MOVES;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::guard::Guarded;
 use crate::rows::parse_status;
 use crate::schema::{Json, JsonText};
+use crate::sql::{Move, StepMove};
 
 /// What a guarded step write found and did.
 #[derive(QueryableByName)]
@@ -33,21 +34,20 @@ struct MoveRow {
     moved: bool,
 }
 
-/// [`StepStore::transition_step`](flowstate_core::StepStore::transition_step),
-/// its payload already encoded by core.
-#[tracing::instrument(level = "debug", skip_all, fields(step = %id, to = %to))]
-pub(crate) async fn transition(
+/// A transition or retry of step `id`, its payload already encoded by core.
+#[tracing::instrument(level = "debug", skip_all, fields(step = %id, to = %step_move.target()))]
+pub(crate) async fn guarded_move(
     pool: &Pool,
     config: &StoreConfig,
     id: StepId,
-    to: StepStatus,
+    step_move: Move,
     payload: Option<String>,
 ) -> Result<Guarded> {
-    let query = diesel::sql_query(TRANSITIONS.get(to).as_str())
+    let query = diesel::sql_query(MOVES.get(step_move).as_str())
         .bind::<Text, _>(id.to_string())
         .bind::<BigInt, _>(config.clock.now().as_micros())
         .bind::<Text, _>(HistoryId::generate().to_string());
-    let mut conn = pool.get("transition_step").await?;
+    let mut conn = pool.get(step_move.operation()).await?;
     let rows: Vec<MoveRow> = match payload {
         Some(json) => {
             let query = query.bind::<Json, _>(JsonText(json));
@@ -55,46 +55,22 @@ pub(crate) async fn transition(
         }
         None => query.cached().load(&mut *conn).await,
     }
-    .map_err(|err| backend("transition_step", err))?;
+    .map_err(|err| backend(step_move.operation(), err))?;
     conn.release();
-    Ok(outcome(id, rows, |from| from.can_transition_to(to)))
-}
-
-/// [`StepStore::create_retry_attempt`](flowstate_core::StepStore::create_retry_attempt).
-#[tracing::instrument(level = "debug", skip_all, fields(step = %id, start = %start))]
-pub(crate) async fn retry_attempt(
-    pool: &Pool,
-    config: &StoreConfig,
-    id: StepId,
-    start: RetryStart,
-) -> Result<Guarded> {
-    let mut conn = pool.get("create_retry_attempt").await?;
-    let rows: Vec<MoveRow> = diesel::sql_query(RETRIES.get(start).as_str())
-        .bind::<Text, _>(id.to_string())
-        .bind::<BigInt, _>(config.clock.now().as_micros())
-        .bind::<Text, _>(HistoryId::generate().to_string())
-        .cached()
-        .load(&mut *conn)
-        .await
-        .map_err(|err| backend("create_retry_attempt", err))?;
-    conn.release();
-    Ok(outcome(id, rows, |from| from == StepStatus::Failed))
-}
-
-/// What the statement's row says: moved, refused with the snapshot's
-/// status, or (the snapshot's status passed the guard, so a racing writer
-/// changed the step after it) to be read again.
-fn outcome(id: StepId, rows: Vec<MoveRow>, could_move: impl Fn(StepStatus) -> bool) -> Guarded {
     let Some(row) = rows.into_iter().next() else {
-        return Guarded::Refused(None);
+        return Ok(Guarded::Refused(None));
     };
     if row.moved {
-        return Guarded::Moved;
+        return Ok(Guarded::Moved);
     }
-    let raced = parse_status::<StepStatus>(&id.to_string(), &row.status).is_ok_and(could_move);
-    if raced {
+    // The snapshot's status passed the guard: a racing writer changed the
+    // step after it, so the caller reads what it is now.
+    let sources = StepMove::of(step_move).sources;
+    let raced = parse_status::<StepStatus>(&id.to_string(), &row.status)
+        .is_ok_and(|from| sources.contains(&from));
+    Ok(if raced {
         Guarded::Unseen
     } else {
         Guarded::Refused(Some(row.status))
-    }
+    })
 }

@@ -12,13 +12,14 @@ use diesel::sql_types::{BigInt, Text};
 
 use flowstate_core::{HistoryId, Result, RunId, Step, StepStatus};
 
-use super::sql::{CLAIM, TRANSITIONS};
+use super::sql::{CLAIM, MOVES};
 use super::{Pool, write};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::guard::claim_lost;
 use crate::rows::StepRow;
 use crate::schema::flowstate_steps as steps;
+use crate::sql::Move;
 
 /// [`StepStore::claim_step`](flowstate_core::StepStore::claim_step), its
 /// name and function already checked.
@@ -44,12 +45,17 @@ pub(crate) async fn claim(
             .optional()?;
         if let Some(row) = claimed {
             let step = Step::try_from(row)?;
-            diesel::sql_query(TRANSITIONS.get(StepStatus::Running).history.as_str())
-                .bind::<Text, _>(HistoryId::generate().to_string())
-                .bind::<BigInt, _>(now)
-                .bind::<Text, _>(step.id.to_string())
-                .cached()
-                .execute(conn)?;
+            diesel::sql_query(
+                MOVES
+                    .get(Move::Transition(StepStatus::Running))
+                    .history
+                    .as_str(),
+            )
+            .bind::<Text, _>(HistoryId::generate().to_string())
+            .bind::<BigInt, _>(now)
+            .bind::<Text, _>(step.id.to_string())
+            .cached()
+            .execute(conn)?;
             tracing::debug!(step = %step.id, attempt = step.attempt, "step claimed");
             return Ok(Some(step));
         }

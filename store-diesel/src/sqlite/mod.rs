@@ -32,7 +32,7 @@ mod transition;
 
 pub(crate) use claim::claim;
 pub(crate) use steps::insert_step;
-pub(crate) use transition::{retry_attempt, transition};
+pub(crate) use transition::guarded_move;
 
 use std::path::Path;
 
@@ -74,7 +74,7 @@ pub(crate) async fn connect(url: &str, config: StoreConfig) -> crate::Result<(Po
         "PRAGMA busy_timeout = {busy_ms}; PRAGMA journal_mode = WAL; \
          PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;"
     );
-    let pool = ConnectionPool::build_with(DIALECT, url, &config, move |conn: &mut SqliteConn| {
+    let pool = ConnectionPool::build(DIALECT, url, &config, move |conn: &mut SqliteConn| {
         let pragmas = pragmas.clone();
         conn.spawn_blocking(move |conn| {
             conn.batch_execute(&pragmas)?;

@@ -8,9 +8,7 @@
 
 use std::sync::LazyLock;
 
-use flowstate_core::{RetryStart, StepStatus};
-
-use crate::sql::{ByStatus, HistorySource, StepMove, Upsert, claim_update};
+use crate::sql::{ByStatus, HistorySource, Move, StepMove, Upsert, claim_update};
 
 /// The two writes of one kind of guarded move.
 #[derive(Debug)]
@@ -24,7 +22,7 @@ pub(super) struct MoveSql {
     pub history: String,
 }
 
-fn move_sql(step_move: &StepMove, is_retry: bool) -> MoveSql {
+fn move_sql(step_move: &StepMove) -> MoveSql {
     let source = HistorySource {
         from: "FROM flowstate_steps WHERE id = ?3",
         prefix: "",
@@ -32,7 +30,7 @@ fn move_sql(step_move: &StepMove, is_retry: bool) -> MoveSql {
         now: "?2",
     };
     MoveSql {
-        update: step_move.update("?1", "?3", "?2", is_retry),
+        update: step_move.update("?1", "?3", "?2"),
         history: step_move.history_upsert(source, Upsert::OnConflict),
     }
 }
@@ -43,19 +41,9 @@ fn move_sql(step_move: &StepMove, is_retry: bool) -> MoveSql {
 pub(super) static CLAIM: LazyLock<String> =
     LazyLock::new(|| format!("{} RETURNING *", claim_update("?1", "?2", "?3", "?4")));
 
-/// The statements of a transition, per target status.
-pub(super) static TRANSITIONS: LazyLock<ByStatus<StepStatus, MoveSql>> = LazyLock::new(|| {
-    ByStatus::new(StepStatus::ALL, |to| {
-        move_sql(&StepMove::transition(to), false)
-    })
-});
-
-/// The statements of a retry attempt, per start status.
-pub(super) static RETRIES: LazyLock<ByStatus<RetryStart, MoveSql>> = LazyLock::new(|| {
-    ByStatus::new(&RetryStart::ALL, |start| {
-        move_sql(&StepMove::retry(start), true)
-    })
-});
+/// The statements of every move.
+pub(super) static MOVES: LazyLock<ByStatus<Move, MoveSql>> =
+    LazyLock::new(|| ByStatus::new(&Move::all(), |m| move_sql(&StepMove::of(m))));
 
 #[cfg(test)]
 mod tests {
@@ -63,7 +51,7 @@ mod tests {
 
     #[test]
     fn numbered_placeholders_bind_now_id_payload() {
-        let failed = TRANSITIONS.get(StepStatus::Failed);
+        let failed = MOVES.get(Move::Transition(flowstate_core::StepStatus::Failed));
         assert!(
             failed
                 .update

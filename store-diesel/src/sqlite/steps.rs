@@ -7,13 +7,14 @@ use diesel::sql_types::{BigInt, Text};
 
 use flowstate_core::{Error, HistoryId, Result, RunId};
 
-use super::sql::TRANSITIONS;
+use super::sql::MOVES;
 use super::{Fail, Pool, write};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::is_foreign_key_violation;
 use crate::rows::StepRow;
 use crate::schema::flowstate_steps as steps;
+use crate::sql::Move;
 
 /// Inserts `row` with its first history row; `None` if this call inserted
 /// it, else the step that already holds its name.
@@ -45,8 +46,8 @@ pub(crate) async fn insert_step(
             return Ok(Some(holder));
         }
         diesel::sql_query(
-            TRANSITIONS
-                .get(flowstate_core::StepStatus::Pending)
+            MOVES
+                .get(Move::Transition(flowstate_core::StepStatus::Pending))
                 .history
                 .as_str(),
         )

@@ -8,66 +8,28 @@
 use diesel::RunQueryDsl;
 use diesel::sql_types::{BigInt, Text};
 
-use flowstate_core::{HistoryId, Result, RetryStart, StepId, StepStatus};
+use flowstate_core::{HistoryId, Result, StepId};
 
-use super::sql::{MoveSql, RETRIES, TRANSITIONS};
+use super::sql::MOVES;
 use super::{Pool, write};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::guard::Guarded;
 use crate::schema::{Json, JsonText};
+use crate::sql::Move;
 
-/// [`StepStore::transition_step`](flowstate_core::StepStore::transition_step),
-/// its payload already encoded by core.
-#[tracing::instrument(level = "debug", skip_all, fields(step = %id, to = %to))]
-pub(crate) async fn transition(
+/// A transition or retry of step `id`, its payload already encoded by core.
+#[tracing::instrument(level = "debug", skip_all, fields(step = %id, to = %step_move.target()))]
+pub(crate) async fn guarded_move(
     pool: &Pool,
     config: &StoreConfig,
     id: StepId,
-    to: StepStatus,
+    step_move: Move,
     payload: Option<String>,
 ) -> Result<Guarded> {
     let now = config.clock.now().as_micros();
-    guarded_write(
-        pool,
-        "transition_step",
-        TRANSITIONS.get(to),
-        id,
-        now,
-        payload,
-    )
-    .await
-}
-
-/// [`StepStore::create_retry_attempt`](flowstate_core::StepStore::create_retry_attempt).
-#[tracing::instrument(level = "debug", skip_all, fields(step = %id, start = %start))]
-pub(crate) async fn retry_attempt(
-    pool: &Pool,
-    config: &StoreConfig,
-    id: StepId,
-    start: RetryStart,
-) -> Result<Guarded> {
-    let now = config.clock.now().as_micros();
-    guarded_write(
-        pool,
-        "create_retry_attempt",
-        RETRIES.get(start),
-        id,
-        now,
-        None,
-    )
-    .await
-}
-
-async fn guarded_write(
-    pool: &Pool,
-    op: &'static str,
-    sql: &'static MoveSql,
-    id: StepId,
-    now: i64,
-    payload: Option<String>,
-) -> Result<Guarded> {
-    write(pool, op, move |conn| {
+    let sql = MOVES.get(step_move);
+    write(pool, step_move.operation(), move |conn| {
         let id = id.to_string();
         let update = diesel::sql_query(sql.update.as_str())
             .bind::<BigInt, _>(now)

@@ -88,6 +88,27 @@ macro_rules! leased {
 }
 pub(crate) use leased;
 
+/// Like [`on_connection!`], with one body for the dialects that have
+/// `RETURNING` and `ON CONFLICT (target)` (PostgreSQL, SQLite) and another
+/// for MySQL, which has neither.
+macro_rules! by_returning {
+    ($store:expr, $op:expr, |$conn:ident| $returning:expr, mysql: |$my:ident| $mysql:expr) => {
+        match &$store.pools {
+            #[cfg(feature = "postgres")]
+            $crate::store::Pools::Postgres(pool) => {
+                $crate::store::leased!(pool, $op, |$conn| $returning)
+            }
+            #[cfg(feature = "sqlite")]
+            $crate::store::Pools::Sqlite(pool) => {
+                $crate::store::leased!(pool, $op, |$conn| $returning)
+            }
+            #[cfg(feature = "mysql")]
+            $crate::store::Pools::Mysql(pool) => $crate::store::leased!(pool, $op, |$my| $mysql),
+        }
+    };
+}
+pub(crate) use by_returning;
+
 /// Calls `$function` of the store's dialect module with its pool and the
 /// store's config, then `$args`.
 macro_rules! by_dialect {
@@ -184,15 +205,14 @@ impl DieselStore {
     /// the acquire timeout, or to open every connection before a burst.
     pub async fn reserve_connection(&self) -> flowstate_core::Result<ReservedConnection> {
         let op = "reserve_connection";
-        let held = match &self.pools {
+        Ok(ReservedConnection(match &self.pools {
             #[cfg(feature = "postgres")]
-            Pools::Postgres(pool) => Held::Postgres(pool.get(op).await?),
+            Pools::Postgres(pool) => Box::new(pool.reserve(op).await?),
             #[cfg(feature = "mysql")]
-            Pools::Mysql(pool) => Held::Mysql(pool.get(op).await?),
+            Pools::Mysql(pool) => Box::new(pool.reserve(op).await?),
             #[cfg(feature = "sqlite")]
-            Pools::Sqlite(pool) => Held::Sqlite(pool.get(op).await?),
-        };
-        Ok(ReservedConnection(Some(held)))
+            Pools::Sqlite(pool) => Box::new(pool.reserve(op).await?),
+        }))
     }
 
     /// The time to stamp on rows written now, in microseconds.
@@ -203,37 +223,10 @@ impl DieselStore {
 
 /// A connection held out of its store's pool (see
 /// [`DieselStore::reserve_connection`]); dropping it gives it back.
-#[derive(Debug)]
-pub struct ReservedConnection(Option<Held>);
+pub struct ReservedConnection(#[allow(dead_code)] Box<dyn std::any::Any + Send>);
 
-/// The lease a [`ReservedConnection`] holds. One lives per reservation,
-/// so the variants' sizes do not matter.
-#[allow(clippy::large_enum_variant)]
-enum Held {
-    #[cfg(feature = "postgres")]
-    Postgres(crate::pool::Leased<diesel_async::AsyncPgConnection>),
-    #[cfg(feature = "mysql")]
-    Mysql(crate::pool::Leased<diesel_async::AsyncMysqlConnection>),
-    #[cfg(feature = "sqlite")]
-    Sqlite(crate::pool::Leased<crate::sqlite::SqliteConn>),
-}
-
-impl std::fmt::Debug for Held {
+impl std::fmt::Debug for ReservedConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Held")
-    }
-}
-
-impl Drop for ReservedConnection {
-    fn drop(&mut self) {
-        match self.0.take() {
-            #[cfg(feature = "postgres")]
-            Some(Held::Postgres(lease)) => lease.release(),
-            #[cfg(feature = "mysql")]
-            Some(Held::Mysql(lease)) => lease.release(),
-            #[cfg(feature = "sqlite")]
-            Some(Held::Sqlite(lease)) => lease.release(),
-            None => {}
-        }
+        f.write_str("ReservedConnection")
     }
 }

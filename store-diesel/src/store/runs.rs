@@ -12,7 +12,7 @@ use flowstate_core::{
     Timestamp,
 };
 
-use super::{DieselStore, Pools, leased, on_connection};
+use super::{DieselStore, by_returning, on_connection};
 use crate::error::{backend, is_foreign_key_violation};
 use crate::guard::run_transition_refused;
 use crate::rows::{RunRow, convert, parse_status};
@@ -61,36 +61,23 @@ impl DieselStore {
         row: &RunRow,
         fail: impl Fn(diesel::result::Error) -> Error,
     ) -> Result<Option<bool>> {
-        let op = "create_run";
-        match &self.pools {
-            #[cfg(feature = "postgres")]
-            Pools::Postgres(pool) => leased!(pool, op, |conn| diesel::insert_into(runs::table)
-                .values(row)
-                .on_conflict(runs::idempotency_key)
-                .do_nothing()
-                .execute(conn)
-                .await
-                .map(|n| Some(n == 1))),
-            #[cfg(feature = "sqlite")]
-            Pools::Sqlite(pool) => leased!(pool, op, |conn| diesel::insert_into(runs::table)
-                .values(row)
-                .on_conflict(runs::idempotency_key)
-                .do_nothing()
-                .execute(conn)
-                .await
-                .map(|n| Some(n == 1))),
-            // `INSERT IGNORE` would also turn a missing parent into a
-            // warning; `ON DUPLICATE KEY UPDATE id = id` only skips the key.
-            #[cfg(feature = "mysql")]
-            Pools::Mysql(pool) => leased!(pool, op, |conn| diesel::insert_into(runs::table)
-                .values(row)
-                .on_conflict(diesel::dsl::DuplicatedKeys)
-                .do_update()
-                .set(runs::id.eq(runs::id))
-                .execute(conn)
-                .await
-                .map(|_| None)),
-        }
+        by_returning!(self, "create_run", |conn| diesel::insert_into(runs::table)
+            .values(row)
+            .on_conflict(runs::idempotency_key)
+            .do_nothing()
+            .execute(conn)
+            .await
+            .map(|n| Some(n == 1)),
+        // `INSERT IGNORE` would also turn a missing parent into a warning;
+        // `ON DUPLICATE KEY UPDATE id = id` only skips the key.
+        mysql: |conn| diesel::insert_into(runs::table)
+            .values(row)
+            .on_conflict(diesel::dsl::DuplicatedKeys)
+            .do_update()
+            .set(runs::id.eq(runs::id))
+            .execute(conn)
+            .await
+            .map(|_| None))
         .map_err(fail)
     }
 }
@@ -209,38 +196,28 @@ impl RunStore for DieselStore {
         let op = "set_run_status";
         let id_text = id.to_string();
         let now = self.now();
-        let moved: Option<RunRow> = match &self.pools {
-            #[cfg(feature = "postgres")]
-            Pools::Postgres(pool) => leased!(pool, op, |conn| move_run!(&id_text, to, now)
-                .returning(RunRow::as_returning())
-                .get_result(conn)
-                .await
-                .optional()),
-            #[cfg(feature = "sqlite")]
-            Pools::Sqlite(pool) => leased!(pool, op, |conn| move_run!(&id_text, to, now)
-                .returning(RunRow::as_returning())
-                .get_result(conn)
-                .await
-                .optional()),
-            // No `RETURNING`: the guarded write, then the run as written,
-            // in one transaction.
-            #[cfg(feature = "mysql")]
-            Pools::Mysql(pool) => leased!(pool, op, |conn| {
-                use diesel_async::AsyncConnection;
-                conn.transaction(async |conn| {
-                    if move_run!(&id_text, to, now).execute(conn).await? == 0 {
-                        return Ok(None);
-                    }
-                    runs::table
-                        .find(&id_text)
-                        .select(RunRow::as_select())
-                        .first(conn)
-                        .await
-                        .map(Some)
-                })
-                .await
-            }),
-        }
+        let moved: Option<RunRow> = by_returning!(self, op, |conn| move_run!(&id_text, to, now)
+            .returning(RunRow::as_returning())
+            .get_result(conn)
+            .await
+            .optional(),
+        // No `RETURNING`: the guarded write, then the run as written, in one
+        // transaction.
+        mysql: |conn| {
+            use diesel_async::AsyncConnection;
+            conn.transaction(async |conn| {
+                if move_run!(&id_text, to, now).execute(conn).await? == 0 {
+                    return Ok(None);
+                }
+                runs::table
+                    .find(&id_text)
+                    .select(RunRow::as_select())
+                    .first(conn)
+                    .await
+                    .map(Some)
+            })
+            .await
+        })
         .map_err(|err| backend(op, err))?;
         if let Some(row) = moved {
             return Run::try_from(row);

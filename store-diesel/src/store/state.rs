@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use flowstate_core::{Error, Result, RunId};
 
-use super::{DieselStore, Pools, leased, on_connection};
+use super::{DieselStore, by_returning, on_connection};
 use crate::error::{backend, is_foreign_key_violation};
 use crate::rows::{StateRow, joined_to_run, state_map};
 use crate::schema::{JsonText, flowstate_run_state as state, flowstate_runs as runs};
@@ -24,35 +24,23 @@ impl DieselStore {
             value: JsonText(self.config.limits.encode("state value", value)?),
         };
         let op = "write_state";
-        match &self.pools {
-            #[cfg(feature = "postgres")]
-            Pools::Postgres(pool) => leased!(pool, op, |conn| diesel::insert_into(state::table)
-                .values(&row)
-                .on_conflict((state::run_id, state::state_key))
-                .do_update()
-                .set(state::value.eq(diesel::upsert::excluded(state::value)))
-                .execute(conn)
-                .await),
-            #[cfg(feature = "sqlite")]
-            Pools::Sqlite(pool) => leased!(pool, op, |conn| diesel::insert_into(state::table)
-                .values(&row)
-                .on_conflict((state::run_id, state::state_key))
-                .do_update()
-                .set(state::value.eq(diesel::upsert::excluded(state::value)))
-                .execute(conn)
-                .await),
-            // MySQL has no conflict target and no `excluded`: `replace_into`
-            // would delete and re-insert, so the same upsert is spelled
-            // `ON DUPLICATE KEY UPDATE value = <the bound value>`.
-            #[cfg(feature = "mysql")]
-            Pools::Mysql(pool) => leased!(pool, op, |conn| diesel::insert_into(state::table)
-                .values(&row)
-                .on_conflict(diesel::dsl::DuplicatedKeys)
-                .do_update()
-                .set(state::value.eq(&row.value))
-                .execute(conn)
-                .await),
-        }
+        by_returning!(self, op, |conn| diesel::insert_into(state::table)
+            .values(&row)
+            .on_conflict((state::run_id, state::state_key))
+            .do_update()
+            .set(state::value.eq(diesel::upsert::excluded(state::value)))
+            .execute(conn)
+            .await,
+        // MySQL has no conflict target and no `excluded`: `replace_into`
+        // would delete and re-insert, so the same upsert is spelled
+        // `ON DUPLICATE KEY UPDATE value = <the bound value>`.
+        mysql: |conn| diesel::insert_into(state::table)
+            .values(&row)
+            .on_conflict(diesel::dsl::DuplicatedKeys)
+            .do_update()
+            .set(state::value.eq(&row.value))
+            .execute(conn)
+            .await)
         .map_err(|err| {
             if is_foreign_key_violation(&err) {
                 Error::RunNotFound(run)

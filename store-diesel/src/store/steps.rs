@@ -16,6 +16,7 @@ use crate::guard::{Guarded, step_transition_refused};
 use crate::rows::{AttemptRow, StepRow, convert, joined_to_run};
 use crate::schema::flowstate_steps as steps;
 use crate::schema::{flowstate_runs as runs, flowstate_step_history as history};
+use crate::sql::Move;
 
 impl DieselStore {
     /// Step `name` of `run`, if it exists.
@@ -123,13 +124,13 @@ impl StepStore for DieselStore {
 
     async fn transition_step(&self, id: StepId, transition: StepTransition) -> Result<()> {
         let payload = self.config.limits.encode_transition(&transition)?;
-        let to = transition.target();
-        let written = by_dialect!(self, transition(id, to, payload))?;
-        self.moved_or_refused(id, written, to).await
+        let step_move = Move::Transition(transition.target());
+        let written = by_dialect!(self, guarded_move(id, step_move, payload))?;
+        self.moved_or_refused(id, written, step_move.target()).await
     }
 
     async fn create_retry_attempt(&self, id: StepId, start: RetryStart) -> Result<()> {
-        let written = by_dialect!(self, retry_attempt(id, start))?;
+        let written = by_dialect!(self, guarded_move(id, Move::Retry(start), None))?;
         self.moved_or_refused(id, written, start.status()).await
     }
 

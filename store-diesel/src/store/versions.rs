@@ -37,9 +37,8 @@ impl VersionStore for DieselStore {
         let graph = self.config.limits.encode_version(&version)?;
         let version = &version;
         for _ in 0..IDEMPOTENT_TRIES {
-            let id = VersionId::generate();
             let row = VersionRow {
-                id: id.to_string(),
+                id: VersionId::generate().to_string(),
                 workflow: version.workflow.clone(),
                 graph_hash: version.graph_hash.clone(),
                 graph: JsonText(graph.clone()),
@@ -58,13 +57,7 @@ impl VersionStore for DieselStore {
             .map_err(|err| backend("upsert_version", err))?;
             if inserted == 1 && self.dialect() != crate::Dialect::Mysql {
                 return Ok(Inserted {
-                    record: WorkflowVersion {
-                        id,
-                        workflow: row.workflow,
-                        graph_hash: row.graph_hash,
-                        graph: version.graph.clone(),
-                        created_at: flowstate_core::Timestamp::from_micros(row.created_at),
-                    },
+                    record: WorkflowVersion::try_from(row)?,
                     inserted: true,
                 });
             }
