@@ -1,6 +1,7 @@
-//! The backends xtask drives, as one enum with `const ALL` (as diesel's own
-//! xtask loops over its backends), and what every command needs of a
-//! database URL: where its server is, and a database that exists.
+//! The backends xtask drives, as store-diesel's `Dialect` (its `const ALL`
+//! is what `bench` and `test` loop over) with what only xtask needs of each
+//! added by [`DialectExt`], and what every command needs of a database URL:
+//! its dialect, where its server is, and a database that exists.
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -9,43 +10,32 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use flowstate_store_diesel::{DatabaseUrl, Dialect, DieselStore, StoreConfig};
 
-/// A database flowstate's Diesel store runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// An embedded SQLite file.
-    Sqlite,
-    /// A PostgreSQL server.
-    Postgres,
-    /// A MySQL or MariaDB server.
-    Mysql,
+/// The per-dialect facts xtask needs and the store does not have: whether
+/// this build has the driver, where the server is, how many workers the
+/// bench runs.
+pub trait DialectExt: Copy {
+    /// Whether this xtask build has the dialect's driver (its feature).
+    fn compiled(self) -> bool;
+
+    /// The environment variable holding the server's base URL, and its
+    /// default; `None` for SQLite, which has no server.
+    fn server_env(self) -> Option<(&'static str, &'static str)>;
+
+    /// The server's base URL: its environment variable, else the default;
+    /// `None` for SQLite.
+    fn server_url(self) -> Option<String>;
+
+    /// The URL of database `name` on this dialect: a file `target/<name>.db`
+    /// for SQLite, database `name` on the server otherwise.
+    fn database_url(self, name: &str) -> String;
+
+    /// How many workers the bench runs by default: one writer at a time is
+    /// all SQLite takes, so a few; a server takes many.
+    fn default_workers(self) -> usize;
 }
 
-impl Backend {
-    /// Every backend, in the order tables print them.
-    pub const ALL: [Self; 3] = [Self::Sqlite, Self::Postgres, Self::Mysql];
-
-    /// The backend a URL names.
-    pub fn of_url(url: &str) -> Result<Self> {
-        let parsed =
-            DatabaseUrl::parse(url).with_context(|| format!("cannot read database url {url:?}"))?;
-        Ok(match parsed.dialect {
-            Dialect::Sqlite => Self::Sqlite,
-            Dialect::Postgres => Self::Postgres,
-            Dialect::Mysql => Self::Mysql,
-        })
-    }
-
-    /// Its name as printed.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Sqlite => "sqlite",
-            Self::Postgres => "postgres",
-            Self::Mysql => "mysql",
-        }
-    }
-
-    /// Whether this xtask build has the backend's driver (its feature).
-    pub const fn compiled(self) -> bool {
+impl DialectExt for Dialect {
+    fn compiled(self) -> bool {
         match self {
             Self::Sqlite => cfg!(feature = "sqlite"),
             Self::Postgres => cfg!(feature = "postgres"),
@@ -53,9 +43,7 @@ impl Backend {
         }
     }
 
-    /// The environment variable holding the server's base URL, and its
-    /// default; `None` for SQLite, which has no server.
-    pub const fn server_env(self) -> Option<(&'static str, &'static str)> {
+    fn server_env(self) -> Option<(&'static str, &'static str)> {
         match self {
             Self::Sqlite => None,
             Self::Postgres => Some(("FLOWSTATE_PG_URL", "postgres://postgres@127.0.0.1:5432")),
@@ -63,8 +51,7 @@ impl Backend {
         }
     }
 
-    /// The server's base URL: its environment variable, else the default.
-    pub fn server_url(self) -> Option<String> {
+    fn server_url(self) -> Option<String> {
         let (var, default) = self.server_env()?;
         Some(
             std::env::var(var)
@@ -74,9 +61,7 @@ impl Backend {
         )
     }
 
-    /// The URL of database `name` on this backend: a file `target/<name>.db`
-    /// for SQLite, database `name` on the server otherwise.
-    pub fn database_url(self, name: &str) -> String {
+    fn database_url(self, name: &str) -> String {
         match self.server_url() {
             Some(base) => with_database(&base, name),
             None => format!(
@@ -86,14 +71,30 @@ impl Backend {
         }
     }
 
-    /// How many workers the bench runs by default: one writer at a time is
-    /// all SQLite takes, so a few; a server takes many.
-    pub const fn default_workers(self) -> usize {
+    fn default_workers(self) -> usize {
         match self {
             Self::Sqlite => 4,
             Self::Postgres | Self::Mysql => 32,
         }
     }
+}
+
+/// `Dialect::ALL` in the order xtask prints it (the bench's columns):
+/// SQLite first, then PostgreSQL, then MySQL.
+pub fn in_print_order() -> [Dialect; Dialect::ALL.len()] {
+    let mut all = Dialect::ALL;
+    all.sort_by_key(|dialect| match dialect {
+        Dialect::Sqlite => 0,
+        Dialect::Postgres => 1,
+        Dialect::Mysql => 2,
+    });
+    all
+}
+
+/// Reads a database URL (its dialect, its driver's form), the error naming
+/// the URL.
+pub fn parse_url(url: &str) -> Result<DatabaseUrl> {
+    DatabaseUrl::parse(url).with_context(|| format!("cannot read database url {url:?}"))
 }
 
 /// The workspace's root folder (xtask's parent).
@@ -122,8 +123,7 @@ pub fn default_url(file: &str) -> String {
 /// the server database (created if missing). With `fresh`, it starts empty:
 /// the SQLite file is removed, the server database dropped and recreated.
 pub async fn prepare(url: &str, fresh: bool) -> Result<()> {
-    let parsed =
-        DatabaseUrl::parse(url).with_context(|| format!("cannot read database url {url:?}"))?;
+    let parsed = parse_url(url)?;
     match parsed.dialect {
         Dialect::Sqlite => {
             let path = Path::new(&parsed.target);
@@ -355,11 +355,32 @@ mod tests {
     }
 
     #[test]
-    fn every_backend_has_a_url_and_servers_a_base() {
-        for backend in Backend::ALL {
-            let url = backend.database_url("flowstate_bench");
-            assert_eq!(Backend::of_url(&url).unwrap(), backend, "{url}");
-            assert_eq!(backend.server_env().is_some(), backend != Backend::Sqlite);
+    fn every_dialect_has_a_url_and_servers_a_base() {
+        for dialect in Dialect::ALL {
+            let url = dialect.database_url("flowstate_bench");
+            assert_eq!(parse_url(&url).unwrap().dialect, dialect, "{url}");
+            assert_eq!(dialect.server_env().is_some(), dialect != Dialect::Sqlite);
         }
+        assert_eq!(
+            Dialect::Sqlite.database_url("x"),
+            format!("sqlite://{}", target_dir().join("x.db").display())
+        );
+        assert_eq!(
+            (
+                Dialect::Sqlite.default_workers(),
+                Dialect::Postgres.default_workers(),
+                Dialect::Mysql.default_workers()
+            ),
+            (4, 32, 32)
+        );
+        assert!(parse_url("oracle://h/db").is_err());
+    }
+
+    #[test]
+    fn dialects_print_sqlite_first_as_they_always_have() {
+        assert_eq!(
+            in_print_order(),
+            [Dialect::Sqlite, Dialect::Postgres, Dialect::Mysql]
+        );
     }
 }

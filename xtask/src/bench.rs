@@ -19,11 +19,11 @@ mod statements;
 mod throughput;
 
 use anyhow::{Context, Result, bail};
-use flowstate_store_diesel::migrate;
+use flowstate_store_diesel::{Dialect, migrate};
 
 use self::statements::{Counted, OPERATIONS};
 use self::throughput::Throughput;
-use crate::backend::{self, Backend};
+use crate::backend::{self, DialectExt};
 
 /// What the bench measures, and where.
 #[derive(Clone, Debug)]
@@ -64,23 +64,23 @@ struct Column {
 
 /// Runs the bench and prints the table; fails if any measurement failed.
 pub async fn run(options: Options) -> Result<()> {
-    let targets: Vec<(Backend, String, bool)> = if options.urls.is_empty() {
-        for backend in Backend::ALL.iter().filter(|b| !b.compiled()) {
+    let targets: Vec<(Dialect, String, bool)> = if options.urls.is_empty() {
+        for dialect in backend::in_print_order().iter().filter(|d| !d.compiled()) {
             println!(
                 "(this xtask build leaves out {}: build it with its feature)",
-                backend.name()
+                dialect.name()
             );
         }
-        Backend::ALL
+        backend::in_print_order()
             .into_iter()
-            .filter(|b| b.compiled())
-            .map(|b| (b, b.database_url(BENCH_DATABASE), true))
+            .filter(|d| d.compiled())
+            .map(|d| (d, d.database_url(BENCH_DATABASE), true))
             .collect()
     } else {
         options
             .urls
             .iter()
-            .map(|url| Ok((Backend::of_url(url)?, url.clone(), false)))
+            .map(|url| Ok((backend::parse_url(url)?.dialect, url.clone(), false)))
             .collect::<Result<_>>()?
     };
     println!(
@@ -93,37 +93,37 @@ pub async fn run(options: Options) -> Result<()> {
         );
     }
     let mut columns = Vec::new();
-    for (backend, url, ours) in targets {
-        let workers = options.workers.unwrap_or_else(|| backend.default_workers());
+    for (dialect, url, ours) in targets {
+        let workers = options.workers.unwrap_or_else(|| dialect.default_workers());
         println!(
             "  {} {}: resetting the flowstate tables",
-            backend.name(),
+            dialect.name(),
             backend::redact(&url)
         );
         let column = match reset(&url, ours).await {
             Ok(()) => {
                 println!(
                     "  {}: throughput with {workers} workers ...",
-                    backend.name()
+                    dialect.name()
                 );
                 let throughput = throughput::measure(&url, workers, options.steps).await;
-                println!("  {}: statements per operation ...", backend.name());
+                println!("  {}: statements per operation ...", dialect.name());
                 let statements = statements::measure(&url).await;
                 Column {
-                    label: backend.name().to_owned(),
+                    label: dialect.name().to_owned(),
                     throughput,
                     statements,
                 }
             }
             Err(err) => Column {
-                label: backend.name().to_owned(),
+                label: dialect.name().to_owned(),
                 throughput: Err(anyhow::anyhow!("{err:#}")),
                 statements: Err(err),
             },
         };
         #[cfg(feature = "postgres")]
         let baseline =
-            (backend == Backend::Postgres && column.throughput.is_ok()).then(|| url.clone());
+            (dialect == Dialect::Postgres && column.throughput.is_ok()).then(|| url.clone());
         columns.push(column);
         #[cfg(feature = "postgres")]
         if let Some(url) = baseline {

@@ -29,7 +29,7 @@ use tokio::task::JoinSet;
 use self::ledger::Ledger;
 use self::report::Summary;
 use self::worker::{FUNCTION, Job};
-use crate::backend::{self, Backend};
+use crate::backend;
 
 /// What the demo runs.
 #[derive(Clone, Debug)]
@@ -76,10 +76,10 @@ pub async fn run(options: Options) -> Result<()> {
             true,
         ),
     };
-    let backend = Backend::of_url(&url)?;
+    let dialect = backend::parse_url(&url)?.dialect;
     println!(
         "flowstate demo on {} {}: {} runs x {} steps, {} workers, every step delivered twice",
-        backend.name(),
+        dialect.name(),
         backend::redact(&url),
         options.runs,
         options.steps_per_run,
@@ -214,12 +214,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn about_one_step_in_ten_is_flaky_and_always_the_same() {
-        let flaky = (0..300)
+    fn the_same_steps_are_flaky_every_time_about_one_in_ten() {
+        // Fixed values, worked out once from FNV-1a of "<run>/<step>": a
+        // change to the hash, its input or the share changes them.
+        for (run, name) in [(2, "charge"), (3, "pack"), (4, "ship"), (8, "reserve")] {
+            assert!(
+                is_flaky(run, name),
+                "{run}/{name} should fail its first attempt"
+            );
+        }
+        for (run, name) in [(0, "reserve"), (2, "reserve"), (3, "charge"), (7, "charge")] {
+            assert!(!is_flaky(run, name), "{run}/{name} should not fail");
+        }
+        let defaults = Options::default();
+        assert_eq!((defaults.runs, defaults.steps_per_run), (300, 4));
+        let flaky = (0..defaults.runs)
             .flat_map(|run| STEP_NAMES.iter().map(move |name| is_flaky(run, name)))
             .filter(|&f| f)
             .count();
-        assert!((60..=180).contains(&flaky), "{flaky} of 1200");
-        assert_eq!(is_flaky(7, "charge"), is_flaky(7, "charge"));
+        assert_eq!(flaky, 118, "flaky steps of the default 300 runs x 4 steps");
     }
 }

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use flowstate_store_diesel::migrate;
+use flowstate_store_diesel::{Dialect, migrate};
 
-use crate::backend::{self, Backend};
+use crate::backend;
 
 /// What to do to the schema.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,7 +47,7 @@ pub async fn run(action: Action, url: Option<String>) -> Result<()> {
     }
     let url = url.unwrap_or_else(|| backend::default_url("flowstate.db"));
     let shown = backend::redact(&url);
-    let on = Backend::of_url(&url)?.name();
+    let on = backend::parse_url(&url)?.dialect.name();
     if action == Action::Up {
         backend::prepare(&url, false).await?;
     }
@@ -95,15 +95,12 @@ pub async fn run(action: Action, url: Option<String>) -> Result<()> {
     Ok(())
 }
 
-/// The dialect folders under `store-diesel/migrations`.
-const DIALECTS: [&str; 3] = ["postgres", "mysql", "sqlite"];
-
 /// Creates `<dir>/<dialect>/<YYYY-MM-DD-HHMMSS>_<name>/{up,down}.sql` for
 /// every dialect.
 fn new(dir: &Path, name: &str, now: SystemTime) -> Result<()> {
     check_name(name)?;
-    for dialect in DIALECTS {
-        let existing = std::fs::read_dir(dir.join(dialect))
+    for dialect in Dialect::ALL {
+        let existing = std::fs::read_dir(dir.join(dialect.name()))
             .into_iter()
             .flatten()
             .flatten();
@@ -116,8 +113,8 @@ fn new(dir: &Path, name: &str, now: SystemTime) -> Result<()> {
     }
     let folder = format!("{}_{name}", version_of(now));
     let mut created: Vec<PathBuf> = Vec::new();
-    for dialect in DIALECTS {
-        let path = dir.join(dialect).join(&folder);
+    for dialect in Dialect::ALL {
+        let path = dir.join(dialect.name()).join(&folder);
         std::fs::create_dir_all(&path)
             .with_context(|| format!("cannot create {}", path.display()))?;
         for (file, what) in [("up.sql", "apply"), ("down.sql", "revert what up.sql does")] {
@@ -225,7 +222,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let at = UNIX_EPOCH + Duration::from_secs(1_709_210_096);
         new(&dir, "add_leases", at).unwrap();
-        for dialect in DIALECTS {
+        for dialect in ["postgres", "mysql", "sqlite"] {
             for file in ["up.sql", "down.sql"] {
                 let path = dir
                     .join(dialect)

@@ -12,7 +12,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::backend::{self, Backend};
+use flowstate_store_diesel::Dialect;
+
+use crate::backend::{self, DialectExt};
 
 /// One cargo invocation.
 struct Step {
@@ -96,22 +98,23 @@ pub fn run() -> Result<()> {
 /// starts.
 fn servers_reachable() -> Result<()> {
     println!("==> xtask test: servers");
-    for backend in Backend::ALL {
-        let (Some((var, _)), Some(url)) = (backend.server_env(), backend.server_url()) else {
+    // `Dialect::ALL` lists the servers first, PostgreSQL then MySQL.
+    for dialect in Dialect::ALL {
+        let (Some((var, _)), Some(url)) = (dialect.server_env(), dialect.server_url()) else {
             continue;
         };
-        let default_port = if backend == Backend::Postgres {
+        let default_port = if dialect == Dialect::Postgres {
             5432
         } else {
             3306
         };
         match backend::reachable(&url, default_port) {
-            Ok(()) => println!("  {:<8} {} answers", backend.name(), backend::redact(&url)),
+            Ok(()) => println!("  {:<8} {} answers", dialect.name(), backend::redact(&url)),
             Err(err) => bail!(
                 "{} is not reachable at {} ({var}): {err:#}\n\
                  the store-diesel tests need it and no backend is ever skipped; \
                  start it (`.ci/run` shows how) or point {var} at a running server",
-                backend.name(),
+                dialect.name(),
                 backend::redact(&url)
             ),
         }
