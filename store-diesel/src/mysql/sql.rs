@@ -68,10 +68,10 @@ pub(super) static FIRST_HISTORY: LazyLock<String> = LazyLock::new(|| {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flowstate_core::RetryStart;
 
     #[test]
     fn statements_bind_in_the_order_their_placeholders_appear() {
-        use flowstate_core::RetryStart;
         let succeeded = MOVES.get(Move::Transition(StepStatus::Succeeded));
         assert!(
             succeeded

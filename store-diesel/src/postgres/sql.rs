@@ -89,6 +89,7 @@ pub(super) static INSERT_STEP: LazyLock<String> = LazyLock::new(|| {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flowstate_core::RetryStart;
 
     #[test]
     fn each_statement_is_one_cte_over_the_shared_fragments() {
@@ -96,7 +97,6 @@ mod tests {
         assert!(
             CLAIM.contains("SELECT $5, c.id, c.current_attempt, 'running', $1, $1 FROM claimed")
         );
-        use flowstate_core::RetryStart;
         let succeeded = MOVES.get(Move::Transition(StepStatus::Succeeded));
         assert!(succeeded.contains("result = $4 WHERE id = $1 AND status IN ('running')"));
         assert!(succeeded.contains("result = EXCLUDED.result"));

@@ -20,10 +20,12 @@
 //!   each connection to it is a database of its own, and that connection
 //!   applies the embedded migrations when it opens: nothing else could
 //!   reach it to do so.
-//! - A call whose future is dropped mid-flight cannot leave a dangling
-//!   transaction: the blocking closure runs to its COMMIT or ROLLBACK
-//!   regardless, and its connection leaves the pool
-//!   ([`crate::pool::Leased`]).
+//! - A hot write whose future is dropped mid-flight cannot leave a
+//!   dangling transaction, and does not block the caller: the blocking
+//!   closure runs to its COMMIT or ROLLBACK in the background, then its
+//!   connection goes back to the pool ([`InFlight`]). A typed read dropped
+//!   mid-statement waits for its statement in place (diesel-async's
+//!   `SyncConnectionWrapper` does so), then its connection leaves the pool.
 
 mod claim;
 mod sql;
@@ -40,6 +42,7 @@ use diesel::connection::SimpleConnection;
 use diesel::result::Error as DieselError;
 use diesel::{QueryResult, SqliteConnection};
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+use futures_util::future::BoxFuture;
 
 use crate::config::StoreConfig;
 use crate::pool::ConnectionPool;
@@ -123,15 +126,63 @@ where
     R: Send + 'static,
     W: FnOnce(&mut SqliteConnection) -> Result<R, Fail> + Send + 'static,
 {
-    let mut conn = pool.get(op).await?;
-    let outcome = conn
-        .spawn_blocking(move |conn| Ok(conn.immediate_transaction(work)))
-        .await;
-    conn.release();
+    let mut lease = pool.get(op).await?;
+    let task = lease.spawn_blocking(move |conn| Ok(conn.immediate_transaction(work)));
+    let outcome = InFlight {
+        task: Some(task),
+        lease: Some(lease),
+    }
+    .finish()
+    .await;
     match outcome {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(Fail::Port(err))) => Err(err),
         Ok(Err(Fail::Db(err))) | Err(err) => Err(crate::error::backend(op, err)),
+    }
+}
+
+/// A hot write under way on the blocking pool, with its connection.
+///
+/// If the caller's future is dropped before the work ends, dropping the
+/// work's future would block the dropping thread until it is done
+/// (diesel-async's `SyncConnectionWrapper` waits in place, and panics on a
+/// current-thread runtime). Instead, the drop hands the work and its
+/// connection to a task that waits for the work, then gives the
+/// connection back to the pool: the caller returns at once, and the
+/// transaction still runs to its `COMMIT` or `ROLLBACK`.
+struct InFlight<R: Send + 'static> {
+    task: Option<BoxFuture<'static, QueryResult<R>>>,
+    lease: Option<crate::pool::Leased<SqliteConn>>,
+}
+
+impl<R: Send + 'static> InFlight<R> {
+    async fn finish(mut self) -> QueryResult<R> {
+        let out = match self.task.as_mut() {
+            Some(task) => task.await,
+            None => unreachable!("an in-flight write has its task until it finishes"),
+        };
+        self.task = None;
+        if let Some(lease) = self.lease.take() {
+            lease.release();
+        }
+        out
+    }
+}
+
+impl<R: Send + 'static> Drop for InFlight<R> {
+    fn drop(&mut self) {
+        let (Some(task), Some(lease)) = (self.task.take(), self.lease.take()) else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn(async move {
+                let _finished = task.await;
+                lease.release();
+            })),
+            // No runtime to wait on: the lease detaches its connection,
+            // which closes once the blocking work lets go of it.
+            Err(_) => drop((lease, task)),
+        }
     }
 }
 

@@ -13,6 +13,7 @@ use flowstate_core::{
 };
 
 use super::{DieselStore, by_returning, on_connection};
+use crate::cached::CacheExt;
 use crate::error::{backend, is_foreign_key_violation};
 use crate::guard::run_transition_refused;
 use crate::rows::{RunRow, convert, parse_status};
@@ -177,9 +178,12 @@ impl RunStore for DieselStore {
                         .or(runs::created_at.eq(*at).and(runs::id.lt(id))),
                 );
             }
+            // A boxed query is never kept prepared by diesel; its text is one
+            // of the few filter combinations, so it is cached here.
             listing
                 .order((runs::created_at.desc(), runs::id.desc()))
                 .limit(i64::from(limit))
+                .cached()
                 .load(conn)
                 .await
         })
@@ -198,6 +202,7 @@ impl RunStore for DieselStore {
         let now = self.now();
         let moved: Option<RunRow> = by_returning!(self, op, |conn| move_run!(&id_text, to, now)
             .returning(RunRow::as_returning())
+            .cached()
             .get_result(conn)
             .await
             .optional(),
@@ -206,7 +211,7 @@ impl RunStore for DieselStore {
         mysql: |conn| {
             use diesel_async::AsyncConnection;
             conn.transaction(async |conn| {
-                if move_run!(&id_text, to, now).execute(conn).await? == 0 {
+                if move_run!(&id_text, to, now).cached().execute(conn).await? == 0 {
                     return Ok(None);
                 }
                 runs::table

@@ -1,6 +1,10 @@
 //! Run state for [`DieselStore`]: a row per `(run_id, state_key)`, written
 //! by one upsert with the key bound, so writers of different keys never
 //! touch the same row and nothing is read, modified and written back.
+//!
+//! diesel does not keep an upsert prepared (its `ON CONFLICT` clause says
+//! it is unsafe to cache); the text here is fixed, so [`CacheExt::cached`]
+//! does, and a write is one round trip.
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -9,6 +13,7 @@ use serde_json::{Map, Value};
 use flowstate_core::{Error, Result, RunId};
 
 use super::{DieselStore, by_returning, on_connection};
+use crate::cached::CacheExt;
 use crate::error::{backend, is_foreign_key_violation};
 use crate::rows::{StateRow, joined_to_run, state_map};
 use crate::schema::{JsonText, flowstate_run_state as state, flowstate_runs as runs};
@@ -29,6 +34,7 @@ impl DieselStore {
             .on_conflict((state::run_id, state::state_key))
             .do_update()
             .set(state::value.eq(diesel::upsert::excluded(state::value)))
+            .cached()
             .execute(conn)
             .await,
         // MySQL has no conflict target and no `excluded`: `replace_into`
@@ -39,6 +45,7 @@ impl DieselStore {
             .on_conflict(diesel::dsl::DuplicatedKeys)
             .do_update()
             .set(state::value.eq(&row.value))
+            .cached()
             .execute(conn)
             .await)
         .map_err(|err| {

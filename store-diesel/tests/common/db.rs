@@ -68,6 +68,20 @@ impl TestDb {
             .unwrap_or_else(|err| panic!("cannot open {}: {err}", self.url))
     }
 
+    /// A store on this database with a pool of `connections`, every one of
+    /// them opened before it is answered, so racers race rather than queue
+    /// on connection setup.
+    pub async fn warm_store(&self, config: StoreConfig, connections: usize) -> DieselStore {
+        let store = self.store(config.pool_size(connections)).await;
+        let opening: Vec<_> = (0..connections)
+            .map(|_| store.reserve_connection())
+            .collect();
+        for held in futures_util::future::join_all(opening).await {
+            drop(held.expect("open a pooled connection"));
+        }
+        store
+    }
+
     /// Runs `sql` on a connection of its own, behind every store's back;
     /// answers the rows it affected.
     pub async fn execute(&self, sql: &str) -> usize {

@@ -8,6 +8,11 @@
 mod common;
 
 mod budgets;
+mod explain;
+mod migrations;
+mod pool;
+mod races;
+mod support;
 
 use flowstate_store_diesel::Dialect;
 

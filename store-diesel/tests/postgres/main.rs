@@ -10,6 +10,9 @@ mod common;
 mod budgets;
 mod explain;
 mod migrations;
+mod pool;
+mod prepared;
+mod races;
 mod support;
 
 use flowstate_store_diesel::Dialect;

@@ -8,8 +8,10 @@
 mod common;
 
 mod budgets;
+mod concurrency;
 mod migrations;
 mod plans;
+mod pool;
 mod support;
 
 use flowstate_store_diesel::Dialect;

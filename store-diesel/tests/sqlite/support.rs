@@ -1,5 +1,6 @@
-//! What the SQLite-only tests (migrations, query plans) share: a database
-//! file per test, addressed by path, removed on drop.
+//! What the SQLite-only tests share: a database file per test, addressed
+//! by path and removed on drop, and a bounded wait for something that must
+//! happen.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -80,4 +81,24 @@ pub async fn logged_store() -> (TestDb, DieselStore, Arc<StatementLog>) {
         .store(StoreConfig::default().statement_log(log.clone()))
         .await;
     (db, store, log)
+}
+
+/// How many times [`eventually`] looks before it gives up.
+const LOOKS: u32 = 3_000;
+
+/// Waits for `done` to hold, looking every 10 ms, and panics naming `what`
+/// if it still does not after 30 s: a bound on something that must happen
+/// (a hang guard), not a timing check.
+pub async fn eventually<F, Fut>(what: &str, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..LOOKS {
+        if done().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("never happened: {what}");
 }

@@ -1,0 +1,266 @@
+//! Migrations on MySQL: applied once, idempotent, reversible to the same
+//! schema, a half-applied run finished, every index of SCHEMA.md there, and
+//! the database's default charset irrelevant.
+
+use diesel::sql_types::Text;
+use diesel_async::{AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
+use flowstate_core::{NewRun, RunStore, StepStore};
+use flowstate_store_diesel::migrate;
+use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
+use serde_json::json;
+
+use crate::common::db::TestDb;
+use crate::common::records;
+use crate::support::{self, TextRow, count};
+
+const VERSION: &str = "20261130000001";
+const UP_SQL: &str =
+    include_str!("../../migrations/mysql/2026-11-30-000001_create_flowstate/up.sql");
+const TABLES: [&str; 5] = [
+    "flowstate_run_state",
+    "flowstate_runs",
+    "flowstate_step_history",
+    "flowstate_steps",
+    "flowstate_workflow_versions",
+];
+
+/// Every table, column, index and foreign key of the database, as text
+/// that does not name the database.
+async fn catalog(conn: &mut AsyncMysqlConnection, db: &str) -> Vec<String> {
+    let queries = [
+        "SELECT CONCAT_WS(' ', 'table', TABLE_NAME, ENGINE, TABLE_COLLATION) AS v \
+         FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME",
+        "SELECT CONCAT_WS(' ', 'column', TABLE_NAME, ORDINAL_POSITION, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, \
+         IFNULL(COLUMN_DEFAULT, '-'), IFNULL(CHARACTER_SET_NAME, '-'), IFNULL(COLLATION_NAME, '-')) AS v \
+         FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME, ORDINAL_POSITION",
+        "SELECT CONCAT_WS(' ', 'index', TABLE_NAME, INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME) AS v \
+         FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX",
+        "SELECT CONCAT_WS(' ', 'fk', TABLE_NAME, CONSTRAINT_NAME, REFERENCED_TABLE_NAME, UPDATE_RULE, DELETE_RULE) AS v \
+         FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = ? ORDER BY CONSTRAINT_NAME",
+        "SELECT CONCAT_WS(' ', 'check', TABLE_NAME, CONSTRAINT_NAME, CHECK_CLAUSE) AS v \
+         FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = ? ORDER BY TABLE_NAME, CONSTRAINT_NAME",
+    ];
+    let mut out = Vec::new();
+    for query in queries {
+        let rows = diesel::sql_query(query)
+            .bind::<Text, _>(db)
+            .load::<TextRow>(conn)
+            .await
+            .expect(query);
+        out.extend(rows.into_iter().map(|r| r.v));
+    }
+    out
+}
+
+/// The flowstate tables present.
+async fn tables(conn: &mut AsyncMysqlConnection, db: &str) -> Vec<String> {
+    let mut names: Vec<String> = diesel::sql_query(
+        "SELECT TABLE_NAME AS v FROM information_schema.TABLES \
+         WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE 'flowstate\\_%'",
+    )
+    .bind::<Text, _>(db)
+    .load::<TextRow>(conn)
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|r| r.v)
+    .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_fresh_database_takes_one_migration_and_a_second_up_is_a_no_op() {
+    let db = TestDb::empty(Dialect::Mysql).await;
+    let before = migrate::status(&db.url).await.unwrap();
+    assert_eq!(before.len(), 1);
+    assert_eq!(
+        (before[0].version.as_str(), before[0].applied),
+        (VERSION, false)
+    );
+    assert!(
+        before[0].name.contains("create_flowstate"),
+        "{:?}",
+        before[0]
+    );
+
+    assert_eq!(
+        migrate::up(&db.url).await.unwrap(),
+        vec![VERSION.to_owned()]
+    );
+    let mut conn = support::connection(&db).await;
+    assert_eq!(tables(&mut conn, &db.name).await, TABLES);
+    let status = migrate::status(&db.url).await.unwrap();
+    assert_eq!(status.len(), 1);
+    assert!(status[0].applied);
+
+    assert_eq!(migrate::up(&db.url).await.unwrap(), Vec::<String>::new());
+    assert!(migrate::status(&db.url).await.unwrap()[0].applied);
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn down_then_up_gives_the_same_schema() {
+    let db = TestDb::migrated(Dialect::Mysql).await;
+    let mut conn = support::connection(&db).await;
+    let before = catalog(&mut conn, &db.name).await;
+    assert!(
+        before.len() > 50,
+        "the catalog dump found little: {before:?}"
+    );
+
+    assert_eq!(
+        migrate::down(&db.url, usize::MAX).await.unwrap(),
+        vec![VERSION.to_owned()]
+    );
+    assert!(
+        tables(&mut conn, &db.name).await.is_empty(),
+        "down left flowstate tables"
+    );
+    assert!(!migrate::status(&db.url).await.unwrap()[0].applied);
+    assert!(
+        migrate::down(&db.url, 1).await.unwrap().is_empty(),
+        "nothing left to revert"
+    );
+
+    assert_eq!(
+        migrate::up(&db.url).await.unwrap(),
+        vec![VERSION.to_owned()]
+    );
+    assert_eq!(catalog(&mut conn, &db.name).await, before);
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn up_finishes_a_half_applied_schema() {
+    // MySQL's DDL is not transactional: a failed run can leave some tables.
+    let reference = TestDb::migrated(Dialect::Mysql).await;
+    let db = TestDb::empty(Dialect::Mysql).await;
+    let mut conn = support::connection(&db).await;
+    let first_table = UP_SQL
+        .split(';')
+        .find(|s| s.contains("CREATE TABLE"))
+        .unwrap();
+    conn.batch_execute(first_table).await.unwrap();
+    assert_eq!(tables(&mut conn, &db.name).await, ["flowstate_runs"]);
+
+    assert_eq!(
+        migrate::up(&db.url).await.unwrap(),
+        vec![VERSION.to_owned()]
+    );
+    let mut reference_conn = support::connection(&reference).await;
+    assert_eq!(
+        catalog(&mut conn, &db.name).await,
+        catalog(&mut reference_conn, &reference.name).await
+    );
+    reference.drop_database().await;
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn every_index_of_the_schema_is_there() {
+    let db = TestDb::migrated(Dialect::Mysql).await;
+    let mut conn = support::connection(&db).await;
+    let indexes: Vec<String> = diesel::sql_query(
+        "SELECT CONCAT(TABLE_NAME, '(', GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX SEPARATOR ', '), ')', \
+         IF(NON_UNIQUE = 0, ' unique', '')) AS v FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? \
+         GROUP BY TABLE_NAME, INDEX_NAME, NON_UNIQUE ORDER BY v",
+    )
+    .bind::<Text, _>(&db.name)
+    .load::<TextRow>(&mut conn)
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|r| r.v)
+    .collect();
+    let expected = [
+        "flowstate_run_state(run_id, state_key) unique",
+        "flowstate_runs(id) unique",
+        "flowstate_runs(created_at, id)",
+        "flowstate_runs(idempotency_key) unique",
+        "flowstate_runs(parent_id, created_at, id)",
+        "flowstate_runs(parent_id, status)",
+        "flowstate_runs(status, created_at, id)",
+        "flowstate_runs(workflow, created_at, id)",
+        "flowstate_runs(workflow, status, created_at, id)",
+        "flowstate_step_history(id) unique",
+        "flowstate_step_history(step_id, attempt) unique",
+        "flowstate_step_history(step_id, created_at)",
+        "flowstate_steps(id) unique",
+        "flowstate_steps(run_id, name) unique",
+        "flowstate_steps(run_id, status)",
+        "flowstate_workflow_versions(id) unique",
+        "flowstate_workflow_versions(workflow, graph_hash) unique",
+    ];
+    for index in expected {
+        assert!(
+            indexes.iter().any(|i| i == index),
+            "no index {index}; found {indexes:#?}"
+        );
+    }
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn the_database_default_charset_does_not_matter() {
+    let db = TestDb::empty(Dialect::Mysql).await;
+    let mut conn = support::connection(&db).await;
+    conn.batch_execute(&format!(
+        "ALTER DATABASE {} CHARACTER SET latin1 COLLATE latin1_swedish_ci",
+        db.name
+    ))
+    .await
+    .unwrap();
+    migrate::up(&db.url).await.unwrap();
+    let store = db.store(StoreConfig::default()).await;
+    let input = json!({"emoji": "🦀 ключ 鍵", "zwj": "👩‍💻"});
+    let run = store
+        .create_run(NewRun::new("wörkflow 🦀", input.clone()))
+        .await
+        .unwrap()
+        .record;
+    assert_eq!(store.get_run(run.id).await.unwrap().input, input);
+    assert_eq!(store.get_run(run.id).await.unwrap().workflow, "wörkflow 🦀");
+    records::step(&store, run.id, "шаг 🦀", input.clone()).await;
+    assert_eq!(
+        store.find_step(run.id, "шаг 🦀").await.unwrap().input,
+        input
+    );
+    store.write_state(run.id, "ключ 🔑", &input).await.unwrap();
+    assert_eq!(store.read_state(run.id).await.unwrap()["ключ 🔑"], input);
+    let latin1_columns = count(
+        &mut conn,
+        &format!(
+            "SELECT COUNT(*) AS n FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '{}' \
+             AND TABLE_NAME LIKE 'flowstate\\_%' AND CHARACTER_SET_NAME = 'latin1'",
+            db.name
+        ),
+    )
+    .await;
+    assert_eq!(latin1_columns, 0, "a column took the database's charset");
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn diesel_store_opens_mysql_and_mariadb_urls() {
+    let db = TestDb::empty(Dialect::Mysql).await;
+    let store = DieselStore::open_migrated(&db.url, StoreConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(store.dialect(), Dialect::Mysql);
+    let run = records::run(&store, json!({"via": "DieselStore"})).await;
+    let mariadb_url = db.url.replacen("mysql://", "mariadb://", 1);
+    let again = DieselStore::open_migrated(&mariadb_url, StoreConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(again.get_run(run.id).await.unwrap(), run);
+    again
+        .batch_execute("DELETE FROM flowstate_runs")
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.get_run(run.id).await,
+        Err(flowstate_core::Error::RunNotFound(_))
+    ));
+    db.drop_database().await;
+}
