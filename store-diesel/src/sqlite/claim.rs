@@ -13,7 +13,7 @@ use diesel::sql_types::{BigInt, Text};
 use flowstate_core::{HistoryId, Result, RunId, Step, StepStatus};
 
 use super::sql::{CLAIM, MOVES};
-use super::{Pool, write};
+use super::{Pool, write, wrote};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::guard::claim_lost;
@@ -45,17 +45,15 @@ pub(crate) async fn claim(
             .optional()?;
         if let Some(row) = claimed {
             let step = Step::try_from(row)?;
-            diesel::sql_query(
-                MOVES
-                    .get(Move::Transition(StepStatus::Running))
-                    .history
-                    .as_str(),
-            )
-            .bind::<Text, _>(HistoryId::generate().to_string())
-            .bind::<BigInt, _>(now)
-            .bind::<Text, _>(step.id.to_string())
-            .cached()
-            .execute(conn)?;
+            let history = MOVES
+                .get(Move::Transition(StepStatus::Running))
+                .history
+                .as_str();
+            let history = diesel::sql_query(history)
+                .bind::<Text, _>(HistoryId::generate().to_string())
+                .bind::<BigInt, _>(now)
+                .bind::<Text, _>(step.id.to_string());
+            wrote(conn, history)?;
             tracing::debug!(step = %step.id, attempt = step.attempt, "step claimed");
             return Ok(Some(step));
         }

@@ -186,6 +186,29 @@ impl<R: Send + 'static> Drop for InFlight<R> {
     }
 }
 
+/// The id a write answers with `RETURNING id`.
+#[derive(diesel::QueryableByName)]
+struct Written {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    #[allow(dead_code)]
+    id: String,
+}
+
+/// Runs a cached write that ends in `RETURNING id` as a query (so its
+/// prepared statement is kept, see `sql::RETURNING`); answers whether it
+/// wrote a row.
+fn wrote<Q>(conn: &mut SqliteConnection, write: Q) -> QueryResult<bool>
+where
+    Q: diesel::query_builder::QueryFragment<diesel::sqlite::Sqlite>
+        + diesel::query_builder::QueryId,
+{
+    use diesel::{OptionalExtension, RunQueryDsl};
+    crate::cached::CacheExt::cached(write)
+        .get_result::<Written>(conn)
+        .optional()
+        .map(|row| row.is_some())
+}
+
 /// Whether `url` names an in-memory database rather than a file.
 fn is_in_memory(url: &str) -> bool {
     url == ":memory:" || url.starts_with("file::memory:") || url.contains("mode=memory")

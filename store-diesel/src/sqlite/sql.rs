@@ -10,6 +10,12 @@ use std::sync::LazyLock;
 
 use crate::sql::{ByStatus, HistorySource, Move, StepMove, Upsert, claim_update};
 
+/// What each write answers, so that it runs as a query: diesel keeps a raw
+/// statement prepared only on its load path (`execute` re-checks the
+/// statement through a reference, which finds a `sql_query` unsafe to
+/// cache), and the row answered says whether the write matched.
+const RETURNING: &str = "RETURNING id";
+
 /// The two writes of one kind of guarded move.
 #[derive(Debug)]
 pub(super) struct MoveSql {
@@ -30,8 +36,11 @@ fn move_sql(step_move: &StepMove) -> MoveSql {
         now: "?2",
     };
     MoveSql {
-        update: step_move.update("?1", "?3", "?2"),
-        history: step_move.history_upsert(source, Upsert::OnConflict),
+        update: format!("{} {RETURNING}", step_move.update("?1", "?3", "?2")),
+        history: format!(
+            "{} {RETURNING}",
+            step_move.history_upsert(source, Upsert::OnConflict)
+        ),
     }
 }
 

@@ -5,11 +5,10 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 
-use flowstate_core::{Error, HistoryId, Result, RunId};
+use flowstate_core::{Error, HistoryId, Result, RunId, StepStatus};
 
 use super::sql::MOVES;
-use super::{Fail, Pool, write};
-use crate::cached::CacheExt;
+use super::{Fail, Pool, write, wrote};
 use crate::config::StoreConfig;
 use crate::error::is_foreign_key_violation;
 use crate::rows::StepRow;
@@ -45,17 +44,12 @@ pub(crate) async fn insert_step(
                 .first(conn)?;
             return Ok(Some(holder));
         }
-        diesel::sql_query(
-            MOVES
-                .get(Move::Transition(flowstate_core::StepStatus::Pending))
-                .history
-                .as_str(),
-        )
-        .bind::<Text, _>(HistoryId::generate().to_string())
-        .bind::<BigInt, _>(row.created_at)
-        .bind::<Text, _>(&row.id)
-        .cached()
-        .execute(conn)?;
+        let first = MOVES.get(Move::Transition(StepStatus::Pending));
+        let history = diesel::sql_query(first.history.as_str())
+            .bind::<Text, _>(HistoryId::generate().to_string())
+            .bind::<BigInt, _>(row.created_at)
+            .bind::<Text, _>(&row.id);
+        wrote(conn, history)?;
         Ok(None)
     })
     .await

@@ -5,14 +5,12 @@
 //! the `UPDATE` matched nothing the caller reads the status, on the error
 //! path only.
 
-use diesel::RunQueryDsl;
 use diesel::sql_types::{BigInt, Text};
 
 use flowstate_core::{HistoryId, Result, StepId};
 
 use super::sql::MOVES;
-use super::{Pool, write};
-use crate::cached::CacheExt;
+use super::{Pool, write, wrote};
 use crate::config::StoreConfig;
 use crate::guard::Guarded;
 use crate::schema::{Json, JsonText};
@@ -35,21 +33,17 @@ pub(crate) async fn guarded_move(
             .bind::<BigInt, _>(now)
             .bind::<Text, _>(&id);
         let moved = match payload {
-            Some(json) => update
-                .bind::<Json, _>(JsonText(json))
-                .cached()
-                .execute(conn)?,
-            None => update.cached().execute(conn)?,
+            Some(json) => wrote(conn, update.bind::<Json, _>(JsonText(json)))?,
+            None => wrote(conn, update)?,
         };
-        if moved == 0 {
+        if !moved {
             return Ok(Guarded::Unseen);
         }
-        diesel::sql_query(sql.history.as_str())
+        let history = diesel::sql_query(sql.history.as_str())
             .bind::<Text, _>(HistoryId::generate().to_string())
             .bind::<BigInt, _>(now)
-            .bind::<Text, _>(&id)
-            .cached()
-            .execute(conn)?;
+            .bind::<Text, _>(&id);
+        wrote(conn, history)?;
         Ok(Guarded::Moved)
     })
     .await
