@@ -96,20 +96,10 @@ where
         })
     }
 
-    /// A connection for `operation`, lent for one call.
-    pub(crate) async fn get(
-        &self,
-        operation: &'static str,
-    ) -> Result<Leased<C>, flowstate_core::Error> {
-        Ok(Leased {
-            object: Some(self.reserve(operation).await?),
-        })
-    }
-
     /// A connection for `operation`, back in the pool when it drops, or
     /// [`flowstate_core::Error::PoolTimeout`] once the acquire timeout
     /// passes.
-    pub(crate) async fn reserve(
+    pub(crate) async fn get(
         &self,
         operation: &'static str,
     ) -> Result<Object<C>, flowstate_core::Error> {
@@ -130,72 +120,5 @@ where
                 dialect,
                 source: Box::new(err),
             })
-    }
-}
-
-/// A pooled connection lent to one call.
-///
-/// A call that finishes hands it back with [`Leased::release`]. One whose
-/// future is dropped mid-statement (a timeout, a cancelled task) never
-/// returns it to the pool: the connection may be half-way through a
-/// statement or a transaction, and on SQLite a blocking thread may still
-/// hold it (diesel-async's recycle check would find it shared and panic).
-/// It is detached instead, and closes once nothing holds it; the blocking
-/// work, if any, runs to its `COMMIT` or `ROLLBACK` first.
-pub(crate) struct Leased<C>
-where
-    C: PoolableConnection + Send + 'static,
-    AsyncDieselConnectionManager<C>: Manager<Type = C, Error = PoolError>,
-{
-    object: Option<Object<C>>,
-}
-
-impl<C> Leased<C>
-where
-    C: PoolableConnection + Send + 'static,
-    AsyncDieselConnectionManager<C>: Manager<Type = C, Error = PoolError>,
-{
-    /// Gives the connection back to the pool: the call is over.
-    pub(crate) fn release(mut self) {
-        drop(self.object.take());
-    }
-}
-
-impl<C> std::ops::Deref for Leased<C>
-where
-    C: PoolableConnection + Send + 'static,
-    AsyncDieselConnectionManager<C>: Manager<Type = C, Error = PoolError>,
-{
-    type Target = C;
-
-    fn deref(&self) -> &C {
-        self.object
-            .as_deref()
-            .unwrap_or_else(|| unreachable!("a lease holds its connection until released"))
-    }
-}
-
-impl<C> std::ops::DerefMut for Leased<C>
-where
-    C: PoolableConnection + Send + 'static,
-    AsyncDieselConnectionManager<C>: Manager<Type = C, Error = PoolError>,
-{
-    fn deref_mut(&mut self) -> &mut C {
-        self.object
-            .as_deref_mut()
-            .unwrap_or_else(|| unreachable!("a lease holds its connection until released"))
-    }
-}
-
-impl<C> Drop for Leased<C>
-where
-    C: PoolableConnection + Send + 'static,
-    AsyncDieselConnectionManager<C>: Manager<Type = C, Error = PoolError>,
-{
-    fn drop(&mut self) {
-        if let Some(object) = self.object.take() {
-            tracing::debug!("call dropped mid-flight: its connection leaves the pool");
-            drop(Object::take(object));
-        }
     }
 }

@@ -39,7 +39,6 @@ pub(crate) async fn claim(
         claim_once(&mut conn, now, &run_text, name, function).await
     )
     .map_err(|err| backend("claim_step", err))?;
-    conn.release();
     let step = row.map(Step::try_from).transpose()?;
     match step {
         Some(step) if won => {

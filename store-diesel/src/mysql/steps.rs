@@ -32,7 +32,6 @@ pub(crate) async fn insert_step(
             _ => backend("insert_step", err),
         },
     )?;
-    conn.release();
     Ok(holder)
 }
 

@@ -41,7 +41,6 @@ pub(crate) async fn guarded_move(
         write_once(&mut conn, sql, &id, now, payload.as_ref()).await
     )
     .map_err(|err| backend(op, err))?;
-    conn.release();
     Ok(if moved {
         Guarded::Moved
     } else {

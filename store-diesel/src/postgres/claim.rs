@@ -51,7 +51,6 @@ pub(crate) async fn claim(
         .load(&mut *conn)
         .await
         .map_err(|err| backend("claim_step", err))?;
-    conn.release();
     match rows.into_iter().next() {
         Some(row) if row.won => {
             let step = Step::try_from(row.step)?;

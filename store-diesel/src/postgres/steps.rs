@@ -52,7 +52,6 @@ pub(crate) async fn insert_step(
                 },
             )?;
         if written.inserted == 1 {
-            conn.release();
             return Ok(None);
         }
         // The name is taken: read the step holding it, in a statement of its
@@ -66,11 +65,9 @@ pub(crate) async fn insert_step(
             .optional()
             .map_err(|err| backend("insert_step", err))?;
         if holder.is_some() {
-            conn.release();
             return Ok(holder);
         }
     }
-    conn.release();
     Err(Error::backend(
         "insert_step",
         true,

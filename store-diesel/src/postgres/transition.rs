@@ -56,7 +56,6 @@ pub(crate) async fn guarded_move(
         None => query.cached().load(&mut *conn).await,
     }
     .map_err(|err| backend(step_move.operation(), err))?;
-    conn.release();
     let Some(row) = rows.into_iter().next() else {
         return Ok(Guarded::Refused(None));
     };

@@ -25,7 +25,7 @@
 //!   closure runs to its COMMIT or ROLLBACK in the background, then its
 //!   connection goes back to the pool ([`InFlight`]). A typed read dropped
 //!   mid-statement waits for its statement in place (diesel-async's
-//!   `SyncConnectionWrapper` does so), then its connection leaves the pool.
+//!   `SyncConnectionWrapper` does so).
 
 mod claim;
 mod sql;
@@ -41,6 +41,7 @@ use std::path::Path;
 use diesel::connection::SimpleConnection;
 use diesel::result::Error as DieselError;
 use diesel::{QueryResult, SqliteConnection};
+use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use futures_util::future::BoxFuture;
 
@@ -126,11 +127,11 @@ where
     R: Send + 'static,
     W: FnOnce(&mut SqliteConnection) -> Result<R, Fail> + Send + 'static,
 {
-    let mut lease = pool.get(op).await?;
-    let task = lease.spawn_blocking(move |conn| Ok(conn.immediate_transaction(work)));
+    let mut conn = pool.get(op).await?;
+    let task = conn.spawn_blocking(move |conn| Ok(conn.immediate_transaction(work)));
     let outcome = InFlight {
         task: Some(task),
-        lease: Some(lease),
+        conn: Some(conn),
     }
     .finish()
     .await;
@@ -152,7 +153,7 @@ where
 /// transaction still runs to its `COMMIT` or `ROLLBACK`.
 struct InFlight<R: Send + 'static> {
     task: Option<BoxFuture<'static, QueryResult<R>>>,
-    lease: Option<crate::pool::Leased<SqliteConn>>,
+    conn: Option<Object<SqliteConn>>,
 }
 
 impl<R: Send + 'static> InFlight<R> {
@@ -162,26 +163,24 @@ impl<R: Send + 'static> InFlight<R> {
             None => unreachable!("an in-flight write has its task until it finishes"),
         };
         self.task = None;
-        if let Some(lease) = self.lease.take() {
-            lease.release();
-        }
+        self.conn = None; // back to the pool: the work is done
         out
     }
 }
 
 impl<R: Send + 'static> Drop for InFlight<R> {
     fn drop(&mut self) {
-        let (Some(task), Some(lease)) = (self.task.take(), self.lease.take()) else {
+        let (Some(task), Some(conn)) = (self.task.take(), self.conn.take()) else {
             return;
         };
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => drop(runtime.spawn(async move {
                 let _finished = task.await;
-                lease.release();
+                drop(conn);
             })),
-            // No runtime to wait on: the lease detaches its connection,
-            // which closes once the blocking work lets go of it.
-            Err(_) => drop((lease, task)),
+            // No runtime to wait on: take the connection out of the pool
+            // instead; it closes once the blocking work lets go of it.
+            Err(_) => drop(Object::take(conn)),
         }
     }
 }

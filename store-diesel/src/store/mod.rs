@@ -73,17 +73,13 @@ macro_rules! on_connection {
 }
 pub(crate) use on_connection;
 
-/// One arm of [`on_connection!`]: lease, run (again after a conflict),
-/// release.
+/// One arm of [`on_connection!`]: take a pooled connection, run the body
+/// on it (again after a conflict).
 macro_rules! leased {
     ($pool:expr, $op:expr, |$conn:ident| $body:expr) => {{
-        let mut lease = $pool.get($op).await?;
-        let out = {
-            let $conn = &mut *lease;
-            $crate::store::conflict::retry_conflicts!($op, async { $body }.await)
-        };
-        lease.release();
-        out
+        let mut conn = $pool.get($op).await?;
+        let $conn = &mut *conn;
+        $crate::store::conflict::retry_conflicts!($op, async { $body }.await)
     }};
 }
 pub(crate) use leased;
@@ -207,11 +203,11 @@ impl DieselStore {
         let op = "reserve_connection";
         Ok(ReservedConnection(match &self.pools {
             #[cfg(feature = "postgres")]
-            Pools::Postgres(pool) => Box::new(pool.reserve(op).await?),
+            Pools::Postgres(pool) => Box::new(pool.get(op).await?),
             #[cfg(feature = "mysql")]
-            Pools::Mysql(pool) => Box::new(pool.reserve(op).await?),
+            Pools::Mysql(pool) => Box::new(pool.get(op).await?),
             #[cfg(feature = "sqlite")]
-            Pools::Sqlite(pool) => Box::new(pool.reserve(op).await?),
+            Pools::Sqlite(pool) => Box::new(pool.get(op).await?),
         }))
     }
 
