@@ -35,7 +35,6 @@ impl VersionStore for DieselStore {
         version: NewWorkflowVersion,
     ) -> Result<Inserted<WorkflowVersion>> {
         let graph = self.config.limits.encode_version(&version)?;
-        let version = &version;
         for _ in 0..IDEMPOTENT_TRIES {
             let row = VersionRow {
                 id: VersionId::generate().to_string(),
