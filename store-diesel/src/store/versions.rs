@@ -9,7 +9,7 @@ use flowstate_core::{
 };
 
 use super::runs::IDEMPOTENT_TRIES;
-use super::{DieselStore, on_connection};
+use super::{DieselStore, by_returning, on_connection};
 use crate::error::backend;
 use crate::rows::VersionRow;
 use crate::schema::{JsonText, flowstate_workflow_versions as versions};
@@ -43,18 +43,27 @@ impl VersionStore for DieselStore {
                 graph: JsonText(graph.clone()),
                 created_at: self.now(),
             };
-            // The unique (workflow, graph_hash) decides. On MySQL a duplicate
-            // still counts as a matched row (`CLIENT_FOUND_ROWS`), so the
-            // affected rows only tell elsewhere; MySQL reads the holder.
-            let inserted = on_connection!(self, "upsert_version", |conn| diesel::insert_into(
-                versions::table
-            )
-            .values(&row)
-            .on_conflict_do_nothing()
-            .execute(conn)
-            .await)
+            // The unique (workflow, graph_hash) decides. Whether this call
+            // wrote the row is told by the affected rows, except on MySQL,
+            // where a duplicate still counts as a matched row
+            // (`CLIENT_FOUND_ROWS`): there the holder is read, as for runs.
+            let wrote: Option<bool> = by_returning!(self, "upsert_version", |conn| {
+                diesel::insert_into(versions::table)
+                    .values(&row)
+                    .on_conflict_do_nothing()
+                    .execute(conn)
+                    .await
+                    .map(|n| Some(n == 1))
+            },
+            // No foreign key on this table, so `INSERT IGNORE` hides nothing.
+            mysql: |conn| diesel::insert_into(versions::table)
+                .values(&row)
+                .on_conflict_do_nothing()
+                .execute(conn)
+                .await
+                .map(|_| None))
             .map_err(|err| backend("upsert_version", err))?;
-            if inserted == 1 && self.dialect() != crate::Dialect::Mysql {
+            if wrote == Some(true) {
                 return Ok(Inserted {
                     record: WorkflowVersion::try_from(row)?,
                     inserted: true,
