@@ -23,7 +23,6 @@ use crate::store::conflict::retry_conflicts;
 
 /// [`StepStore::claim_step`](flowstate_core::StepStore::claim_step), its
 /// name and function already checked.
-#[tracing::instrument(level = "debug", skip_all, fields(run = %run, name = %name, function = %function))]
 pub(crate) async fn claim(
     pool: &Pool,
     config: &StoreConfig,

@@ -20,7 +20,6 @@ use crate::store::conflict::retry_conflicts;
 
 /// A transition or retry of step `id`, its payload already encoded by core,
 /// as one transaction (run again after a lock conflict).
-#[tracing::instrument(level = "debug", skip_all, fields(step = %id, to = %step_move.target()))]
 pub(crate) async fn guarded_move(
     pool: &Pool,
     config: &StoreConfig,

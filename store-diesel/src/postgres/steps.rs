@@ -24,7 +24,6 @@ struct InsertedRow {
 
 /// Inserts `row` with its first history row; `None` if this call inserted
 /// it, else the step that already holds its name.
-#[tracing::instrument(level = "debug", skip_all, fields(run = %row.run_id, name = %row.name))]
 pub(crate) async fn insert_step(
     pool: &Pool,
     _config: &StoreConfig,

@@ -17,7 +17,6 @@ use crate::sql::Move;
 
 /// Inserts `row` with its first history row; `None` if this call inserted
 /// it, else the step that already holds its name.
-#[tracing::instrument(level = "debug", skip_all, fields(run = %row.run_id, name = %row.name))]
 pub(crate) async fn insert_step(
     pool: &Pool,
     _config: &StoreConfig,

@@ -17,7 +17,6 @@ use crate::schema::{Json, JsonText};
 use crate::sql::Move;
 
 /// A transition or retry of step `id`, its payload already encoded by core.
-#[tracing::instrument(level = "debug", skip_all, fields(step = %id, to = %step_move.target()))]
 pub(crate) async fn guarded_move(
     pool: &Pool,
     config: &StoreConfig,

@@ -122,6 +122,7 @@ impl StepStore for DieselStore {
         convert(joined_to_run(run, rows)?)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(step = %id, to = %transition.target()))]
     async fn transition_step(&self, id: StepId, transition: StepTransition) -> Result<()> {
         let payload = self.config.limits.encode_transition(&transition)?;
         let step_move = Move::Transition(transition.target());
@@ -129,11 +130,13 @@ impl StepStore for DieselStore {
         self.moved_or_refused(id, written, step_move.target()).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(step = %id, start = %start.status()))]
     async fn create_retry_attempt(&self, id: StepId, start: RetryStart) -> Result<()> {
         let written = by_dialect!(self, guarded_move(id, Move::Retry(start), None))?;
         self.moved_or_refused(id, written, start.status()).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run, name = %name, function = %function))]
     async fn claim_step(&self, run: RunId, name: &str, function: &str) -> Result<Option<Step>> {
         self.config.limits.check_claim(name, function)?;
         by_dialect!(self, claim(run, name, function))
