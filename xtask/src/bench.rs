@@ -5,9 +5,16 @@
 //! PostgreSQL and MariaDB servers, created if missing) it resets the
 //! flowstate tables, then measures:
 //! - throughput: steps per second for claim + succeed with N workers, each
-//!   on a connection of its own ([`throughput`]);
+//!   on a connection of its own ([`throughput`]), for every worker count of
+//!   `--concurrency`, over `--rounds` rounds (median, min and max shown);
+//! - contention: 32 workers racing for the same 1,000 steps, which must end
+//!   with each step won exactly once ([`contention`]);
 //! - statements per operation, counted with `StatementLog`
 //!   ([`statements`]): budgets are counted, not timed.
+//!
+//! `--json FILE` writes the whole report ([`report`]); `--compare FILE`
+//! prints this run's medians against that earlier report's. `--smoke` is
+//! CI's run: tiny sizes, and a statement count off its budget fails it.
 //!
 //! With the `postgres` feature it also runs the same claim + succeed work as
 //! hand-written SQL on PostgreSQL (`baseline`), the figure DESIGN.md asks
@@ -15,14 +22,17 @@
 
 #[cfg(feature = "postgres")]
 mod baseline;
+mod contention;
+mod report;
 mod statements;
 mod throughput;
+
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use flowstate_store_diesel::{Dialect, migrate};
 
-use self::statements::{Counted, OPERATIONS};
-use self::throughput::Throughput;
+use self::report::{Column, Report, Rounds};
 use crate::backend::{self, DialectExt};
 
 /// What the bench measures, and where.
@@ -31,14 +41,27 @@ pub struct Options {
     /// The databases; none means every backend this build has, on its bench
     /// database.
     pub urls: Vec<String>,
-    /// Steps claimed and succeeded per database. The default, 20,000, keeps
+    /// Steps claimed and succeeded per round. The default, 20,000, keeps
     /// the first use of each statement on each of 32 connections (a prepare)
     /// from weighing on the figure: at 4,000 it cost PostgreSQL a third.
     pub steps: usize,
-    /// Workers per database; `None` is 32 on a server, 4 on SQLite.
-    pub workers: Option<usize>,
+    /// The worker counts to measure, each in its own rounds; empty means
+    /// one count per dialect: 32 on a server, 4 on SQLite.
+    pub concurrency: Vec<usize>,
+    /// Rounds per worker count; the table shows their median, min and max.
+    pub rounds: usize,
+    /// Workers and steps of the contention race.
+    pub contention: (usize, usize),
     /// Print the SQL each operation sent.
     pub verbose: bool,
+    /// Write the report as JSON here.
+    pub json: Option<PathBuf>,
+    /// Compare with the JSON report of an earlier run.
+    pub compare: Option<PathBuf>,
+    /// Tiny sizes, for CI: one round of 200 steps with 4 workers, a race of
+    /// 8 workers for 50 steps, and a statement count other than the
+    /// budget's fails the run. Never a timing assertion.
+    pub smoke: bool,
 }
 
 impl Default for Options {
@@ -46,8 +69,27 @@ impl Default for Options {
         Self {
             urls: Vec::new(),
             steps: 20_000,
-            workers: None,
+            concurrency: Vec::new(),
+            rounds: 3,
+            contention: (32, 1_000),
             verbose: false,
+            json: None,
+            compare: None,
+            smoke: false,
+        }
+    }
+}
+
+impl Options {
+    /// The smoke sizes over `self` (see [`Options::smoke`]).
+    pub fn smoke(self) -> Self {
+        Self {
+            steps: 200,
+            concurrency: vec![4],
+            rounds: 1,
+            contention: (8, 50),
+            smoke: true,
+            ..self
         }
     }
 }
@@ -55,15 +97,14 @@ impl Default for Options {
 /// The name of the database the bench creates on each server.
 const BENCH_DATABASE: &str = "flowstate_bench";
 
-/// One column of the table.
-struct Column {
-    label: String,
-    throughput: Result<Throughput>,
-    statements: Result<Vec<Counted>>,
-}
-
-/// Runs the bench and prints the table; fails if any measurement failed.
+/// Runs the bench and prints the table; fails if any measurement failed
+/// (and, with `--smoke`, if any statement count is off its budget).
 pub async fn run(options: Options) -> Result<()> {
+    let earlier = options
+        .compare
+        .as_deref()
+        .map(report::read_json)
+        .transpose()?;
     let targets: Vec<(Dialect, String, bool)> = if options.urls.is_empty() {
         for dialect in backend::in_print_order().iter().filter(|d| !d.compiled()) {
             println!(
@@ -84,8 +125,8 @@ pub async fn run(options: Options) -> Result<()> {
             .collect::<Result<_>>()?
     };
     println!(
-        "flowstate bench: {} steps claimed and succeeded per database",
-        options.steps
+        "flowstate bench: claim + succeed, {} steps per round, {} round(s) per worker count",
+        options.steps, options.rounds
     );
     if cfg!(debug_assertions) {
         println!(
@@ -93,69 +134,116 @@ pub async fn run(options: Options) -> Result<()> {
         );
     }
     let mut columns = Vec::new();
+    let mut off_budget = Vec::new();
     for (dialect, url, ours) in targets {
-        let workers = options.workers.unwrap_or_else(|| dialect.default_workers());
+        let name = dialect.name();
         println!(
-            "  {} {}: resetting the flowstate tables",
-            dialect.name(),
+            "  {name} {}: resetting the flowstate tables",
             backend::redact(&url)
         );
-        let column = match reset(&url, ours).await {
-            Ok(()) => {
-                println!(
-                    "  {}: throughput with {workers} workers ...",
-                    dialect.name()
-                );
-                let throughput = throughput::measure(&url, workers, options.steps).await;
-                println!("  {}: statements per operation ...", dialect.name());
-                let statements = statements::measure(&url).await;
-                Column {
-                    label: dialect.name().to_owned(),
-                    throughput,
-                    statements,
-                }
-            }
-            Err(err) => Column {
-                label: dialect.name().to_owned(),
+        if let Err(err) = reset(&url, ours).await {
+            columns.push(Column {
+                label: name.to_owned(),
                 throughput: Err(anyhow::anyhow!("{err:#}")),
+                contention: None,
                 statements: Err(err),
-            },
+            });
+            continue;
+        }
+        let concurrency = if options.concurrency.is_empty() {
+            vec![dialect.default_workers()]
+        } else {
+            options.concurrency.clone()
         };
+        let throughput = rounds(name, &concurrency, &options, async |workers, label| {
+            throughput::measure(&url, workers, options.steps, label).await
+        })
+        .await;
+        let (race_workers, race_steps) = options.contention;
+        println!("  {name}: contention, {race_workers} workers racing for {race_steps} steps");
+        let contention = contention::measure(&url, race_workers, race_steps).await;
+        println!("  {name}: statements per operation");
+        let statements = statements::measure(&url).await;
+        if let Ok(counted) = &statements {
+            off_budget.extend(statements::unexpected(dialect, counted));
+        }
+        let measured = throughput.is_ok();
+        columns.push(Column {
+            label: name.to_owned(),
+            throughput,
+            contention: Some(contention),
+            statements,
+        });
         #[cfg(feature = "postgres")]
-        let baseline =
-            (dialect == Dialect::Postgres && column.throughput.is_ok()).then(|| url.clone());
-        columns.push(column);
-        #[cfg(feature = "postgres")]
-        if let Some(url) = baseline {
-            println!("  postgres: the same work as hand-written SQL, {workers} workers ...");
+        if dialect == Dialect::Postgres && measured {
+            let throughput = rounds("pg hand SQL", &concurrency, &options, async |workers, _| {
+                baseline::measure(&url, workers, options.steps).await
+            })
+            .await;
             columns.push(Column {
                 label: "pg hand SQL".to_owned(),
-                throughput: baseline::measure(&url, workers, options.steps).await,
+                throughput,
+                contention: None,
                 statements: Ok(baseline::statements()),
             });
         }
+        #[cfg(not(feature = "postgres"))]
+        let _ = measured;
     }
-    print_table(&columns, options.verbose);
-    let failures: Vec<String> = columns
-        .iter()
-        .flat_map(|c| {
-            let t = c
-                .throughput
-                .as_ref()
-                .err()
-                .map(|e| format!("{} throughput: {e:#}", c.label));
-            let s = c
-                .statements
-                .as_ref()
-                .err()
-                .map(|e| format!("{} statements: {e:#}", c.label));
-            t.into_iter().chain(s)
-        })
-        .collect();
+    let report = Report {
+        steps: options.steps,
+        rounds: options.rounds,
+        columns,
+    };
+    println!("\n{}", report.table(options.verbose));
+    for line in &off_budget {
+        println!("off budget: {line}");
+    }
+    if let Some(path) = &options.json {
+        report.write_json(path)?;
+        println!("report written to {}", path.display());
+    }
+    if let Some(earlier) = &earlier {
+        println!("{}", report::compare(&report.to_json(), earlier));
+    }
+    let mut failures: Vec<String> = report.columns.iter().flat_map(Column::failures).collect();
+    if options.smoke {
+        failures.extend(off_budget);
+    }
     if !failures.is_empty() {
         bail!("bench failed:\n  {}", failures.join("\n  "));
     }
     Ok(())
+}
+
+/// Measures every worker count in `concurrency`, `options.rounds` times
+/// each, printing a line per round as it goes.
+async fn rounds(
+    label: &str,
+    concurrency: &[usize],
+    options: &Options,
+    measure: impl AsyncFn(usize, &str) -> Result<throughput::Throughput>,
+) -> Result<Vec<Rounds>> {
+    let mut all = Vec::new();
+    for &workers in concurrency {
+        let mut per_second = Vec::new();
+        for round in 1..=options.rounds {
+            let progress = format!(
+                "{label}, {workers} workers, round {round}/{}",
+                options.rounds
+            );
+            let measured = measure(workers, &progress)
+                .await
+                .with_context(|| format!("{progress} failed"))?;
+            println!("  {progress}: {:.0} steps/s", measured.per_second());
+            per_second.push(measured.per_second());
+        }
+        all.push(Rounds {
+            workers,
+            per_second,
+        });
+    }
+    Ok(all)
 }
 
 /// Makes `url` an empty, migrated flowstate database: a bench database of
@@ -170,72 +258,4 @@ async fn reset(url: &str, ours: bool) -> Result<()> {
     }
     migrate::up(url).await.context("migrate up failed")?;
     Ok(())
-}
-
-fn print_table(columns: &[Column], verbose: bool) {
-    const W: usize = 13;
-    let row = |label: &str, cells: &mut dyn Iterator<Item = String>| {
-        use std::fmt::Write as _;
-        let mut line = format!("{label:<30}");
-        for cell in cells {
-            let _ = write!(line, "{cell:>W$}");
-        }
-        println!("{line}");
-    };
-    println!();
-    row("", &mut columns.iter().map(|c| c.label.clone()));
-    row(
-        "workers",
-        &mut columns.iter().map(|c| {
-            c.throughput
-                .as_ref()
-                .map_or("-".to_owned(), |t| t.workers.to_string())
-        }),
-    );
-    row(
-        "claim + succeed, steps/s",
-        &mut columns.iter().map(|c| {
-            c.throughput
-                .as_ref()
-                .map_or("error".to_owned(), |t| format!("{:.0}", t.per_second()))
-        }),
-    );
-    println!("statements per operation (BEGIN and COMMIT count)");
-    for operation in OPERATIONS {
-        row(
-            &format!("  {operation}"),
-            &mut columns.iter().map(|c| match &c.statements {
-                Ok(counted) => counted
-                    .iter()
-                    .find(|c| c.operation == operation)
-                    .map_or("-".to_owned(), |c| c.statements.len().to_string()),
-                Err(_) => "error".to_owned(),
-            }),
-        );
-    }
-    for column in columns {
-        if let Err(err) = &column.throughput {
-            println!("{}: throughput failed: {err:#}", column.label);
-        }
-        if let Err(err) = &column.statements {
-            println!("{}: statement count failed: {err:#}", column.label);
-        }
-    }
-    if verbose {
-        for column in columns {
-            let Ok(counted) = &column.statements else {
-                continue;
-            };
-            println!("\n{}: the SQL of each operation", column.label);
-            for c in counted {
-                println!("  {}:", c.operation);
-                for sql in &c.statements {
-                    println!(
-                        "    {}",
-                        sql.split_whitespace().collect::<Vec<_>>().join(" ")
-                    );
-                }
-            }
-        }
-    }
 }

@@ -30,9 +30,11 @@ commands:
   demo  [--database-url URL] [--runs N] [--steps N] [--workers N]
                                                  the main job: runs claimed and completed
                                                  by workers, every step delivered twice
-  bench [--database-url URL]... [--steps N] [--workers N] [--verbose]
-                                                 throughput and statements per operation,
-                                                 every dialect side by side
+  bench [--database-url URL]... [--steps N] [--concurrency N,N,...] [--workers N] [--rounds N]
+        [--json FILE] [--compare FILE] [--smoke] [--verbose]
+                                                 throughput (median of rounds), contention
+                                                 and statements per operation, every
+                                                 dialect side by side
   test                                           fmt, clippy, tests and docs, as CI runs them
 
 The default database is $DATABASE_URL, else an SQLite file under target/
@@ -95,12 +97,24 @@ fn dispatch(args: Vec<String>) -> Result<()> {
         }
         "bench" => {
             let defaults = bench::Options::default();
-            let options = bench::Options {
+            let smoke = args.switch("--smoke");
+            let mut options = bench::Options {
                 urls: args.values("--database-url")?,
                 steps: args.number("--steps")?.unwrap_or(defaults.steps),
-                workers: args.number("--workers")?,
+                concurrency: args
+                    .numbers("--concurrency")?
+                    .into_iter()
+                    .chain(args.number("--workers")?)
+                    .collect(),
+                rounds: args.number("--rounds")?.unwrap_or(defaults.rounds),
                 verbose: args.switch("--verbose"),
+                json: args.value("--json")?.map(Into::into),
+                compare: args.value("--compare")?.map(Into::into),
+                ..defaults
             };
+            if smoke {
+                options = options.smoke();
+            }
             args.finish()?;
             block_on(bench::run(options))
         }
@@ -177,6 +191,20 @@ impl Args {
             .transpose()
     }
 
+    /// The values of a flag that takes a comma-separated list of positive
+    /// whole numbers (`--concurrency 1,8,32`), given at most once.
+    fn numbers(&mut self, flag: &str) -> Result<Vec<usize>> {
+        let Some(text) = self.value(flag)? else {
+            return Ok(Vec::new());
+        };
+        text.split(',')
+            .map(|part| match part.trim().parse::<usize>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => bail!("{flag} takes positive whole numbers separated by commas, not {text:?}"),
+            })
+            .collect()
+    }
+
     /// Whether a flag without a value was given.
     fn switch(&mut self, flag: &str) -> bool {
         let before = self.0.len();
@@ -221,5 +249,11 @@ mod tests {
 
         assert!(args("--database-url").value("--database-url").is_err());
         assert!(args("--steps x").number("--steps").is_err());
+
+        let mut a = args("--concurrency 1,8,32");
+        assert_eq!(a.numbers("--concurrency").unwrap(), [1, 8, 32]);
+        assert!(args("--concurrency 1,0").numbers("--concurrency").is_err());
+        assert!(args("--concurrency 1,x").numbers("--concurrency").is_err());
+        assert!(args("").numbers("--concurrency").unwrap().is_empty());
     }
 }

@@ -154,7 +154,6 @@ pub async fn measure(url: &str, workers: usize, steps: usize) -> Result<Throughp
         done.context("a baseline worker panicked")??;
     }
     Ok(Throughput {
-        workers,
         steps: items.len(),
         elapsed: started.elapsed().max(Duration::from_nanos(1)),
     })

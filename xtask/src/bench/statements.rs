@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use flowstate_core::ports::{RunStore, StepStore};
 use flowstate_core::{NewRun, NewStep, RetryPolicy, RunId, StepTransition};
-use flowstate_store_diesel::{DieselStore, StatementLog, StoreConfig};
+use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
 use serde_json::json;
 
 /// One operation's count, with the SQL it sent.
@@ -31,6 +31,38 @@ pub const OPERATIONS: [&str; 9] = [
     "list_steps",
     "write_state",
 ];
+
+/// What each of [`OPERATIONS`] sends on each dialect, as the store-diesel
+/// budget tests hold it: `cargo xtask bench --smoke` (run by CI) fails on any
+/// other count, so the table the bench prints cannot drift from the budgets.
+pub fn expected(dialect: Dialect) -> [usize; 9] {
+    match dialect {
+        Dialect::Postgres => [1, 1, 1, 1, 1, 1, 1, 1, 1],
+        Dialect::Mysql => [1, 5, 5, 4, 5, 4, 1, 1, 1],
+        Dialect::Sqlite => [1, 4, 4, 4, 4, 4, 1, 1, 1],
+    }
+}
+
+/// The operations of `counted` whose count is not [`expected`], one line
+/// each.
+pub fn unexpected(dialect: Dialect, counted: &[Counted]) -> Vec<String> {
+    OPERATIONS
+        .iter()
+        .zip(expected(dialect))
+        .filter_map(|(operation, want)| {
+            let got = counted
+                .iter()
+                .find(|c| c.operation == *operation)
+                .map_or(0, |c| c.statements.len());
+            (got != want).then(|| {
+                format!(
+                    "{} {operation}: {got} statements, the budget is {want}",
+                    dialect.name()
+                )
+            })
+        })
+        .collect()
+}
 
 /// Runs each of [`OPERATIONS`] once on `url` and counts what it sent.
 pub async fn measure(url: &str) -> Result<Vec<Counted>> {
@@ -103,4 +135,41 @@ pub async fn measure(url: &str) -> Result<Vec<Counted>> {
     count("write_state", sql);
     debug_assert!(counted.iter().map(|c| c.operation).eq(OPERATIONS));
     Ok(counted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counted(counts: [usize; 9]) -> Vec<Counted> {
+        OPERATIONS
+            .iter()
+            .zip(counts)
+            .map(|(operation, n)| Counted {
+                operation,
+                statements: vec!["SELECT 1".to_owned(); n],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_count_off_its_budget_is_named() {
+        for dialect in Dialect::ALL {
+            assert!(unexpected(dialect, &counted(expected(dialect))).is_empty());
+        }
+        let mut counts = expected(Dialect::Postgres);
+        counts[2] = 2;
+        assert_eq!(
+            unexpected(Dialect::Postgres, &counted(counts)),
+            ["postgres claim (win): 2 statements, the budget is 1"]
+        );
+        let missing: Vec<Counted> = counted(expected(Dialect::Mysql))
+            .into_iter()
+            .filter(|c| c.operation != "transition")
+            .collect();
+        assert_eq!(
+            unexpected(Dialect::Mysql, &missing),
+            ["mysql transition: 0 statements, the budget is 4"]
+        );
+    }
 }

@@ -22,8 +22,6 @@ pub const FUNCTION: &str = "bench.work";
 /// What one throughput measurement found.
 #[derive(Clone, Copy, Debug)]
 pub struct Throughput {
-    /// Workers (and connections).
-    pub workers: usize,
     /// Steps claimed and succeeded.
     pub steps: usize,
     /// How long that took.
@@ -35,6 +33,26 @@ impl Throughput {
     pub fn per_second(&self) -> f64 {
         self.steps as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
+}
+
+/// On a terminal, a task that rewrites one line with how many of `total`
+/// steps the workers have taken, twice a second, until aborted.
+fn show_progress(
+    label: String,
+    next: Arc<AtomicUsize>,
+    total: usize,
+) -> Option<tokio::task::JoinHandle<()>> {
+    use std::io::IsTerminal as _;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    Some(tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let done = next.load(Ordering::Relaxed).min(total);
+            eprint!("\r  {label}: {done}/{total} steps");
+        }
+    }))
 }
 
 /// Creates `steps` pending steps on `store` (in runs of ten), `tasks` at a
@@ -79,8 +97,14 @@ pub async fn create_steps(
     Ok(all)
 }
 
-/// Claims and succeeds `steps` fresh steps on `url` with `workers` workers.
-pub async fn measure(url: &str, workers: usize, steps: usize) -> Result<Throughput> {
+/// Claims and succeeds `steps` fresh steps on `url` with `workers` workers;
+/// on a terminal, `progress` labels a line that counts the steps done.
+pub async fn measure(
+    url: &str,
+    workers: usize,
+    steps: usize,
+    progress: &str,
+) -> Result<Throughput> {
     let config = StoreConfig::default()
         .pool_size(workers)
         .acquire_timeout(Duration::from_secs(30));
@@ -101,6 +125,7 @@ pub async fn measure(url: &str, workers: usize, steps: usize) -> Result<Throughp
     let next = Arc::new(AtomicUsize::new(0));
     let lost = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
+    let ticker = show_progress(progress.to_owned(), Arc::clone(&next), items.len());
     let mut set: JoinSet<flowstate_core::Result<()>> = JoinSet::new();
     for _ in 0..workers {
         let (store, items, next, lost) = (
@@ -136,12 +161,15 @@ pub async fn measure(url: &str, workers: usize, steps: usize) -> Result<Throughp
             .context("a bench worker failed")?;
     }
     let elapsed = started.elapsed();
+    if let Some(ticker) = ticker {
+        ticker.abort();
+        eprint!("\r{:60}\r", "");
+    }
     ensure!(
         lost.load(Ordering::Relaxed) == 0,
         "a claim of a fresh, undelivered step answered None"
     );
     Ok(Throughput {
-        workers,
         steps: items.len(),
         elapsed,
     })

@@ -1,0 +1,399 @@
+//! What a bench run found, as one value: printed as the side-by-side table,
+//! written with `--json FILE`, and read back by `--compare FILE` to print
+//! this run's medians against an earlier run's.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+
+use super::contention::Contention;
+use super::statements::{Counted, OPERATIONS};
+
+/// The rounds of one (column, worker count) pair, in steps per second.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rounds {
+    /// Workers (and connections).
+    pub workers: usize,
+    /// Steps per second, one entry per round, in the order they ran.
+    pub per_second: Vec<f64>,
+}
+
+impl Rounds {
+    /// The median round (the mean of the middle two for an even count).
+    pub fn median(&self) -> f64 {
+        let mut sorted = self.per_second.clone();
+        sorted.sort_by(f64::total_cmp);
+        match sorted.len() {
+            0 => 0.0,
+            n if n % 2 == 1 => sorted[n / 2],
+            n => f64::midpoint(sorted[n / 2 - 1], sorted[n / 2]),
+        }
+    }
+
+    /// The slowest round.
+    pub fn min(&self) -> f64 {
+        self.per_second
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// The fastest round.
+    pub fn max(&self) -> f64 {
+        self.per_second.iter().copied().fold(0.0, f64::max)
+    }
+}
+
+/// One column of the table: a dialect, or the hand-written baseline.
+#[derive(Debug)]
+pub struct Column {
+    /// `sqlite`, `postgres`, `mysql` or `pg hand SQL`.
+    pub label: String,
+    /// Claim + succeed per worker count, or why it failed.
+    pub throughput: Result<Vec<Rounds>>,
+    /// The contention race, where the column runs one.
+    pub contention: Option<Result<Contention>>,
+    /// What each hot operation sent, or why counting failed.
+    pub statements: Result<Vec<Counted>>,
+}
+
+impl Column {
+    /// The failures of this column, one line each.
+    pub fn failures(&self) -> Vec<String> {
+        let label = &self.label;
+        let mut out = Vec::new();
+        if let Err(err) = &self.throughput {
+            out.push(format!("{label} throughput: {err:#}"));
+        }
+        if let Some(Err(err)) = &self.contention {
+            out.push(format!("{label} contention: {err:#}"));
+        }
+        if let Err(err) = &self.statements {
+            out.push(format!("{label} statements: {err:#}"));
+        }
+        out
+    }
+}
+
+/// A whole bench run.
+#[derive(Debug)]
+pub struct Report {
+    /// Steps claimed and succeeded per round.
+    pub steps: usize,
+    /// Rounds per worker count.
+    pub rounds: usize,
+    /// The columns, in print order.
+    pub columns: Vec<Column>,
+}
+
+impl Report {
+    /// The report as JSON, for `--json FILE` (failed measurements are left
+    /// out; their errors are in the `errors` list).
+    pub fn to_json(&self) -> Value {
+        let columns: Vec<Value> = self
+            .columns
+            .iter()
+            .map(|c| {
+                let throughput: Vec<Value> = c.throughput.as_ref().map_or(Vec::new(), |all| {
+                    all.iter()
+                        .map(|r| {
+                            json!({
+                                "workers": r.workers,
+                                "rounds": r.per_second,
+                                "median": r.median(),
+                                "min": r.min(),
+                                "max": r.max(),
+                            })
+                        })
+                        .collect()
+                });
+                let statements: serde_json::Map<String, Value> = c.statements.as_ref().map_or_else(
+                    |_| serde_json::Map::new(),
+                    |all| {
+                        all.iter()
+                            .map(|s| (s.operation.to_owned(), json!(s.statements.len())))
+                            .collect()
+                    },
+                );
+                let contention = match &c.contention {
+                    Some(Ok(race)) => json!({
+                        "workers": race.workers,
+                        "steps": race.steps,
+                        "claims": race.claims,
+                        "wins": race.wins,
+                        "seconds": race.elapsed.as_secs_f64(),
+                    }),
+                    _ => Value::Null,
+                };
+                json!({
+                    "label": c.label,
+                    "throughput": throughput,
+                    "contention": contention,
+                    "statements": statements,
+                    "errors": c.failures(),
+                })
+            })
+            .collect();
+        json!({
+            "build": if cfg!(debug_assertions) { "debug" } else { "release" },
+            "steps": self.steps,
+            "rounds": self.rounds,
+            "columns": columns,
+        })
+    }
+
+    /// Writes [`Report::to_json`] to `path`.
+    pub fn write_json(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(&self.to_json())?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// The side-by-side table, and with `verbose` the SQL of each operation.
+    pub fn table(&self, verbose: bool) -> String {
+        const W: usize = 14;
+        let mut out = String::new();
+        let mut row = |label: &str, cells: Vec<String>| {
+            if cells.is_empty() {
+                let _ = writeln!(out, "{label}");
+                return;
+            }
+            let _ = write!(out, "{label:<34}");
+            for cell in cells {
+                let _ = write!(out, "{cell:>W$}");
+            }
+            out.push('\n');
+        };
+        row("", self.columns.iter().map(|c| c.label.clone()).collect());
+        let mut workers: Vec<usize> = self
+            .columns
+            .iter()
+            .filter_map(|c| c.throughput.as_ref().ok())
+            .flatten()
+            .map(|r| r.workers)
+            .collect();
+        workers.sort_unstable();
+        workers.dedup();
+        let title = format!(
+            "claim + succeed, steps/s, {} round{} of {} steps",
+            self.rounds,
+            if self.rounds == 1 { "" } else { "s" },
+            self.steps
+        );
+        row(&title, Vec::new());
+        for n in workers {
+            let cell = |c: &Column, f: &dyn Fn(&Rounds) -> String| match &c.throughput {
+                Ok(all) => all
+                    .iter()
+                    .find(|r| r.workers == n)
+                    .map_or("-".to_owned(), f),
+                Err(_) => "error".to_owned(),
+            };
+            let cells = |f: &dyn Fn(&Rounds) -> String| {
+                self.columns.iter().map(|c| cell(c, f)).collect::<Vec<_>>()
+            };
+            row(
+                &format!("  {n} workers, median"),
+                cells(&|r| format!("{:.0}", r.median())),
+            );
+            row(
+                "    min-max",
+                cells(&|r| format!("{:.0}-{:.0}", r.min(), r.max())),
+            );
+        }
+        if let Some(Some(Ok(race))) = self.columns.iter().map(|c| c.contention.as_ref()).next() {
+            row(
+                &format!("contention: {} workers, {} steps", race.workers, race.steps),
+                Vec::new(),
+            );
+        }
+        row(
+            "  wins (each step exactly once)",
+            self.columns
+                .iter()
+                .map(|c| match &c.contention {
+                    Some(Ok(race)) => race.wins.to_string(),
+                    Some(Err(_)) => "error".to_owned(),
+                    None => "-".to_owned(),
+                })
+                .collect(),
+        );
+        row(
+            "  claims/s (wins and losses)",
+            self.columns
+                .iter()
+                .map(|c| match &c.contention {
+                    Some(Ok(race)) => format!("{:.0}", race.claims_per_second()),
+                    Some(Err(_)) => "error".to_owned(),
+                    None => "-".to_owned(),
+                })
+                .collect(),
+        );
+        row("statements per operation (BEGIN, COMMIT count)", Vec::new());
+        for operation in OPERATIONS {
+            row(
+                &format!("  {operation}"),
+                self.columns
+                    .iter()
+                    .map(|c| match &c.statements {
+                        Ok(counted) => counted
+                            .iter()
+                            .find(|s| s.operation == operation)
+                            .map_or("-".to_owned(), |s| s.statements.len().to_string()),
+                        Err(_) => "error".to_owned(),
+                    })
+                    .collect(),
+            );
+        }
+        for column in &self.columns {
+            for failure in column.failures() {
+                let _ = writeln!(out, "{failure}");
+            }
+        }
+        if verbose {
+            for column in &self.columns {
+                let Ok(counted) = &column.statements else {
+                    continue;
+                };
+                let _ = writeln!(out, "\n{}: the SQL of each operation", column.label);
+                for c in counted {
+                    let _ = writeln!(out, "  {}:", c.operation);
+                    for sql in &c.statements {
+                        let sql = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+                        let _ = writeln!(out, "    {sql}");
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// This run's medians against an earlier run's (`--compare FILE`): one
+/// line per (column, workers) both runs measured, and every statement count
+/// that changed.
+pub fn compare(now: &Value, then: &Value) -> String {
+    let mut out = String::new();
+    let columns = |report: &Value| report["columns"].as_array().cloned().unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "{:<34}{:>14}{:>14}{:>10}",
+        "compared with the earlier run", "then", "now", "now/then"
+    );
+    for column in columns(now) {
+        let label = column["label"].as_str().unwrap_or("?");
+        let Some(earlier) = columns(then)
+            .into_iter()
+            .find(|c| c["label"].as_str() == Some(label))
+        else {
+            let _ = writeln!(out, "  {label}: not in the earlier run");
+            continue;
+        };
+        for entry in column["throughput"].as_array().into_iter().flatten() {
+            let workers = entry["workers"].as_u64();
+            let before = earlier["throughput"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|e| e["workers"].as_u64() == workers);
+            let (Some(now), Some(then)) = (
+                entry["median"].as_f64(),
+                before.and_then(|e| e["median"].as_f64()),
+            ) else {
+                continue;
+            };
+            let _ = writeln!(
+                out,
+                "  {:<32}{then:>14.0}{now:>14.0}{:>10.2}",
+                format!("{label}, {} workers", workers.unwrap_or(0)),
+                now / then.max(1e-9),
+            );
+        }
+        if let Some(counts) = column["statements"].as_object() {
+            for (operation, count) in counts {
+                let before = &earlier["statements"][operation];
+                if !before.is_null() && before != count {
+                    let _ = writeln!(
+                        out,
+                        "  {label}, {operation}: {before} statements then, {count} now"
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Reads a report written by `--json`.
+pub fn read_json(path: &Path) -> Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not a bench report", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rounds(per_second: &[f64]) -> Rounds {
+        Rounds {
+            workers: 8,
+            per_second: per_second.to_vec(),
+        }
+    }
+
+    #[test]
+    #[expect(clippy::float_cmp, reason = "whole numbers and halves are exact")]
+    fn median_min_and_max_of_rounds() {
+        let odd = rounds(&[300.0, 100.0, 200.0]);
+        assert_eq!((odd.median(), odd.min(), odd.max()), (200.0, 100.0, 300.0));
+        let even = rounds(&[400.0, 100.0, 300.0, 200.0]);
+        assert_eq!(even.median(), 250.0);
+        assert_eq!(rounds(&[]).median(), 0.0);
+    }
+
+    fn report(median: f64, claim: usize) -> Value {
+        let counted = Counted {
+            operation: "claim (win)",
+            statements: vec!["SELECT 1".to_owned(); claim],
+        };
+        Report {
+            steps: 10,
+            rounds: 1,
+            columns: vec![Column {
+                label: "postgres".to_owned(),
+                throughput: Ok(vec![rounds(&[median])]),
+                contention: None,
+                statements: Ok(vec![counted]),
+            }],
+        }
+        .to_json()
+    }
+
+    #[test]
+    fn compare_gives_the_ratio_of_medians_and_changed_counts() {
+        let text = compare(&report(150.0, 1), &report(100.0, 2));
+        assert!(text.contains("postgres, 8 workers"), "{text}");
+        assert!(text.contains("1.50"), "{text}");
+        assert!(
+            text.contains("claim (win): 2 statements then, 1 now"),
+            "{text}"
+        );
+        let same = compare(&report(100.0, 1), &report(100.0, 1));
+        assert!(
+            same.contains("1.00") && !same.contains("statements then"),
+            "{same}"
+        );
+    }
+
+    #[test]
+    fn json_keeps_every_round() {
+        let json = report(123.0, 1);
+        let column = &json["columns"][0];
+        assert_eq!(column["throughput"][0]["rounds"], json!([123.0]));
+        assert_eq!(column["statements"]["claim (win)"], json!(1));
+        assert_eq!(column["errors"], json!([]));
+    }
+}
