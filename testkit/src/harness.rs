@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use flowstate_core::{StepId, Store};
+use flowstate_core::{RunId, StepId, Store};
 
 use crate::clock::ManualClock;
 use crate::memory::MemoryStore;
@@ -24,7 +24,21 @@ use crate::memory::MemoryStore;
 /// - a [`ManualClock`] that the store reads for every timestamp it writes
 ///   (pass `Arc<ManualClock>` where the backend takes an `Arc<dyn Clock>`);
 /// - a way to delete one history row behind the store's back, for the cases
-///   about a transition that finds no history row to update.
+///   about a transition that finds no history row to update;
+/// - a fault: every write of a history row fails while it is on (a trigger
+///   that raises, on SQL), for the cases that check a refused claim,
+///   transition or retry moved nothing;
+/// - a way to count the rows of a run the ports cannot see once it is
+///   deleted (its steps, their history, its state), for the deletion cases.
+///
+/// The clock: the cases move the [`ManualClock`] and read back the times
+/// the store stamped, so a store must stamp from the clock it was given. A
+/// backend that stamps some times with its database's clock (run leases
+/// will want that, so that workers' clocks never decide who holds a run)
+/// runs the kit by giving its harness control of that clock too: for
+/// example an offset added to the database's `now()` that the harness sets
+/// from the `ManualClock` before each call, or a session setting the
+/// database reads in place of its wall clock.
 ///
 /// A backend's harness, with the memory store standing in for a store on a
 /// database made for this harness alone:
@@ -32,8 +46,8 @@ use crate::memory::MemoryStore;
 /// ```
 /// use std::sync::Arc;
 ///
-/// use flowstate_core::StepId;
-/// use flowstate_testkit::{Harness, ManualClock, MemoryStore};
+/// use flowstate_core::{RunId, StepId};
+/// use flowstate_testkit::{Harness, ManualClock, MemoryStore, RowCounts};
 ///
 /// struct MyHarness {
 ///     store: Arc<MemoryStore>,
@@ -66,6 +80,17 @@ use crate::memory::MemoryStore;
 ///         assert!(self.store.remove_history_row(step, attempt));
 ///     }
 ///
+///     async fn fail_history_writes(&self, fail: bool) {
+///         // A real backend: create (or drop) a trigger on its history table
+///         // that raises on every insert and update.
+///         self.store.fail_history_writes(fail);
+///     }
+///
+///     async fn count_rows(&self, run: RunId, steps: &[StepId]) -> RowCounts {
+///         // A real backend: three `SELECT COUNT(*)`s.
+///         self.store.count_rows(run, steps)
+///     }
+///
 ///     async fn teardown(self) {
 ///         // A real backend: drop the database.
 ///     }
@@ -90,6 +115,19 @@ pub trait Harness: Send + Sync + 'static {
     /// Panics if it cannot.
     fn delete_history_row(&self, step: StepId, attempt: u32) -> impl Future<Output = ()> + Send;
 
+    /// With `fail` true, makes every later insert or update of a history row
+    /// fail inside the store's own statement or transaction (for SQL: a
+    /// trigger on the history table that raises), until called again with
+    /// `false`. The store must then answer an error and leave the step as it
+    /// was. Panics if it cannot.
+    fn fail_history_writes(&self, fail: bool) -> impl Future<Output = ()> + Send;
+
+    /// Counts, bypassing the ports, the rows `run` owns: steps with its id,
+    /// history rows of `steps`, and state keys with its id. After
+    /// [`delete_run`](flowstate_core::RunStore::delete_run) every count must
+    /// be zero.
+    fn count_rows(&self, run: RunId, steps: &[StepId]) -> impl Future<Output = RowCounts> + Send;
+
     /// Releases what the harness holds (drops its database, say) once a case
     /// has passed. A case that panics skips it, so a backend must not rely on
     /// it for correctness. Does nothing by default.
@@ -99,6 +137,18 @@ pub trait Harness: Send + Sync + 'static {
     {
         async {}
     }
+}
+
+/// How many rows a run owns, counted behind the ports (see
+/// [`Harness::count_rows`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowCounts {
+    /// Steps of the run.
+    pub steps: u64,
+    /// History rows of the steps asked about.
+    pub history: u64,
+    /// State keys of the run.
+    pub state: u64,
 }
 
 /// The harness of [`MemoryStore`]: a fresh store reading a fresh
@@ -144,5 +194,13 @@ impl Harness for MemoryHarness {
                 "no history row for attempt {attempt} of step {step}"
             );
         }
+    }
+
+    async fn fail_history_writes(&self, fail: bool) {
+        self.store.fail_history_writes(fail);
+    }
+
+    async fn count_rows(&self, run: RunId, steps: &[StepId]) -> RowCounts {
+        self.store.count_rows(run, steps)
     }
 }

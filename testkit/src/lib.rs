@@ -30,7 +30,7 @@ mod memory;
 mod suite;
 
 pub use clock::ManualClock;
-pub use harness::{Harness, MemoryHarness};
+pub use harness::{Harness, MemoryHarness, RowCounts};
 pub use memory::MemoryStore;
 
 /// Every case the suite stamps, as `group::case` (a function

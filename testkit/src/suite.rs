@@ -41,6 +41,13 @@ macro_rules! conformance_suite {
 macro_rules! __cases {
     ($($mode:tt)*) => {
         $crate::__expand_cases! { [$($mode)*]
+            atomicity {
+                claim_is_atomic_with_its_history,
+                retry_claim_is_atomic_with_its_history,
+                transitions_are_atomic_with_their_history,
+                retry_attempt_is_atomic_with_its_history,
+                insert_step_is_atomic_with_its_history,
+            }
             bad_input {
                 oversized_json_is_refused,
                 json_at_the_limit_is_stored,
@@ -76,6 +83,17 @@ macro_rules! __cases {
                 claim_scheduled_race_8,
                 claim_scheduled_race_32,
             }
+            deletion {
+                delete_run_leaves_no_rows,
+                delete_run_frees_its_idempotency_key,
+            }
+            exactness {
+                state_keys_are_exact,
+                step_names_are_exact,
+                idempotency_keys_are_exact,
+                function_names_are_exact,
+                workflow_filter_is_exact,
+            }
             graph {
                 graph_state_of_new_run_is_empty,
                 graph_state_names_and_branches,
@@ -88,6 +106,7 @@ macro_rules! __cases {
                 history_orders_by_creation,
                 history_keeps_every_attempt,
                 history_is_per_run,
+                rerun_stamps_are_the_latest,
             }
             retries {
                 retry_attempt_running,
@@ -107,6 +126,9 @@ macro_rules! __cases {
                 list_runs_pages_through_ties,
                 list_runs_default_limit,
                 list_runs_filters,
+                list_runs_caps_the_page,
+                list_runs_parent_filter_two_parents,
+                list_runs_pages_through_mixed_ties,
             }
             run_races {
                 create_run_race_32_same_key,
@@ -173,6 +195,14 @@ macro_rules! __cases {
                 get_version_missing_is_none,
                 versions_are_keyed_by_workflow_and_hash,
                 upsert_version_race_32,
+            }
+            wide_races {
+                claim_pending_wide_race,
+                claim_failed_wide_race,
+                retry_attempt_wide_race,
+                set_run_status_wide_race,
+                insert_step_wide_race,
+                create_run_wide_race,
             }
         }
     };

@@ -113,6 +113,39 @@ impl TestDb {
         }
     }
 
+    /// Runs `sql`, a query answering one `BIGINT` column `n` in one row
+    /// (`SELECT COUNT(*) AS n ...`), on a connection of its own.
+    pub async fn count(&self, sql: &str) -> i64 {
+        #[derive(diesel::QueryableByName)]
+        struct Count {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            n: i64,
+        }
+        let query = diesel::sql_query(sql);
+        let counted: Count = match self.dialect {
+            Dialect::Postgres => {
+                let mut conn = AsyncPgConnection::establish(&self.url)
+                    .await
+                    .expect("connect");
+                diesel_async::RunQueryDsl::get_result(query, &mut conn).await
+            }
+            Dialect::Mysql => {
+                let mut conn = AsyncMysqlConnection::establish(&self.url)
+                    .await
+                    .expect("connect");
+                diesel_async::RunQueryDsl::get_result(query, &mut conn).await
+            }
+            Dialect::Sqlite => {
+                use diesel::Connection;
+                let path = self.url.trim_start_matches("sqlite://");
+                let mut conn = diesel::SqliteConnection::establish(path).expect("open");
+                query.get_result(&mut conn)
+            }
+        }
+        .unwrap_or_else(|err| panic!("{sql}: {err}"));
+        counted.n
+    }
+
     /// Drops the database (best effort: CI drops every `fst_%` first).
     pub async fn drop_database(self) {
         match self.dialect {

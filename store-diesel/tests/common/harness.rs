@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use flowstate_core::StepId;
+use flowstate_core::{RunId, StepId};
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
-use flowstate_testkit::{Harness, ManualClock};
+use flowstate_testkit::{Harness, ManualClock, RowCounts};
 
 use super::db::TestDb;
 
@@ -68,8 +68,70 @@ impl Harness for DieselHarness {
         );
     }
 
+    async fn fail_history_writes(&self, fail: bool) {
+        for sql in history_fault(self.db.dialect, fail) {
+            self.db.execute(sql).await;
+        }
+    }
+
+    async fn count_rows(&self, run: RunId, steps: &[StepId]) -> RowCounts {
+        // Ids are uuids: nothing to escape.
+        let steps: Vec<String> = steps.iter().map(|s| format!("'{s}'")).collect();
+        let history = if steps.is_empty() {
+            0
+        } else {
+            let sql = format!(
+                "SELECT COUNT(*) AS n FROM flowstate_step_history WHERE step_id IN ({})",
+                steps.join(", ")
+            );
+            self.db.count(&sql).await
+        };
+        let of_run =
+            |table: &str| format!("SELECT COUNT(*) AS n FROM {table} WHERE run_id = '{run}'");
+        let count = |n: i64| u64::try_from(n).expect("a count");
+        RowCounts {
+            steps: count(self.db.count(&of_run("flowstate_steps")).await),
+            history: count(history),
+            state: count(self.db.count(&of_run("flowstate_run_state")).await),
+        }
+    }
+
     async fn teardown(self) {
         drop(self.store);
         self.db.drop_database().await;
+    }
+}
+
+/// The SQL that makes every insert and update of a history row raise (a
+/// trigger per dialect), or that drops it again: a fault inside the store's
+/// own statement or transaction, for the atomicity cases.
+fn history_fault(dialect: Dialect, fail: bool) -> &'static [&'static str] {
+    match (dialect, fail) {
+        (Dialect::Postgres, true) => &[
+            "CREATE FUNCTION fst_fail_history() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN RAISE EXCEPTION 'history writes fail (test fault)'; END $$",
+            "CREATE TRIGGER fst_fail_history BEFORE INSERT OR UPDATE ON flowstate_step_history \
+             FOR EACH ROW EXECUTE FUNCTION fst_fail_history()",
+        ],
+        (Dialect::Postgres, false) => &[
+            "DROP TRIGGER fst_fail_history ON flowstate_step_history",
+            "DROP FUNCTION fst_fail_history()",
+        ],
+        (Dialect::Mysql, true) => &[
+            "CREATE TRIGGER fst_fail_history_insert BEFORE INSERT ON flowstate_step_history \
+             FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'history writes fail (test fault)'",
+            "CREATE TRIGGER fst_fail_history_update BEFORE UPDATE ON flowstate_step_history \
+             FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'history writes fail (test fault)'",
+        ],
+        (Dialect::Sqlite, true) => &[
+            "CREATE TRIGGER fst_fail_history_insert BEFORE INSERT ON flowstate_step_history \
+             BEGIN SELECT RAISE(ABORT, 'history writes fail (test fault)'); END",
+            "CREATE TRIGGER fst_fail_history_update BEFORE UPDATE ON flowstate_step_history \
+             BEGIN SELECT RAISE(ABORT, 'history writes fail (test fault)'); END",
+        ],
+        (Dialect::Mysql | Dialect::Sqlite, false) => &[
+            "DROP TRIGGER fst_fail_history_insert",
+            "DROP TRIGGER fst_fail_history_update",
+        ],
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use flowstate_core::{StepStatus, StepStore, StepTransition};
+use flowstate_core::{Clock, StepStatus, StepStore, StepTransition};
 use serde_json::json;
 
 use super::support::{FUNCTION, new_run, new_step};
@@ -86,4 +86,40 @@ pub async fn history_is_per_run<H: Harness>(h: &H) {
     assert_eq!(history.len(), 1);
     assert_eq!(history[0].step, mine.id);
     assert_eq!(h.store().step_history(other.id).await.unwrap().len(), 2);
+}
+
+/// A step claimed and scheduled three times over, then claimed and
+/// succeeded, keeps one history row whose `scheduled_at` and `running_at`
+/// are the latest, so its duration runs from the last claim, not the first.
+pub async fn rerun_stamps_are_the_latest<H: Harness>(h: &H) {
+    let run = new_run(h).await;
+    let store = h.store();
+    let step = new_step(h, run.id, "s", 0).await;
+    let mut scheduled_at = None;
+    for _ in 0..3 {
+        h.clock().advance(Duration::from_millis(10));
+        let claimed = store.claim_step(run.id, "s", FUNCTION).await.unwrap();
+        assert!(claimed.is_some(), "a scheduled step is claimed again");
+        h.clock().advance(Duration::from_millis(10));
+        store
+            .transition_step(step.id, StepTransition::Scheduled)
+            .await
+            .unwrap();
+        scheduled_at = Some(h.clock().now());
+    }
+    h.clock().advance(Duration::from_millis(10));
+    store.claim_step(run.id, "s", FUNCTION).await.unwrap();
+    let claimed_at = h.clock().now();
+    h.clock().advance(Duration::from_millis(7));
+    store
+        .transition_step(step.id, StepTransition::Succeeded(json!(1)))
+        .await
+        .unwrap();
+    let rows = store.step_history(run.id).await.unwrap();
+    assert_eq!(rows.len(), 1, "re-running in place keeps one attempt");
+    let row = &rows[0];
+    assert_eq!(row.status, StepStatus::Succeeded);
+    assert_eq!(row.scheduled_at, scheduled_at, "the latest schedule");
+    assert_eq!(row.running_at, Some(claimed_at), "the latest claim");
+    assert_eq!(row.duration(), Some(Duration::from_millis(7)));
 }

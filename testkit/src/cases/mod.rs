@@ -9,10 +9,13 @@
 //! [`conformance_suite!`](crate::conformance_suite); the list of cases it
 //! stamps is [`CASES`](crate::CASES).
 
+pub mod atomicity;
 pub mod bad_input;
 pub mod bad_names;
 pub mod claim;
 pub mod claim_races;
+pub mod deletion;
+pub mod exactness;
 pub mod graph;
 pub mod history;
 pub mod retries;
@@ -25,5 +28,6 @@ pub mod summary;
 pub mod transitions;
 pub mod unknown_ids;
 pub mod versions;
+pub mod wide_races;
 
 mod support;

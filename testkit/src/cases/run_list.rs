@@ -176,3 +176,73 @@ pub async fn list_runs_filters<H: Harness>(h: &H) {
     };
     assert_eq!(list(nothing).await, Vec::<RunId>::new());
 }
+
+/// A limit over [`RunQuery::MAX_LIMIT`], over more runs than the cap, reads
+/// as the cap: a full page of exactly that many, and a cursor to go on.
+pub async fn list_runs_caps_the_page<H: Harness>(h: &H) {
+    let cap = RunQuery::MAX_LIMIT as usize;
+    let runs = runs_apart(h, cap + 1).await;
+    let query = RunQuery {
+        limit: RunQuery::MAX_LIMIT * 5,
+        ..RunQuery::default()
+    };
+    let page = h.store().list_runs(&query).await.unwrap();
+    assert_eq!(page.items.len(), cap);
+    assert_eq!(page.items[0].id, runs[cap].id);
+    assert_eq!(page.next, Some(RunCursor::after(&runs[1])));
+    let rest = RunQuery {
+        cursor: page.next,
+        ..query
+    };
+    assert_eq!(
+        ids(&h.store().list_runs(&rest).await.unwrap().items),
+        [runs[0].id]
+    );
+}
+
+/// The parent filter, with children of two parents: each parent lists
+/// exactly its own children, newest first.
+pub async fn list_runs_parent_filter_two_parents<H: Harness>(h: &H) {
+    let store = h.store();
+    let a = new_run(h).await;
+    let b = new_run(h).await;
+    let mut children = Vec::new();
+    for parent in [a.id, b.id, a.id, b.id, a.id] {
+        h.clock().advance(Duration::from_millis(1));
+        let child = NewRun::new("child", json!({})).with_parent(parent);
+        children.push(store.create_run(child).await.unwrap().record.id);
+    }
+    let of = |parent| RunQuery {
+        parent: Some(parent),
+        ..RunQuery::default()
+    };
+    let listed =
+        |query: RunQuery| async move { ids(&store.list_runs(&query).await.unwrap().items) };
+    assert_eq!(
+        listed(of(a.id)).await,
+        [children[4], children[2], children[0]]
+    );
+    assert_eq!(listed(of(b.id)).await, [children[3], children[1]]);
+}
+
+/// Pages of two through runs made three to a microsecond: the cursor at a
+/// timestamp that several runs share goes on by id, never skips or repeats.
+pub async fn list_runs_pages_through_mixed_ties<H: Harness>(h: &H) {
+    let mut expected = Vec::new();
+    for group in [3, 3, 1] {
+        h.clock().advance(Duration::from_millis(1));
+        let mut made = Vec::new();
+        for _ in 0..group {
+            made.push(new_run(h).await.id);
+        }
+        made.sort_unstable_by(|a, b| b.cmp(a));
+        expected.splice(0..0, made);
+    }
+    let query = RunQuery {
+        limit: 2,
+        ..RunQuery::default()
+    };
+    let pages = all_pages(h, query).await;
+    assert_eq!(pages.len(), 4);
+    assert_eq!(pages.concat(), expected);
+}

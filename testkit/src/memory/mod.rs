@@ -20,6 +20,8 @@ use flowstate_core::{
 };
 use serde_json::{Map, Value};
 
+use crate::harness::RowCounts;
+
 /// The in-memory reference backend: every port, behind one mutex.
 ///
 /// ```
@@ -48,6 +50,8 @@ struct Tables {
     step_by_name: HashMap<(RunId, String), StepId>,
     history: HashMap<(StepId, u32), StepAttempt>,
     versions: HashMap<(String, String), WorkflowVersion>,
+    /// The test fault of [`MemoryStore::fail_history_writes`].
+    history_writes_fail: bool,
 }
 
 impl MemoryStore {
@@ -82,6 +86,32 @@ impl MemoryStore {
     /// hook ([`Harness::delete_history_row`](crate::Harness::delete_history_row)).
     pub fn remove_history_row(&self, step: StepId, attempt: u32) -> bool {
         self.lock().history.remove(&(step, attempt)).is_some()
+    }
+
+    /// While `fail` is true, every write that would touch a history row
+    /// (insert, claim, transition, retry) fails with a retryable backend
+    /// error and changes nothing: a test hook
+    /// ([`Harness::fail_history_writes`](crate::Harness::fail_history_writes)).
+    pub fn fail_history_writes(&self, fail: bool) {
+        self.lock().history_writes_fail = fail;
+    }
+
+    /// The rows `run` owns, counted behind the ports: a test hook
+    /// ([`Harness::count_rows`](crate::Harness::count_rows)).
+    pub fn count_rows(&self, run: RunId, steps: &[StepId]) -> RowCounts {
+        let tables = self.lock();
+        let count = |n: usize| n as u64;
+        RowCounts {
+            steps: count(tables.steps.values().filter(|s| s.run == run).count()),
+            history: count(
+                tables
+                    .history
+                    .keys()
+                    .filter(|(step, _)| steps.contains(step))
+                    .count(),
+            ),
+            state: count(tables.run_state.get(&run).map_or(0, Map::len)),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Tables> {
@@ -120,8 +150,22 @@ impl Tables {
             })
     }
 
+    /// Fails if the test fault of [`MemoryStore::fail_history_writes`] is
+    /// on: called before a write that touches history changes anything.
+    fn check_history_writes(&self) -> Result<()> {
+        if self.history_writes_fail {
+            return Err(Error::backend(
+                "history write",
+                false,
+                "history writes fail (test fault)",
+            ));
+        }
+        Ok(())
+    }
+
     /// Writes `step` back and moves the history row of its current attempt
-    /// to its status, creating the row if it is missing.
+    /// to its status, creating the row if it is missing. Callers check
+    /// [`Tables::check_history_writes`] before they change anything.
     fn save_step(&mut self, step: Step, now: Timestamp) {
         let row = self
             .history

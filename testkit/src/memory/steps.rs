@@ -20,6 +20,7 @@ impl StepStore for MemoryStore {
             });
         }
         let record = step.into_step(StepId::generate(), now)?;
+        tables.check_history_writes()?;
         tables
             .step_by_name
             .insert((record.run, record.name.clone()), record.id);
@@ -65,6 +66,7 @@ impl StepStore for MemoryStore {
                 to,
             });
         }
+        tables.check_history_writes()?;
         step.status = to;
         step.updated_at = now;
         match transition {
@@ -87,6 +89,7 @@ impl StepStore for MemoryStore {
                 to: start.status(),
             });
         }
+        tables.check_history_writes()?;
         let next = step.attempt.saturating_add(1);
         start_attempt(&mut step, next, start.status());
         step.updated_at = now;
@@ -118,6 +121,7 @@ impl StepStore for MemoryStore {
             ClaimDecision::Nothing(_) => return Ok(None),
             ClaimDecision::ClaimFresh | ClaimDecision::ClaimRetry => {}
         }
+        tables.check_history_writes()?;
         let attempt = decision.attempt_after(step.attempt);
         start_attempt(&mut step, attempt, StepStatus::Running);
         step.updated_at = now;
