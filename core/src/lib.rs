@@ -20,6 +20,7 @@
 //! | [`retry`] | retry policy per step, attempt numbering |
 //! | [`schedule`] | `next_run_at`, `is_due`, stale-run reaping, leases |
 //! | [`backoff`] | the shared per-run redispatch backoff, event dispatch backoff |
+//! | [`batch`] | batch claims and completions for worker pools: what a batch takes |
 //! | [`idempotency`] | idempotency keys for materialised runs |
 //! | [`limits`] | the limits every backend applies to names, keys, delays and JSON |
 //! | [`records`] | the rows: runs, steps, attempts, versions, queries |
@@ -30,6 +31,7 @@
 
 pub mod backend;
 pub mod backoff;
+pub mod batch;
 pub mod claim;
 pub mod error;
 pub mod idempotency;
@@ -44,11 +46,12 @@ pub mod summary;
 pub mod time;
 
 pub use backoff::{EventDispatchBackoff, EventDispatchOutcome, RedispatchBackoff};
+pub use batch::{BatchClaim, Completion};
 pub use claim::{ClaimDecision, ClaimInput, NotClaimable};
 pub use error::{Error, Result};
 pub use ids::{HistoryId, RunId, StepId, VersionId};
 pub use limits::{EncodedStep, InputLimits};
-pub use ports::{RunStore, StepStore, Store, VersionStore};
+pub use ports::{BatchStepStore, RunStore, StepStore, Store, VersionStore};
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,
     Step, StepAttempt, StepSummary, StepTransition, WorkflowVersion,

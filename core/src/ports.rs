@@ -26,6 +26,7 @@ use std::future::Future;
 
 use serde_json::{Map, Value};
 
+use crate::batch::{BatchClaim, Completion};
 use crate::error::Result;
 use crate::ids::{RunId, StepId};
 use crate::records::{
@@ -193,6 +194,39 @@ pub trait VersionStore: Send + Sync {
         workflow: &str,
         graph_hash: &str,
     ) -> impl Future<Output = Result<Option<WorkflowVersion>>> + Send;
+}
+
+/// Steps many at a time, for worker pools: a claim of the next claimable
+/// steps across runs and a write of many completions, each one round trip
+/// (or one transaction) however many steps it carries. A separate trait, so
+/// a backend without batches still implements [`Store`].
+pub trait BatchStepStore: StepStore {
+    /// Claims up to [`BatchClaim::effective_limit`] steps across all runs,
+    /// the ones [`BatchClaim::takes`] admits (pending, or failed with
+    /// attempts left once their retry delay has passed), oldest first by
+    /// `(created_at, id)`, and answers them as the claim left them: running,
+    /// a retry on its next attempt with result and error cleared, each with
+    /// its history row written. Of any number of concurrent batch claims and
+    /// [`StepStore::claim_step`] calls, each step goes to exactly one; a
+    /// step another claimer holds locked is skipped, not waited for, so a
+    /// batch may come back short while claimable steps remain. A function
+    /// name over the key limit is [`Error::InvalidInput`].
+    fn claim_batch(&self, claim: &BatchClaim) -> impl Future<Output = Result<Vec<Step>>> + Send;
+
+    /// Writes each completion as [`StepStore::transition_step`] would (the
+    /// step row and its current attempt's history row together, guarded by
+    /// [`StepStatus::TRANSITIONS`]) and answers one result per item, in
+    /// order: an item that is illegal, names an unknown step or carries a
+    /// payload over the limits fails alone. A step named twice is moved by
+    /// its first item; the later ones are
+    /// [`repeated_item_error`](crate::batch::repeated_item_error). Every
+    /// item's write commits together, in one statement or one transaction:
+    /// when this answers `Ok`, each `Ok` item is durable; an `Err` means
+    /// none was written.
+    fn complete_batch(
+        &self,
+        completions: Vec<(StepId, Completion)>,
+    ) -> impl Future<Output = Result<Vec<Result<()>>>> + Send;
 }
 
 /// Every port at once: what a full backend implements.

@@ -37,6 +37,9 @@ pub use memory::MemoryStore;
 /// `cases::group::case`), in stamping order.
 pub const CASES: &[&str] = crate::__cases!(names);
 
+/// Every case [`batch_suite!`] stamps, as `group::case`.
+pub const BATCH_CASES: &[&str] = crate::__batch_cases!(names);
+
 /// What the macros' expansions use; not part of the API.
 #[doc(hidden)]
 pub mod __private {

@@ -208,6 +208,45 @@ macro_rules! __cases {
     };
 }
 
+/// Stamps every case of the batch ports
+/// ([`BatchStepStore`](flowstate_core::BatchStepStore)) into tests for one
+/// backend, as [`conformance_suite!`](crate::conformance_suite) does for
+/// the core ports: `batch_suite!(<module name>, <harness factory>)`, where
+/// the harness's store implements `BatchStepStore`. A separate suite, so a
+/// backend without batches still runs the core one.
+#[macro_export]
+macro_rules! batch_suite {
+    ($suite:ident, $factory:expr $(,)?) => {
+        $crate::__batch_cases! { stamp $suite, $factory }
+    };
+}
+
+/// The list of batch cases, as [`__cases!`](crate::__cases) is for the core
+/// ports.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __batch_cases {
+    ($($mode:tt)*) => {
+        $crate::__expand_cases! { [$($mode)*]
+            batch {
+                claim_batch_takes_pending_oldest_first,
+                claim_batch_of_zero_takes_nothing,
+                claim_batch_takes_due_retries,
+                claim_batch_leaves_other_statuses,
+                claim_batch_filters_by_function,
+                complete_batch_writes_every_item,
+                complete_batch_answers_per_item,
+                complete_batch_of_nothing,
+                batches_are_atomic_with_their_history,
+            }
+            batch_races {
+                claim_batch_race_16,
+                complete_batch_race_8,
+            }
+        }
+    };
+}
+
 /// Expands the case list: `stamp` into tests, `names` into a list of
 /// `group::case` names.
 #[doc(hidden)]

@@ -3,3 +3,5 @@
 use flowstate_testkit::MemoryHarness;
 
 flowstate_testkit::conformance_suite!(memory, async { MemoryHarness::new() });
+
+flowstate_testkit::batch_suite!(memory_batch, async { MemoryHarness::new() });

@@ -12,6 +12,8 @@
 pub mod atomicity;
 pub mod bad_input;
 pub mod bad_names;
+pub mod batch;
+pub mod batch_races;
 pub mod claim;
 pub mod claim_races;
 pub mod deletion;

@@ -7,6 +7,7 @@
 //! input limits) and a [`Clock`] for every timestamp, and passes the same
 //! conformance suite as every other backend.
 
+mod batch;
 mod runs;
 mod steps;
 mod versions;

@@ -155,7 +155,7 @@ impl StepStore for MemoryStore {
 
 /// Puts `step` in `attempt` with `status`; a new attempt starts with no
 /// result and no error.
-fn start_attempt(step: &mut Step, attempt: u32, status: StepStatus) {
+pub(super) fn start_attempt(step: &mut Step, attempt: u32, status: StepStatus) {
     if attempt != step.attempt {
         step.attempt = attempt;
         step.result = None;

@@ -1,0 +1,95 @@
+//! [`BatchStepStore`] for [`MemoryStore`]: batch claims and completions
+//! under the one lock, so each is atomic by construction; what is left to
+//! read is which steps a batch takes and what each item answers.
+
+use flowstate_core::batch::{repeated_item_error, repeated_items};
+use flowstate_core::{
+    BatchClaim, BatchStepStore, ClaimDecision, ClaimInput, Completion, Error, Result, Step, StepId,
+    StepStatus,
+};
+
+use super::MemoryStore;
+use super::steps::start_attempt;
+
+impl BatchStepStore for MemoryStore {
+    async fn claim_batch(&self, claim: &BatchClaim) -> Result<Vec<Step>> {
+        if let Some(function) = &claim.function {
+            self.limits.check_key("function", function)?;
+        }
+        let now = self.now();
+        let mut tables = self.lock();
+        let mut taken: Vec<Step> = tables
+            .steps
+            .values()
+            .filter(|step| claim.takes(step, now))
+            .cloned()
+            .collect();
+        taken.sort_by_key(|step| (step.created_at, step.id));
+        taken.truncate(claim.effective_limit() as usize);
+        if taken.is_empty() {
+            return Ok(taken);
+        }
+        tables.check_history_writes()?;
+        for step in &mut taken {
+            let input = ClaimInput {
+                status: step.status,
+                function: step.function.as_deref(),
+                attempt: step.attempt,
+                retry: step.retry,
+            };
+            let decision = ClaimDecision::decide(input, step.function.as_deref().unwrap_or(""));
+            let attempt = decision.attempt_after(step.attempt);
+            start_attempt(step, attempt, StepStatus::Running);
+            step.updated_at = now;
+            tables.save_step(step.clone(), now);
+        }
+        Ok(taken)
+    }
+
+    async fn complete_batch(
+        &self,
+        completions: Vec<(StepId, Completion)>,
+    ) -> Result<Vec<Result<()>>> {
+        let now = self.now();
+        let repeated = repeated_items(&completions);
+        let mut tables = self.lock();
+        if !completions.is_empty() {
+            tables.check_history_writes()?;
+        }
+        let mut outcomes = Vec::with_capacity(completions.len());
+        for (index, (id, completion)) in completions.iter().enumerate() {
+            let to = completion.target();
+            if repeated.contains(&index) {
+                let first = completions
+                    .iter()
+                    .find(|(other, _)| other == id)
+                    .map_or(to, |(_, c)| c.target());
+                outcomes.push(Err(repeated_item_error(*id, first, to)));
+                continue;
+            }
+            let outcome = self
+                .limits
+                .encode_transition(&completion.to_transition())
+                .and_then(|_| {
+                    let mut step = tables.step(*id)?.clone();
+                    if !step.status.can_transition_to(to) {
+                        return Err(Error::IllegalStepTransition {
+                            step: *id,
+                            from: step.status,
+                            to,
+                        });
+                    }
+                    step.status = to;
+                    step.updated_at = now;
+                    match completion {
+                        Completion::Succeeded(result) => step.result = Some(result.clone()),
+                        Completion::Failed(error) => step.error = Some(error.clone()),
+                    }
+                    tables.save_step(step, now);
+                    Ok(())
+                });
+            outcomes.push(outcome);
+        }
+        Ok(outcomes)
+    }
+}
