@@ -29,7 +29,10 @@
 //!   idempotent inserts ride on unique keys. There is no read-then-write and
 //!   no in-process lock anywhere.
 //! - Every hot operation sends a fixed, small number of statements, counted
-//!   by the tests through [`StatementLog`].
+//!   by the tests through [`StatementLog`]; a batch
+//!   ([`BatchStepStore`](flowstate_core::BatchStepStore)) sends the same
+//!   number however many steps it carries (on SQLite, two per completion,
+//!   in one transaction).
 //! - Ids are 36-character text, timestamps `BIGINT` microseconds since the
 //!   epoch (UTC) on every dialect, so values round-trip exactly.
 //!
@@ -47,6 +50,8 @@
 //! | claim `UPDATE` | MySQL, SQLite | `CASE`s that read the old status before `status` is assigned (MySQL's left-to-right `SET`); SQLite's adds `RETURNING *` |
 //! | history upserts | all | `INSERT ... SELECT` from the step row just written, `ON CONFLICT DO UPDATE` / `ON DUPLICATE KEY UPDATE`: no insert-from-select upsert in the DSL on every dialect |
 //! | guarded step `UPDATE`s | MySQL, SQLite | built from core's tables in the same scaffold as the history upsert they pair with, so guard and history cannot drift apart |
+//! | batch claim (`claim_batch`) | all | `FOR UPDATE SKIP LOCKED` in a writable CTE (PostgreSQL, one statement) or a locking pick (MySQL), the claim's `CASE`s, and history ids zipped to the claimed rows (`row_number()` over an array, or a `CASE` per id) |
+//! | batch completions (`complete_batch`) | PostgreSQL, MySQL | `unnest`ed arrays joined into a guarded `UPDATE ... FROM` with its history upsert (PostgreSQL, one statement); a `CASE` per step for its payload over an `IN` list (MySQL); SQLite runs each item's prepared move in one transaction |
 //!
 //! diesel's `i-implement-a-third-party-backend-and-opt-into-breaking-changes`
 //! feature is not used.

@@ -11,7 +11,7 @@
 //! `?`), so each fragment is written once whatever the dialect's syntax; a
 //! caller using positional `?` binds in the order the placeholders appear.
 
-use flowstate_core::{ClaimDecision, RetryStart, StepStatus};
+use flowstate_core::{BatchClaim, ClaimDecision, RetryStart, StepStatus};
 
 /// `column IN ('a', 'b')` for `statuses`, or a guard that matches nothing
 /// when there are none. The literals come from the status enums' `Display`,
@@ -149,14 +149,26 @@ impl StepMove {
     /// error and raises the attempt instead). Placeholders appear in the
     /// order `now`, `payload`, `id`.
     pub fn update(&self, now: &str, payload: &str, id: &str) -> String {
+        self.update_where(now, payload, "", &format!("id = {id}"))
+    }
+
+    /// [`Self::update`] of the steps `target` names (`id = ...`,
+    /// `id IN (...)`), joined to `from` (a `FROM ...` clause, or empty) for
+    /// PostgreSQL's `UPDATE ... FROM`: a batch of moves to one status.
+    pub fn update_where(&self, now: &str, payload: &str, from: &str, target: &str) -> String {
         let mut set = format!("status = '{}', updated_at = {now}", self.to.as_str());
         if self.retry {
             set.push_str(", current_attempt = current_attempt + 1, result = NULL, error = NULL");
         } else if let Some(col) = payload_column(self.to) {
             set = format!("{set}, {col} = {payload}");
         }
+        let from = if from.is_empty() {
+            String::new()
+        } else {
+            format!(" {from}")
+        };
         format!(
-            "UPDATE flowstate_steps SET {set} WHERE id = {id} AND {}",
+            "UPDATE flowstate_steps SET {set}{from} WHERE {target} AND {}",
             status_in("status", &self.sources)
         )
     }
@@ -222,16 +234,49 @@ impl StepMove {
 pub(crate) fn claim_update(now: &str, run: &str, name: &str, function: &str) -> String {
     let fresh = status_in("status", &ClaimDecision::ClaimFresh.statuses());
     let retry = status_in("status", &ClaimDecision::ClaimRetry.statuses());
-    let running = StepStatus::Running.as_str();
     format!(
-        "UPDATE flowstate_steps SET \
-         current_attempt = CASE WHEN {retry} THEN current_attempt + 1 ELSE current_attempt END, \
-         result = CASE WHEN {retry} THEN NULL ELSE result END, \
-         error = CASE WHEN {retry} THEN NULL ELSE error END, \
-         status = '{running}', updated_at = {now} \
+        "UPDATE flowstate_steps SET {} \
          WHERE run_id = {run} AND name = {name} \
          AND (function_name IS NULL OR function_name = {function}) \
-         AND ({fresh} OR ({retry} AND {ATTEMPTS_LEFT}))"
+         AND ({fresh} OR ({retry} AND {ATTEMPTS_LEFT}))",
+        claim_set(now)
+    )
+}
+
+/// The assignments of a won claim, for one step or a batch: a retry raises
+/// the attempt and clears result and error; `status` comes last (see
+/// [`claim_update`]).
+pub(crate) fn claim_set(now: &str) -> String {
+    let retry = status_in("status", &ClaimDecision::ClaimRetry.statuses());
+    let running = StepStatus::Running.as_str();
+    format!(
+        "current_attempt = CASE WHEN {retry} THEN current_attempt + 1 ELSE current_attempt END, \
+         result = CASE WHEN {retry} THEN NULL ELSE result END, \
+         error = CASE WHEN {retry} THEN NULL ELSE error END, \
+         status = '{running}', updated_at = {now}"
+    )
+}
+
+/// [`BatchClaim::takes`](flowstate_core::BatchClaim::takes) in SQL, for a
+/// `WHERE`: a step in a fresh status of [`BatchClaim::statuses`]
+/// (pending), or in a retry status with attempts left whose retry delay has
+/// passed since it failed (`updated_at` plus the delay, both microseconds).
+/// Placeholders appear in the order `function` (when given), `now`.
+pub(crate) fn batch_claimable(now: &str, function: Option<&str>) -> String {
+    let statuses = BatchClaim::statuses();
+    let all = status_in("status", &statuses);
+    let retry_statuses = ClaimDecision::ClaimRetry.statuses();
+    let (retry, fresh): (Vec<StepStatus>, Vec<StepStatus>) = statuses
+        .into_iter()
+        .partition(|s| retry_statuses.contains(s));
+    let fresh = status_in("status", &fresh);
+    let retry = status_in("status", &retry);
+    let pinned = function.map_or(String::new(), |f| format!(" AND function_name = {f}"));
+    // The leading `status IN (...)` is the predicate of the partial index
+    // the batch claim walks, stated as is so every planner sees it applies.
+    format!(
+        "{all}{pinned} AND ({fresh} OR ({retry} AND {ATTEMPTS_LEFT} \
+         AND updated_at + COALESCE(retry_delay_ms, 0) * 1000 <= {now}))"
     )
 }
 

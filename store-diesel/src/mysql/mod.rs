@@ -14,11 +14,13 @@
 //! byte: `utf8mb4_bin` would still treat `"a"` and `"a "` as one key (it is
 //! a PAD SPACE collation on MySQL and MariaDB alike).
 
+mod batch;
 mod claim;
 mod sql;
 mod steps;
 mod transition;
 
+pub(crate) use batch::{claim_batch, complete_batch};
 pub(crate) use claim::claim;
 pub(crate) use steps::insert_step;
 pub(crate) use transition::guarded_move;

@@ -13,11 +13,13 @@
 //! Every statement is prepared once per connection ([`crate::cached`]); no
 //! transaction is ever opened, and the pool sends no ping on checkout.
 
+mod batch;
 mod claim;
 mod sql;
 mod steps;
 mod transition;
 
+pub(crate) use batch::{claim_batch, complete_batch};
 pub(crate) use claim::claim;
 pub(crate) use steps::insert_step;
 pub(crate) use transition::guarded_move;

@@ -12,7 +12,7 @@ use flowstate_core::StepStatus;
 use crate::sql::{ByStatus, HistorySource, Move, StepMove, Upsert, claim_move, claim_update};
 
 /// The history row of the step a CTE named `alias` returned.
-fn history_from<'a>(
+pub(super) fn history_from<'a>(
     from: &'a str,
     prefix: &'a str,
     id: &'a str,

@@ -27,11 +27,13 @@
 //!   mid-statement waits for its statement in place (diesel-async's
 //!   `SyncConnectionWrapper` does so).
 
+mod batch;
 mod claim;
 mod sql;
 mod steps;
 mod transition;
 
+pub(crate) use batch::{claim_batch, complete_batch};
 pub(crate) use claim::claim;
 pub(crate) use steps::insert_step;
 pub(crate) use transition::guarded_move;

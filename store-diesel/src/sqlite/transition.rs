@@ -6,6 +6,7 @@
 //! path only.
 
 use diesel::sql_types::{BigInt, Text};
+use diesel::{QueryResult, SqliteConnection};
 
 use flowstate_core::{HistoryId, Result, StepId};
 
@@ -25,25 +26,40 @@ pub(crate) async fn guarded_move(
     payload: Option<String>,
 ) -> Result<Guarded> {
     let now = config.clock.now().as_micros();
-    let sql = MOVES.get(step_move);
     write(pool, step_move.operation(), move |conn| {
-        let id = id.to_string();
-        let update = diesel::sql_query(sql.update.as_str())
-            .bind::<BigInt, _>(now)
-            .bind::<Text, _>(&id);
-        let moved = match payload {
-            Some(json) => wrote(conn, update.bind::<Json, _>(JsonText(json)))?,
-            None => wrote(conn, update)?,
-        };
-        if !moved {
-            return Ok(Guarded::Unseen);
-        }
+        let moved = move_once(conn, step_move, now, &id.to_string(), payload)?;
+        Ok(if moved {
+            Guarded::Moved
+        } else {
+            Guarded::Unseen
+        })
+    })
+    .await
+}
+
+/// The two writes of one move inside the caller's transaction: the guarded
+/// `UPDATE` and, if it matched, the history upsert. Whether it moved.
+pub(super) fn move_once(
+    conn: &mut SqliteConnection,
+    step_move: Move,
+    now: i64,
+    id: &str,
+    payload: Option<String>,
+) -> QueryResult<bool> {
+    let sql = MOVES.get(step_move);
+    let update = diesel::sql_query(sql.update.as_str())
+        .bind::<BigInt, _>(now)
+        .bind::<Text, _>(id);
+    let moved = match payload {
+        Some(json) => wrote(conn, update.bind::<Json, _>(JsonText(json)))?,
+        None => wrote(conn, update)?,
+    };
+    if moved {
         let history = diesel::sql_query(sql.history.as_str())
             .bind::<Text, _>(HistoryId::generate().to_string())
             .bind::<BigInt, _>(now)
-            .bind::<Text, _>(&id);
+            .bind::<Text, _>(id);
         wrote(conn, history)?;
-        Ok(Guarded::Moved)
-    })
-    .await
+    }
+    Ok(moved)
 }

@@ -10,6 +10,8 @@
 //! modules has the same files (`claim.rs`, `transition.rs`, `steps.rs`,
 //! `sql.rs`).
 
+mod batch;
+pub(crate) use batch::BatchItem;
 pub(crate) mod conflict;
 mod runs;
 pub(crate) use runs::IDEMPOTENT_TRIES;

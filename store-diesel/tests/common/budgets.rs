@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use flowstate_core::{
-    NewRun, NewStep, NewWorkflowVersion, RetryPolicy, RetryStart, RunId, RunStatus, RunStore,
-    StepStore, StepTransition, VersionStore,
+    BatchClaim, BatchStepStore, Completion, NewRun, NewStep, NewWorkflowVersion, RetryPolicy,
+    RetryStart, RunId, RunStatus, RunStore, StepStore, StepTransition, VersionStore,
 };
 use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
 use serde_json::json;
@@ -151,6 +151,23 @@ async fn scenario(
         "transition scheduled",
         store.transition_step(d.id, StepTransition::Scheduled)
     );
+
+    for name in ["e1", "e2"] {
+        store.insert_step(new_step(name)).await.expect("insert");
+    }
+    let batch = capture!("claim_batch", store.claim_batch(&BatchClaim::new(10)));
+    assert_eq!(batch.len(), 3, "c (retried, pending) and e1, e2");
+    let done = batch
+        .iter()
+        .map(|s| (s.id, Completion::Succeeded(json!(1))))
+        .collect();
+    let outcomes = capture!("complete_batch", store.complete_batch(done));
+    assert!(outcomes.iter().all(Result::is_ok));
+    let none = capture!("claim_batch empty", store.claim_batch(&BatchClaim::new(10)));
+    assert!(none.is_empty());
+    let again = vec![(a.id, Completion::Succeeded(json!(2)))];
+    let outcomes = capture!("complete_batch refused", store.complete_batch(again));
+    assert!(outcomes[0].is_err());
 
     capture!("get_step", store.get_step(a.id));
     capture!("find_step", store.find_step(run.id, "a"));

@@ -22,6 +22,26 @@ pub fn server_url(dialect: Dialect) -> String {
     format!("{scheme}://{host}")
 }
 
+/// The versions of `dialect`'s embedded migrations, oldest first, read
+/// from the migration folders (`2026-11-30-000001_name` is version
+/// `20261130000001`).
+pub fn migration_versions(dialect: Dialect) -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("migrations")
+        .join(dialect.name());
+    let mut versions: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|err| panic!("{}: {err}", dir.display()))
+        .map(|entry| entry.expect("a migration folder").file_name())
+        .map(|name| {
+            let name = name.to_string_lossy().into_owned();
+            let stamp = name.split('_').next().unwrap_or(&name);
+            stamp.replace('-', "")
+        })
+        .collect();
+    versions.sort();
+    versions
+}
+
 /// One test's database.
 #[derive(Debug)]
 pub struct TestDb {
@@ -57,7 +77,11 @@ impl TestDb {
         let applied = flowstate_store_diesel::migrate::up(&db.url)
             .await
             .unwrap_or_else(|err| panic!("cannot migrate {}: {err}", db.url));
-        assert_eq!(applied.len(), 1, "a fresh database gets the one migration");
+        assert_eq!(
+            applied,
+            migration_versions(dialect),
+            "a fresh database gets every migration"
+        );
         db
     }
 

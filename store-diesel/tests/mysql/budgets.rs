@@ -49,6 +49,19 @@ const BUDGETS: &[Budget] = &[
         "transition scheduled",
         &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
     ),
+    (
+        "claim_batch",
+        &["BEGIN", "SELECT", "UPDATE", "INSERT", "SELECT", "COMMIT"],
+    ),
+    (
+        "complete_batch",
+        &["BEGIN", "SELECT", "UPDATE", "INSERT", "COMMIT"],
+    ),
+    ("claim_batch empty", &["BEGIN", "SELECT", "COMMIT"]),
+    (
+        "complete_batch refused",
+        &["BEGIN", "SELECT", "COMMIT", "SELECT"],
+    ),
     ("get_step", &["SELECT"]),
     ("find_step", &["SELECT"]),
     ("list_steps", &["SELECT"]),

@@ -9,7 +9,7 @@ use flowstate_store_diesel::migrate;
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use serde_json::json;
 
-use crate::common::db::TestDb;
+use crate::common::db::{TestDb, migration_versions};
 use crate::common::records;
 use crate::support::{self, TextRow, count};
 
@@ -72,8 +72,10 @@ async fn tables(conn: &mut AsyncMysqlConnection, db: &str) -> Vec<String> {
 #[tokio::test]
 async fn a_fresh_database_takes_one_migration_and_a_second_up_is_a_no_op() {
     let db = TestDb::empty(Dialect::Mysql).await;
+    let versions = migration_versions(Dialect::Mysql);
     let before = migrate::status(&db.url).await.unwrap();
-    assert_eq!(before.len(), 1);
+    assert_eq!(before.len(), versions.len());
+    assert!(before.iter().all(|m| !m.applied));
     assert_eq!(
         (before[0].version.as_str(), before[0].applied),
         (VERSION, false)
@@ -84,15 +86,12 @@ async fn a_fresh_database_takes_one_migration_and_a_second_up_is_a_no_op() {
         before[0]
     );
 
-    assert_eq!(
-        migrate::up(&db.url).await.unwrap(),
-        vec![VERSION.to_owned()]
-    );
+    assert_eq!(migrate::up(&db.url).await.unwrap(), versions);
     let mut conn = support::connection(&db).await;
     assert_eq!(tables(&mut conn, &db.name).await, TABLES);
     let status = migrate::status(&db.url).await.unwrap();
-    assert_eq!(status.len(), 1);
-    assert!(status[0].applied);
+    assert_eq!(status.len(), versions.len());
+    assert!(status.iter().all(|m| m.applied));
 
     assert_eq!(migrate::up(&db.url).await.unwrap(), Vec::<String>::new());
     assert!(migrate::status(&db.url).await.unwrap()[0].applied);
@@ -109,9 +108,11 @@ async fn down_then_up_gives_the_same_schema() {
         "the catalog dump found little: {before:?}"
     );
 
+    let versions = migration_versions(Dialect::Mysql);
+    let newest_first: Vec<String> = versions.iter().rev().cloned().collect();
     assert_eq!(
         migrate::down(&db.url, usize::MAX).await.unwrap(),
-        vec![VERSION.to_owned()]
+        newest_first
     );
     assert!(
         tables(&mut conn, &db.name).await.is_empty(),
@@ -123,10 +124,7 @@ async fn down_then_up_gives_the_same_schema() {
         "nothing left to revert"
     );
 
-    assert_eq!(
-        migrate::up(&db.url).await.unwrap(),
-        vec![VERSION.to_owned()]
-    );
+    assert_eq!(migrate::up(&db.url).await.unwrap(), versions);
     assert_eq!(catalog(&mut conn, &db.name).await, before);
     db.drop_database().await;
 }
@@ -146,7 +144,7 @@ async fn up_finishes_a_half_applied_schema() {
 
     assert_eq!(
         migrate::up(&db.url).await.unwrap(),
-        vec![VERSION.to_owned()]
+        migration_versions(Dialect::Mysql)
     );
     let mut reference_conn = support::connection(&reference).await;
     assert_eq!(
@@ -189,6 +187,8 @@ async fn every_index_of_the_schema_is_there() {
         "flowstate_steps(id) unique",
         "flowstate_steps(run_id, name) unique",
         "flowstate_steps(run_id, status)",
+        "flowstate_steps(status, created_at, id)",
+        "flowstate_steps(function_name, status, created_at, id)",
         "flowstate_workflow_versions(id) unique",
         "flowstate_workflow_versions(workflow, graph_hash) unique",
     ];

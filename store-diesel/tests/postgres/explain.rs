@@ -7,7 +7,8 @@ use diesel::QueryableByName;
 use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use flowstate_core::{
-    RunCursor, RunId, RunQuery, RunStatus, RunStore, StepId, StepStore, Timestamp,
+    BatchClaim, BatchStepStore, RunCursor, RunId, RunQuery, RunStatus, RunStore, StepId, StepStore,
+    Timestamp,
 };
 
 use crate::support;
@@ -216,6 +217,58 @@ async fn hot_reads_use_their_indexes_on_100k_rows() {
         assert!(
             !p.contains("Sort"),
             "list_runs {query:?} sorts instead of walking an index:\n{p}"
+        );
+    }
+    support::drop_database(&url).await;
+}
+
+/// 100k steps, most of them finished: 97% succeeded, 2% pending, 1%
+/// failed with a retry left.
+const LOAD_MOSTLY_DONE: &str = "
+INSERT INTO flowstate_runs (id, workflow, status, input, created_at, updated_at)
+SELECT '00000000-0000-7000-9000-' || lpad(g::text, 12, '0'), 'wf', 'running', '{}'::jsonb, g, g
+FROM generate_series(1, 1000) AS g;
+INSERT INTO flowstate_steps (id, run_id, name, function_name, status, input, current_attempt, retries, created_at, updated_at)
+SELECT '00000000-0000-7000-8000-' || lpad(g::text, 12, '0'),
+       '00000000-0000-7000-9000-' || lpad((g % 1000 + 1)::text, 12, '0'), 'step' || g,
+       'f' || (g % 4),
+       CASE WHEN g % 100 < 97 THEN 'succeeded' WHEN g % 100 < 99 THEN 'pending' ELSE 'failed' END,
+       '{}'::jsonb, 1, 1, g, g
+FROM generate_series(1, 100000) AS g;
+ANALYZE;
+";
+
+#[tokio::test]
+async fn the_batch_claim_reaches_steps_through_its_partial_index_on_100k_steps() {
+    let (store, log, url) = support::logged_store().await;
+    let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+    conn.batch_execute(LOAD_MOSTLY_DONE).await.unwrap();
+    let ids = (0..64)
+        .map(|i| format!("'h{i}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let history_ids = format!("ARRAY[{ids}]::text[]");
+    for (claim, index, mut args) in [
+        (BatchClaim::new(64), "flowstate_steps_claimable_idx", vec![]),
+        (
+            BatchClaim::new(64).for_function("f1"),
+            "flowstate_steps_claimable_function_idx",
+            vec![lit("f1")],
+        ),
+    ] {
+        let (claimed, statements) = log.capture(store.claim_batch(&claim)).await;
+        assert_eq!(claimed.unwrap().len(), 64);
+        assert_eq!(statements.len(), 1, "{statements:?}");
+        let mut all = vec!["1000000".to_owned(), "64".to_owned(), history_ids.clone()];
+        all.append(&mut args);
+        let p = plan(&mut conn, &statements[0], &all).await;
+        // With a few thousand claimable rows the planner may fetch them
+        // through the index and sort them (cheaper than walking it); what
+        // must never happen is a scan of the finished steps.
+        assert_indexed(&format!("claim_batch {claim:?}"), &p, &[index]);
+        assert!(
+            p.contains("LockRows"),
+            "claim_batch {claim:?} locks nothing:\n{p}"
         );
     }
     support::drop_database(&url).await;

@@ -6,6 +6,9 @@ use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use flowstate_store_diesel::migrate;
 
+use flowstate_store_diesel::Dialect;
+
+use crate::common::db::migration_versions;
 use crate::support;
 
 #[derive(QueryableByName)]
@@ -41,20 +44,24 @@ async fn catalog(url: &str) -> String {
 #[tokio::test]
 async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
     let url = support::fresh_database().await;
+    let versions = migration_versions(Dialect::Postgres);
     let status = migrate::status(&url).await.unwrap();
-    assert_eq!(status.len(), 1, "{status:?}");
-    assert!(!status[0].applied, "nothing is applied on a fresh database");
+    assert_eq!(status.len(), versions.len(), "{status:?}");
+    assert!(
+        status.iter().all(|m| !m.applied),
+        "nothing is applied on a fresh database"
+    );
     assert!(status[0].name.contains("create_flowstate"), "{status:?}");
 
     let applied = migrate::up(&url).await.unwrap();
-    assert_eq!(applied, [status[0].version.clone()]);
+    assert_eq!(applied, versions);
     assert_eq!(
         migrate::up(&url).await.unwrap(),
         Vec::<String>::new(),
         "a second up must be a no-op"
     );
     let status = migrate::status(&url).await.unwrap();
-    assert!(status[0].applied, "{status:?}");
+    assert!(status.iter().all(|m| m.applied), "{status:?}");
 
     let before = catalog(&url).await;
     for column in [
@@ -78,12 +85,15 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_steps_run_name_key",
         "flowstate_workflow_versions_workflow_hash_key",
         "flowstate_runs_idempotency_key_key",
+        "flowstate_steps_claimable_idx",
+        "flowstate_steps_claimable_function_idx",
     ] {
         assert!(before.contains(index), "index {index} missing:\n{before}");
     }
 
     let reverted = migrate::down(&url, usize::MAX).await.unwrap();
-    assert_eq!(reverted, [status[0].version.clone()]);
+    let newest_first: Vec<String> = versions.iter().rev().cloned().collect();
+    assert_eq!(reverted, newest_first);
     assert_eq!(
         catalog(&url).await,
         "\n--\n\n--\n\n--\n",
@@ -96,7 +106,7 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "nothing left to revert"
     );
 
-    assert_eq!(migrate::up(&url).await.unwrap().len(), 1);
+    assert_eq!(migrate::up(&url).await.unwrap(), versions);
     assert_eq!(
         catalog(&url).await,
         before,

@@ -40,6 +40,18 @@ const BUDGETS: &[Budget] = &[
         "transition scheduled",
         &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
     ),
+    ("claim_batch", &["BEGIN", "UPDATE", "INSERT", "COMMIT"]),
+    (
+        "complete_batch",
+        &[
+            "BEGIN", "UPDATE", "INSERT", "UPDATE", "INSERT", "UPDATE", "INSERT", "COMMIT",
+        ],
+    ),
+    ("claim_batch empty", &["BEGIN", "UPDATE", "COMMIT"]),
+    (
+        "complete_batch refused",
+        &["BEGIN", "UPDATE", "COMMIT", "SELECT"],
+    ),
     ("get_step", &["SELECT"]),
     ("find_step", &["SELECT"]),
     ("list_steps", &["SELECT"]),

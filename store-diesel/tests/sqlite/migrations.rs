@@ -5,6 +5,9 @@ use diesel::sql_types::{BigInt, Text};
 use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection, sql_query};
 use flowstate_store_diesel::migrate;
 
+use flowstate_store_diesel::Dialect;
+
+use crate::common::db::migration_versions;
 use crate::support::{TABLES, TestDb};
 
 /// One schema object as `sqlite_schema` stores it.
@@ -62,7 +65,7 @@ fn catalog(db: &TestDb) -> Catalog {
 async fn a_fresh_database_gets_one_migration_and_a_second_up_is_a_no_op() {
     let db = TestDb::empty();
     let applied = migrate::up(&db.url()).await.unwrap();
-    assert_eq!(applied, ["20261130000001"]);
+    assert_eq!(applied, migration_versions(Dialect::Sqlite));
     assert_eq!(migrate::up(&db.url()).await.unwrap(), Vec::<String>::new());
 }
 
@@ -107,6 +110,14 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
         ("flowstate_runs_created", "(created_at, id)"),
         ("flowstate_steps_run_name", "(run_id, name)"),
         ("flowstate_steps_run_status", "(run_id, status)"),
+        (
+            "flowstate_steps_claimable",
+            "(created_at, id)\n    WHERE status IN ('pending', 'failed')",
+        ),
+        (
+            "flowstate_steps_claimable_function",
+            "(function_name, created_at, id)\n    WHERE status IN ('pending', 'failed')",
+        ),
         ("flowstate_step_history_step_attempt", "(step_id, attempt)"),
         (
             "flowstate_step_history_step_created",
@@ -152,8 +163,10 @@ async fn down_then_up_leaves_the_same_schema() {
         before.objects.iter().filter(|o| o.kind == "table").count(),
         5
     );
+    let versions = migration_versions(Dialect::Sqlite);
+    let newest_first: Vec<String> = versions.iter().rev().cloned().collect();
     let reverted = migrate::down(&db.url(), usize::MAX).await.unwrap();
-    assert_eq!(reverted, ["20261130000001"]);
+    assert_eq!(reverted, newest_first);
     let empty = catalog(&db);
     assert!(
         empty.objects.is_empty() && empty.columns.is_empty(),
@@ -163,7 +176,7 @@ async fn down_then_up_leaves_the_same_schema() {
         migrate::down(&db.url(), 1).await.unwrap(),
         Vec::<String>::new()
     );
-    assert_eq!(migrate::up(&db.url()).await.unwrap(), ["20261130000001"]);
+    assert_eq!(migrate::up(&db.url()).await.unwrap(), versions);
     assert_eq!(catalog(&db), before);
 }
 
@@ -171,7 +184,7 @@ async fn down_then_up_leaves_the_same_schema() {
 async fn status_lists_the_migration_applied_or_not() {
     let db = TestDb::empty();
     let listed = migrate::status(&db.url()).await.unwrap();
-    assert_eq!(listed.len(), 1);
+    assert_eq!(listed.len(), migration_versions(Dialect::Sqlite).len());
     assert_eq!(listed[0].version, "20261130000001");
     assert!(
         listed[0].name.contains("create_flowstate"),
@@ -181,6 +194,6 @@ async fn status_lists_the_migration_applied_or_not() {
     assert!(!listed[0].applied);
     migrate::up(&db.url()).await.unwrap();
     assert!(migrate::status(&db.url()).await.unwrap()[0].applied);
-    migrate::down(&db.url(), 1).await.unwrap();
+    migrate::down(&db.url(), usize::MAX).await.unwrap();
     assert!(!migrate::status(&db.url()).await.unwrap()[0].applied);
 }

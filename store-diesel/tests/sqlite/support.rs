@@ -30,7 +30,11 @@ impl TestDb {
         let applied = flowstate_store_diesel::migrate::up(&db.url())
             .await
             .unwrap_or_else(|err| panic!("cannot migrate {}: {err}", db.url()));
-        assert_eq!(applied.len(), 1, "a fresh database gets the one migration");
+        assert_eq!(
+            applied,
+            crate::common::db::migration_versions(flowstate_store_diesel::Dialect::Sqlite),
+            "a fresh database gets every migration"
+        );
         db
     }
 

@@ -1,0 +1,2 @@
+DROP INDEX flowstate_steps_claimable_function ON flowstate_steps;
+DROP INDEX flowstate_steps_claimable ON flowstate_steps;

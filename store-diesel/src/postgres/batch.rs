@@ -1,0 +1,182 @@
+//! Batches on PostgreSQL: a batch claim and a batch of completions, one
+//! statement each however many steps they carry.
+//!
+//! The claim picks its steps with `FOR UPDATE SKIP LOCKED`, so concurrent
+//! batch claimers take disjoint sets without waiting on each other, and a
+//! per-name claim racing a batch waits on the row lock, re-checks its guard
+//! and loses. The completions are `unnest`ed arrays joined into one guarded
+//! `UPDATE ... FROM` per target status, each with its history upsert.
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use diesel::QueryableByName;
+use diesel::sql_types::{Array, BigInt, Text};
+use diesel_async::RunQueryDsl;
+
+use flowstate_core::{HistoryId, Result, StepStatus};
+
+use super::Pool;
+use super::sql::history_from;
+use crate::cached::CacheExt;
+use crate::config::StoreConfig;
+use crate::error::backend;
+use crate::rows::StepRow;
+use crate::sql::{StepMove, Upsert, batch_claimable, claim_move, claim_set};
+use crate::store::BatchItem;
+
+/// The batch claim. Binds: `$1` now, `$2` limit, `$3` as many fresh history
+/// ids as the limit, then `$4` the function for the filtered form. Rows: the
+/// claimed steps as the claim left them.
+fn claim_batch_sql(by_function: bool) -> String {
+    let claimable = batch_claimable("$1", by_function.then_some("$4"));
+    let history = claim_move().history_upsert(
+        history_from(
+            "FROM claimed AS c",
+            "c.",
+            "($3::text[])[row_number() OVER ()]",
+            "$1",
+        ),
+        Upsert::OnConflict,
+    );
+    format!(
+        "WITH picked AS (SELECT id AS picked_id FROM flowstate_steps WHERE {claimable} \
+         ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), \
+         claimed AS (UPDATE flowstate_steps SET {set} FROM picked WHERE id = picked.picked_id \
+         RETURNING flowstate_steps.*), \
+         history AS ({history}) \
+         SELECT c.* FROM claimed AS c",
+        set = claim_set("$1"),
+    )
+}
+
+/// The batch claim of any function, and of one.
+static CLAIM_BATCH: LazyLock<[String; 2]> =
+    LazyLock::new(|| [claim_batch_sql(false), claim_batch_sql(true)]);
+
+/// One target status's share of the completions: its items as arrays, the
+/// guarded `UPDATE ... FROM` and the history upsert of what moved.
+fn completion_ctes(to: StepStatus, tag: &str, binds: [&str; 3]) -> String {
+    let [ids, payloads, history_ids] = binds;
+    let step_move = StepMove::transition(to);
+    let items = format!("{tag}_items");
+    let moved = format!("{tag}_moved");
+    let update = step_move.update_where(
+        "$1",
+        &format!("{items}.payload::jsonb"),
+        &format!("FROM {items}"),
+        &format!("id = {items}.item_id"),
+    );
+    let history = step_move.history_upsert(
+        history_from(&format!("FROM {moved} AS m"), "m.", "m.history_id", "$1"),
+        Upsert::OnConflict,
+    );
+    format!(
+        "{items} AS (SELECT * FROM unnest({ids}::text[], {payloads}::text[], {history_ids}::text[]) \
+         AS i(item_id, payload, history_id)), \
+         {moved} AS ({update} RETURNING flowstate_steps.id, flowstate_steps.current_attempt, \
+         flowstate_steps.result, flowstate_steps.error, {items}.history_id), \
+         {tag}_history AS ({history})"
+    )
+}
+
+/// The completions. Binds: `$1` now, then ids, payloads and fresh history
+/// ids of the successes (`$2`-`$4`) and of the failures (`$5`-`$7`). Rows:
+/// the id of every step that moved.
+static COMPLETE_BATCH: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH {}, {} SELECT id FROM s_moved UNION ALL SELECT id FROM f_moved",
+        completion_ctes(StepStatus::Succeeded, "s", ["$2", "$3", "$4"]),
+        completion_ctes(StepStatus::Failed, "f", ["$5", "$6", "$7"]),
+    )
+});
+
+/// A step id, as the completions answer it.
+#[derive(QueryableByName)]
+struct Moved {
+    #[diesel(sql_type = Text)]
+    id: String,
+}
+
+/// [`BatchStepStore::claim_batch`](flowstate_core::BatchStepStore::claim_batch),
+/// its function already checked and `limit` at least 1.
+pub(crate) async fn claim_batch(
+    pool: &Pool,
+    config: &StoreConfig,
+    limit: u32,
+    function: Option<&str>,
+) -> Result<Vec<StepRow>> {
+    let op = "claim_batch";
+    let history_ids: Vec<String> = (0..limit)
+        .map(|_| HistoryId::generate().to_string())
+        .collect();
+    let mut conn = pool.get(op).await?;
+    let query = diesel::sql_query(CLAIM_BATCH[usize::from(function.is_some())].as_str())
+        .bind::<BigInt, _>(config.clock.now().as_micros())
+        .bind::<BigInt, _>(i64::from(limit))
+        .bind::<Array<Text>, _>(history_ids);
+    match function {
+        Some(function) => {
+            query
+                .bind::<Text, _>(function)
+                .cached()
+                .load(&mut *conn)
+                .await
+        }
+        None => query.cached().load(&mut *conn).await,
+    }
+    .map_err(|err| backend(op, err))
+}
+
+/// [`BatchStepStore::complete_batch`](flowstate_core::BatchStepStore::complete_batch)
+/// of `items` (checked, encoded, each step once): the ids that moved.
+pub(crate) async fn complete_batch(
+    pool: &Pool,
+    config: &StoreConfig,
+    items: &[BatchItem],
+) -> Result<HashSet<String>> {
+    let op = "complete_batch";
+    let arrays = |to: StepStatus| {
+        let mut arrays: [Vec<String>; 3] = Default::default();
+        for item in items.iter().filter(|item| item.to == to) {
+            arrays[0].push(item.id.to_string());
+            arrays[1].push(item.payload.clone());
+            arrays[2].push(HistoryId::generate().to_string());
+        }
+        arrays
+    };
+    let [s_ids, s_payloads, s_history] = arrays(StepStatus::Succeeded);
+    let [f_ids, f_payloads, f_history] = arrays(StepStatus::Failed);
+    let mut conn = pool.get(op).await?;
+    let moved: Vec<Moved> = diesel::sql_query(COMPLETE_BATCH.as_str())
+        .bind::<BigInt, _>(config.clock.now().as_micros())
+        .bind::<Array<Text>, _>(s_ids)
+        .bind::<Array<Text>, _>(s_payloads)
+        .bind::<Array<Text>, _>(s_history)
+        .bind::<Array<Text>, _>(f_ids)
+        .bind::<Array<Text>, _>(f_payloads)
+        .bind::<Array<Text>, _>(f_history)
+        .cached()
+        .load(&mut *conn)
+        .await
+        .map_err(|err| backend(op, err))?;
+    Ok(moved.into_iter().map(|m| m.id).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_batch_is_one_statement_over_the_shared_fragments() {
+        let [any, one] = &*CLAIM_BATCH;
+        assert!(any.contains("FOR UPDATE SKIP LOCKED"));
+        assert!(!any.contains("function_name = $4"));
+        assert!(one.contains("function_name = $4"));
+        assert!(any.contains("SELECT ($3::text[])[row_number() OVER ()], c.id, c.current_attempt"));
+        assert!(COMPLETE_BATCH.contains(
+            "result = s_items.payload::jsonb FROM s_items WHERE id = s_items.item_id AND status IN ('running')"
+        ));
+        assert!(COMPLETE_BATCH.contains("error = f_items.payload::jsonb FROM f_items"));
+    }
+}
