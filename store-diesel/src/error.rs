@@ -34,6 +34,34 @@ pub enum Error {
         /// What went wrong.
         detail: String,
     },
+    /// The database lacks migrations this library needs: it was never
+    /// migrated, or by an older flowstate. Nothing was opened.
+    #[error(
+        "the {dialect} database lacks {} flowstate migration(s) ({}): apply them with \
+         `cargo xtask migrate up --database-url <url>`, `migrate::up`, or open the store with \
+         `DieselStore::open_migrated`",
+        pending.len(),
+        pending.join(", ")
+    )]
+    NotMigrated {
+        /// Which dialect.
+        dialect: &'static str,
+        /// The versions not applied, oldest first.
+        pending: Vec<String>,
+    },
+    /// The database has migrations this library does not know: a newer
+    /// flowstate migrated it. Nothing was opened.
+    #[error(
+        "the {dialect} database has flowstate migration(s) this library does not know ({}): \
+         it was migrated by a newer flowstate; upgrade this program",
+        unknown.join(", ")
+    )]
+    SchemaAhead {
+        /// Which dialect.
+        dialect: &'static str,
+        /// The applied versions this library lacks.
+        unknown: Vec<String>,
+    },
     /// A migration failed; the ones before it stay applied.
     #[error("migration failed on {dialect}")]
     Migration {

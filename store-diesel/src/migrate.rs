@@ -39,6 +39,9 @@ enum Action {
     Up,
     Down(usize),
     Status,
+    /// [`Action::Status`], plus every applied version this library lacks
+    /// (as states with an empty name).
+    Check,
 }
 
 /// Applies every pending migration; returns the versions applied (none when
@@ -59,6 +62,37 @@ pub async fn status(url: &str) -> Result<Vec<MigrationState>> {
 }
 
 /// The versions of what an action touched.
+/// Fails unless every migration this library has is applied on `url` and
+/// none it lacks is: what [`DieselStore::open`](crate::DieselStore::open)
+/// checks, so a store never meets a schema it was not written for.
+pub async fn check(url: &str) -> Result<()> {
+    let dialect = DatabaseUrl::parse(url)?.dialect;
+    let states = run(url, Action::Check).await?;
+    let pending: Vec<String> = states
+        .iter()
+        .filter(|s| !s.applied)
+        .map(|s| s.version.clone())
+        .collect();
+    let unknown: Vec<String> = states
+        .iter()
+        .filter(|s| s.applied && s.name.is_empty())
+        .map(|s| s.version.clone())
+        .collect();
+    if !unknown.is_empty() {
+        return Err(Error::SchemaAhead {
+            dialect: dialect.name(),
+            unknown,
+        });
+    }
+    if !pending.is_empty() {
+        return Err(Error::NotMigrated {
+            dialect: dialect.name(),
+            pending,
+        });
+    }
+    Ok(())
+}
+
 fn versions(states: Vec<MigrationState>) -> Vec<String> {
     states.into_iter().map(|s| s.version).collect()
 }
@@ -96,7 +130,10 @@ async fn run(url: &str, action: Action) -> Result<Outcome> {
                 apply::<Conn>(dialect, &target, &MYSQL, action)
             }
             #[cfg(feature = "sqlite")]
-            Dialect::Sqlite => apply::<diesel::SqliteConnection>(dialect, &target, &SQLITE, action),
+            Dialect::Sqlite => {
+                crate::sqlite::create_parent_dir(&target)?;
+                apply::<diesel::SqliteConnection>(dialect, &target, &SQLITE, action)
+            }
             #[allow(unreachable_patterns)]
             other => Err(Error::UnsupportedUrl {
                 url: format!("{other}://..."),
@@ -156,14 +193,14 @@ where
             }
             Ok(reverted)
         }
-        Action::Status => {
+        Action::Status | Action::Check => {
             let applied: Vec<String> = conn
                 .applied_migrations()
                 .map_err(fail)?
                 .iter()
                 .map(ToString::to_string)
                 .collect();
-            let states = source
+            let mut states: Vec<MigrationState> = source
                 .migrations()
                 .map_err(fail)?
                 .iter()
@@ -177,6 +214,15 @@ where
                     }
                 })
                 .collect();
+            if matches!(action, Action::Check) {
+                let known: Vec<String> = states.iter().map(|s| s.version.clone()).collect();
+                let unknown = applied.into_iter().filter(|v| !known.contains(v));
+                states.extend(unknown.map(|version| MigrationState {
+                    version,
+                    name: String::new(),
+                    applied: true,
+                }));
+            }
             Ok(states)
         }
     }

@@ -81,6 +81,12 @@ fn unsupported(url: &str, reason: &'static str) -> Error {
     Error::UnsupportedUrl { url: shown, reason }
 }
 
+/// Whether an SQLite target (a [`DatabaseUrl::target`]) names an in-memory
+/// database rather than a file.
+pub(crate) fn is_sqlite_memory(target: &str) -> bool {
+    target == ":memory:" || target.starts_with("file::memory:") || target.contains("mode=memory")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,7 +66,7 @@ pub(crate) type Pool = ConnectionPool<SqliteConn>;
 /// it; the config answered says so.
 pub(crate) async fn connect(url: &str, config: StoreConfig) -> crate::Result<(Pool, StoreConfig)> {
     let mut config = config;
-    let in_memory = is_in_memory(url);
+    let in_memory = crate::url::is_sqlite_memory(url);
     if in_memory {
         // Each connection to `:memory:` is a database of its own.
         config.pool_size = 1;
@@ -210,13 +210,8 @@ where
         .map(|row| row.is_some())
 }
 
-/// Whether `url` names an in-memory database rather than a file.
-fn is_in_memory(url: &str) -> bool {
-    url == ":memory:" || url.starts_with("file::memory:") || url.contains("mode=memory")
-}
-
 /// Creates the directory the database file goes in, if it is missing.
-fn create_parent_dir(url: &str) -> crate::Result<()> {
+pub(crate) fn create_parent_dir(url: &str) -> crate::Result<()> {
     if url.starts_with("file:") {
         return Ok(()); // a URI filename: SQLite reads it, not us
     }

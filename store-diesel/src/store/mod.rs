@@ -131,7 +131,11 @@ pub(crate) use by_dialect;
 
 impl DieselStore {
     /// Opens a store on `url` (see [`DatabaseUrl::parse`]) and checks that a
-    /// connection can be made. It does not touch the schema.
+    /// connection can be made and that the schema is the one this library
+    /// was written for: a database never migrated, or migrated by an older
+    /// flowstate, is [`Error::NotMigrated`] (naming the command that fixes
+    /// it), one migrated by a newer flowstate [`Error::SchemaAhead`]. It
+    /// changes no table (diesel may create its own migrations table).
     pub async fn open(url: &str, config: StoreConfig) -> Result<Self> {
         let parsed = DatabaseUrl::parse(url)?;
         let (pools, config) = match parsed.dialect {
@@ -158,6 +162,12 @@ impl DieselStore {
                 });
             }
         };
+        // After connecting (which makes a missing SQLite file and its
+        // folders); an in-memory SQLite database is migrated in place as it
+        // opens, and another connection would see another database.
+        if !(parsed.dialect == Dialect::Sqlite && crate::url::is_sqlite_memory(&parsed.target)) {
+            crate::migrate::check(url).await?;
+        }
         let store = Self { pools, config };
         tracing::debug!(dialect = %store.dialect(), "flowstate store opened");
         Ok(store)

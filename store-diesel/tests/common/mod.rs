@@ -1,7 +1,8 @@
 //! What every dialect's test crate shares: a database per test ([`db`]),
 //! the conformance harness over [`DieselStore`](flowstate_store_diesel::DieselStore)
 //! ([`harness`]), the statement budgets as tables ([`budgets`]) and the
-//! checks of corrupt rows ([`corrupt`]), each written once.
+//! checks of corrupt rows ([`corrupt`]) and of opening a store on the wrong
+//! schema ([`schema_check`]), each written once.
 
 #![allow(dead_code)]
 
@@ -10,3 +11,4 @@ pub mod corrupt;
 pub mod db;
 pub mod harness;
 pub mod records;
+pub mod schema_check;

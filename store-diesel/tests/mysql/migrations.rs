@@ -187,8 +187,8 @@ async fn every_index_of_the_schema_is_there() {
         "flowstate_steps(id) unique",
         "flowstate_steps(run_id, name) unique",
         "flowstate_steps(run_id, status)",
-        "flowstate_steps(status, created_at, id)",
-        "flowstate_steps(function_name, status, created_at, id)",
+        "flowstate_steps(claimable, created_at, id)",
+        "flowstate_steps(claimable, function_name, created_at, id)",
         "flowstate_workflow_versions(id) unique",
         "flowstate_workflow_versions(workflow, graph_hash) unique",
     ];

@@ -30,3 +30,8 @@ flowstate_testkit::batch_suite!(
 async fn corrupt_rows_are_typed_errors() {
     common::corrupt::corrupt_rows_are_typed_errors(Dialect::Sqlite).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_refuses_a_schema_it_was_not_written_for() {
+    common::schema_check::open_refuses_a_schema_it_was_not_written_for(Dialect::Sqlite).await;
+}

@@ -81,19 +81,28 @@ async fn opening_creates_the_parent_directory() {
     let nested = root.join("deeper").join("flow.db");
     assert!(!root.exists());
     let url = format!("sqlite://{}", nested.display());
-    let store = DieselStore::open(&url, StoreConfig::default())
+    // Opening an unmigrated file makes it (and its folders), then says the
+    // schema is missing; migrating applies to that same real file.
+    let refused = DieselStore::open(&url, StoreConfig::default()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(flowstate_store_diesel::Error::NotMigrated { .. })
+        ),
+        "{refused:?}"
+    );
+    assert!(nested.is_file(), "no database file at {}", nested.display());
+    let store = DieselStore::open_migrated(&url, StoreConfig::default())
         .await
         .unwrap();
     store.batch_execute("SELECT 1").await.unwrap();
-    assert!(nested.is_file(), "no database file at {}", nested.display());
     drop(store);
-    // The directory holds a real database: migrations apply to it.
-    assert_eq!(
+    assert!(
         flowstate_store_diesel::migrate::up(&url)
             .await
             .unwrap()
-            .len(),
-        1
+            .is_empty(),
+        "open_migrated applied every migration"
     );
     std::fs::remove_dir_all(&root).unwrap();
 }

@@ -1,2 +1,4 @@
-DROP INDEX flowstate_steps_claimable_function ON flowstate_steps;
-DROP INDEX flowstate_steps_claimable ON flowstate_steps;
+ALTER TABLE flowstate_steps
+    DROP INDEX flowstate_steps_claimable_function,
+    DROP INDEX flowstate_steps_claimable,
+    DROP COLUMN claimable;
