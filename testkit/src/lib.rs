@@ -28,6 +28,7 @@ mod clock;
 mod harness;
 mod memory;
 mod suite;
+mod virtual_users_suite;
 
 pub use clock::ManualClock;
 pub use harness::{Harness, MemoryHarness};
@@ -36,6 +37,9 @@ pub use memory::MemoryStore;
 /// Every case the suite stamps, as `group::case` (a function
 /// `cases::group::case`), in stamping order.
 pub const CASES: &[&str] = crate::__cases!(names);
+
+/// Every case [`virtual_users_suite!`] stamps, as `group::case`.
+pub const VIRTUAL_USER_CASES: &[&str] = crate::__virtual_user_cases!(names);
 
 /// What the macros' expansions use; not part of the API.
 #[doc(hidden)]

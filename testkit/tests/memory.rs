@@ -3,3 +3,4 @@
 use flowstate_testkit::MemoryHarness;
 
 flowstate_testkit::conformance_suite!(memory, async { MemoryHarness::new() });
+flowstate_testkit::virtual_users_suite!(memory_virtual_users, async { MemoryHarness::new() });

@@ -10,6 +10,7 @@
 mod runs;
 mod steps;
 mod versions;
+mod virtual_users;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -48,6 +49,7 @@ struct Tables {
     step_by_name: HashMap<(RunId, String), StepId>,
     history: HashMap<(StepId, u32), StepAttempt>,
     versions: HashMap<(String, String), WorkflowVersion>,
+    virtual_users: virtual_users::VirtualUserTables,
 }
 
 impl MemoryStore {
