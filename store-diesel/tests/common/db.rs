@@ -22,6 +22,15 @@ pub fn server_url(dialect: Dialect) -> String {
     format!("{scheme}://{host}")
 }
 
+/// Every embedded migration's version, oldest first: what `migrate::up`
+/// applies to a fresh database (the same on every dialect).
+pub const MIGRATIONS: &[&str] = &["20261130000001", "20261201000003"];
+
+/// The same, newest first: what reverting everything answers.
+pub fn migrations_newest_first() -> Vec<&'static str> {
+    MIGRATIONS.iter().rev().copied().collect()
+}
+
 /// One test's database.
 #[derive(Debug)]
 pub struct TestDb {
@@ -57,7 +66,7 @@ impl TestDb {
         let applied = flowstate_store_diesel::migrate::up(&db.url)
             .await
             .unwrap_or_else(|err| panic!("cannot migrate {}: {err}", db.url));
-        assert_eq!(applied.len(), 1, "a fresh database gets the one migration");
+        assert_eq!(applied, MIGRATIONS, "a fresh database gets every migration");
         db
     }
 

@@ -10,3 +10,4 @@ pub mod corrupt;
 pub mod db;
 pub mod harness;
 pub mod records;
+pub mod virtual_user_budgets;

@@ -9,18 +9,21 @@ use flowstate_store_diesel::migrate;
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use serde_json::json;
 
-use crate::common::db::TestDb;
+use crate::common::db::{MIGRATIONS, TestDb, migrations_newest_first};
 use crate::common::records;
 use crate::support::{self, TextRow, count};
 
 const VERSION: &str = "20261130000001";
 const UP_SQL: &str =
     include_str!("../../migrations/mysql/2026-11-30-000001_create_flowstate/up.sql");
-const TABLES: [&str; 5] = [
+const TABLES: [&str; 8] = [
     "flowstate_run_state",
     "flowstate_runs",
     "flowstate_step_history",
     "flowstate_steps",
+    "flowstate_virtual_user_runs",
+    "flowstate_virtual_user_schedules",
+    "flowstate_virtual_user_transcript",
     "flowstate_workflow_versions",
 ];
 
@@ -70,10 +73,10 @@ async fn tables(conn: &mut AsyncMysqlConnection, db: &str) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_fresh_database_takes_one_migration_and_a_second_up_is_a_no_op() {
+async fn a_fresh_database_takes_every_migration_and_a_second_up_is_a_no_op() {
     let db = TestDb::empty(Dialect::Mysql).await;
     let before = migrate::status(&db.url).await.unwrap();
-    assert_eq!(before.len(), 1);
+    assert_eq!(before.len(), MIGRATIONS.len());
     assert_eq!(
         (before[0].version.as_str(), before[0].applied),
         (VERSION, false)
@@ -84,15 +87,12 @@ async fn a_fresh_database_takes_one_migration_and_a_second_up_is_a_no_op() {
         before[0]
     );
 
-    assert_eq!(
-        migrate::up(&db.url).await.unwrap(),
-        vec![VERSION.to_owned()]
-    );
+    assert_eq!(migrate::up(&db.url).await.unwrap(), MIGRATIONS);
     let mut conn = support::connection(&db).await;
     assert_eq!(tables(&mut conn, &db.name).await, TABLES);
     let status = migrate::status(&db.url).await.unwrap();
-    assert_eq!(status.len(), 1);
-    assert!(status[0].applied);
+    assert_eq!(status.len(), MIGRATIONS.len());
+    assert!(status.iter().all(|m| m.applied));
 
     assert_eq!(migrate::up(&db.url).await.unwrap(), Vec::<String>::new());
     assert!(migrate::status(&db.url).await.unwrap()[0].applied);
@@ -111,7 +111,7 @@ async fn down_then_up_gives_the_same_schema() {
 
     assert_eq!(
         migrate::down(&db.url, usize::MAX).await.unwrap(),
-        vec![VERSION.to_owned()]
+        migrations_newest_first()
     );
     assert!(
         tables(&mut conn, &db.name).await.is_empty(),
@@ -123,10 +123,7 @@ async fn down_then_up_gives_the_same_schema() {
         "nothing left to revert"
     );
 
-    assert_eq!(
-        migrate::up(&db.url).await.unwrap(),
-        vec![VERSION.to_owned()]
-    );
+    assert_eq!(migrate::up(&db.url).await.unwrap(), MIGRATIONS);
     assert_eq!(catalog(&mut conn, &db.name).await, before);
     db.drop_database().await;
 }
@@ -144,10 +141,7 @@ async fn up_finishes_a_half_applied_schema() {
     conn.batch_execute(first_table).await.unwrap();
     assert_eq!(tables(&mut conn, &db.name).await, ["flowstate_runs"]);
 
-    assert_eq!(
-        migrate::up(&db.url).await.unwrap(),
-        vec![VERSION.to_owned()]
-    );
+    assert_eq!(migrate::up(&db.url).await.unwrap(), MIGRATIONS);
     let mut reference_conn = support::connection(&reference).await;
     assert_eq!(
         catalog(&mut conn, &db.name).await,
@@ -191,6 +185,10 @@ async fn every_index_of_the_schema_is_there() {
         "flowstate_steps(run_id, status)",
         "flowstate_workflow_versions(id) unique",
         "flowstate_workflow_versions(workflow, graph_hash) unique",
+        "flowstate_virtual_user_schedules(enabled, next_run_at, persona)",
+        "flowstate_virtual_user_runs(persona, created_at, id)",
+        "flowstate_virtual_user_runs(status, created_at, id)",
+        "flowstate_virtual_user_transcript(run_id, seq) unique",
     ];
     for index in expected {
         assert!(

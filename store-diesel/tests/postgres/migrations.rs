@@ -6,6 +6,7 @@ use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use flowstate_store_diesel::migrate;
 
+use crate::common::db::{MIGRATIONS, migrations_newest_first};
 use crate::support;
 
 #[derive(QueryableByName)]
@@ -42,19 +43,23 @@ async fn catalog(url: &str) -> String {
 async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
     let url = support::fresh_database().await;
     let status = migrate::status(&url).await.unwrap();
-    assert_eq!(status.len(), 1, "{status:?}");
-    assert!(!status[0].applied, "nothing is applied on a fresh database");
+    let versions: Vec<&str> = status.iter().map(|m| m.version.as_str()).collect();
+    assert_eq!(versions, MIGRATIONS, "{status:?}");
+    assert!(
+        status.iter().all(|m| !m.applied),
+        "nothing is applied on a fresh database"
+    );
     assert!(status[0].name.contains("create_flowstate"), "{status:?}");
 
     let applied = migrate::up(&url).await.unwrap();
-    assert_eq!(applied, [status[0].version.clone()]);
+    assert_eq!(applied, MIGRATIONS);
     assert_eq!(
         migrate::up(&url).await.unwrap(),
         Vec::<String>::new(),
         "a second up must be a no-op"
     );
     let status = migrate::status(&url).await.unwrap();
-    assert!(status[0].applied, "{status:?}");
+    assert!(status.iter().all(|m| m.applied), "{status:?}");
 
     let before = catalog(&url).await;
     for column in [
@@ -63,6 +68,9 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_steps.current_attempt bigint NO 1 ",
         "flowstate_step_history.attempt bigint NO",
         "flowstate_workflow_versions.graph jsonb NO",
+        "flowstate_virtual_user_schedules.enabled boolean NO",
+        "flowstate_virtual_user_runs.transcript_len bigint NO 0 ",
+        "flowstate_virtual_user_transcript.entry jsonb NO",
     ] {
         assert!(before.contains(column), "{column} missing:\n{before}");
     }
@@ -78,12 +86,16 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_steps_run_name_key",
         "flowstate_workflow_versions_workflow_hash_key",
         "flowstate_runs_idempotency_key_key",
+        "flowstate_virtual_user_schedules_due_idx",
+        "flowstate_virtual_user_runs_persona_created_idx",
+        "flowstate_virtual_user_runs_status_created_idx",
+        "flowstate_virtual_user_transcript_pkey",
     ] {
         assert!(before.contains(index), "index {index} missing:\n{before}");
     }
 
     let reverted = migrate::down(&url, usize::MAX).await.unwrap();
-    assert_eq!(reverted, [status[0].version.clone()]);
+    assert_eq!(reverted, migrations_newest_first());
     assert_eq!(
         catalog(&url).await,
         "\n--\n\n--\n\n--\n",
@@ -96,7 +108,7 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "nothing left to revert"
     );
 
-    assert_eq!(migrate::up(&url).await.unwrap().len(), 1);
+    assert_eq!(migrate::up(&url).await.unwrap(), MIGRATIONS);
     assert_eq!(
         catalog(&url).await,
         before,

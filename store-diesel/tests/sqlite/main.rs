@@ -25,3 +25,8 @@ flowstate_testkit::conformance_suite!(
 async fn corrupt_rows_are_typed_errors() {
     common::corrupt::corrupt_rows_are_typed_errors(Dialect::Sqlite).await;
 }
+
+flowstate_testkit::virtual_users_suite!(
+    virtual_users,
+    common::harness::DieselHarness::create(Dialect::Sqlite)
+);

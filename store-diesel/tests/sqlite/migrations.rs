@@ -5,6 +5,7 @@ use diesel::sql_types::{BigInt, Text};
 use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection, sql_query};
 use flowstate_store_diesel::migrate;
 
+use crate::common::db::{MIGRATIONS, migrations_newest_first};
 use crate::support::{TABLES, TestDb};
 
 /// One schema object as `sqlite_schema` stores it.
@@ -59,10 +60,10 @@ fn catalog(db: &TestDb) -> Catalog {
 }
 
 #[tokio::test]
-async fn a_fresh_database_gets_one_migration_and_a_second_up_is_a_no_op() {
+async fn a_fresh_database_gets_every_migration_and_a_second_up_is_a_no_op() {
     let db = TestDb::empty();
     let applied = migrate::up(&db.url()).await.unwrap();
-    assert_eq!(applied, ["20261130000001"]);
+    assert_eq!(applied, MIGRATIONS);
     assert_eq!(migrate::up(&db.url()).await.unwrap(), Vec::<String>::new());
 }
 
@@ -116,6 +117,18 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
             "flowstate_workflow_versions_workflow_hash",
             "(workflow, graph_hash)",
         ),
+        (
+            "flowstate_virtual_user_schedules_due",
+            "(enabled, next_run_at, persona)",
+        ),
+        (
+            "flowstate_virtual_user_runs_persona_created",
+            "(persona, created_at, id)",
+        ),
+        (
+            "flowstate_virtual_user_runs_status_created",
+            "(status, created_at, id)",
+        ),
     ] {
         let found = catalog
             .objects
@@ -150,10 +163,10 @@ async fn down_then_up_leaves_the_same_schema() {
     let before = catalog(&db);
     assert_eq!(
         before.objects.iter().filter(|o| o.kind == "table").count(),
-        5
+        TABLES.len()
     );
     let reverted = migrate::down(&db.url(), usize::MAX).await.unwrap();
-    assert_eq!(reverted, ["20261130000001"]);
+    assert_eq!(reverted, migrations_newest_first());
     let empty = catalog(&db);
     assert!(
         empty.objects.is_empty() && empty.columns.is_empty(),
@@ -163,7 +176,7 @@ async fn down_then_up_leaves_the_same_schema() {
         migrate::down(&db.url(), 1).await.unwrap(),
         Vec::<String>::new()
     );
-    assert_eq!(migrate::up(&db.url()).await.unwrap(), ["20261130000001"]);
+    assert_eq!(migrate::up(&db.url()).await.unwrap(), MIGRATIONS);
     assert_eq!(catalog(&db), before);
 }
 
@@ -171,8 +184,8 @@ async fn down_then_up_leaves_the_same_schema() {
 async fn status_lists_the_migration_applied_or_not() {
     let db = TestDb::empty();
     let listed = migrate::status(&db.url()).await.unwrap();
-    assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].version, "20261130000001");
+    let versions: Vec<&str> = listed.iter().map(|m| m.version.as_str()).collect();
+    assert_eq!(versions, MIGRATIONS);
     assert!(
         listed[0].name.contains("create_flowstate"),
         "{}",
@@ -181,6 +194,19 @@ async fn status_lists_the_migration_applied_or_not() {
     assert!(!listed[0].applied);
     migrate::up(&db.url()).await.unwrap();
     assert!(migrate::status(&db.url()).await.unwrap()[0].applied);
+    assert!(
+        migrate::status(&db.url())
+            .await
+            .unwrap()
+            .iter()
+            .all(|m| m.applied)
+    );
     migrate::down(&db.url(), 1).await.unwrap();
+    let after = migrate::status(&db.url()).await.unwrap();
+    assert!(
+        after[0].applied && !after[after.len() - 1].applied,
+        "{after:?}"
+    );
+    migrate::down(&db.url(), usize::MAX).await.unwrap();
     assert!(!migrate::status(&db.url()).await.unwrap()[0].applied);
 }
