@@ -210,10 +210,10 @@ where
         match store.claim_schedule(&persona, next, next, Some(run)).await {
             Ok(true) => {}
             Ok(false) => {
-                tracing::debug!(%persona, %run, "schedule rewritten before its run was recorded")
+                tracing::debug!(%persona, %run, "schedule rewritten before its run was recorded");
             }
             Err(err) => {
-                tracing::warn!(%persona, %run, error = %err, "could not record the dispatched run")
+                tracing::warn!(%persona, %run, error = %err, "could not record the dispatched run");
             }
         }
         tracing::debug!(%persona, %run, %next, "dispatched");
@@ -226,4 +226,29 @@ where
         "tick done"
     );
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_are_named_as_the_seed_names_them() {
+        let rows = [
+            (SkipReason::InFlight, "in-flight"),
+            (SkipReason::ClaimedElsewhere, "claimed-elsewhere"),
+            (SkipReason::DispatchFailed, "dispatch-failed"),
+        ];
+        for (reason, name) in rows {
+            assert_eq!(reason.as_str(), name);
+            assert_eq!(reason.to_string(), name);
+        }
+    }
+
+    #[test]
+    fn the_default_tick_reaps_after_two_hours() {
+        let options = TickOptions::default();
+        assert_eq!(options.stale_after, Duration::from_secs(7_200));
+        assert_eq!(Schedule::due_limit(options.limit), 100);
+    }
 }

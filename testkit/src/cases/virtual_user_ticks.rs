@@ -132,7 +132,7 @@ where
     let run = h.store().start_virtual_user_run("alice").await.unwrap();
     let now = h
         .clock()
-        .advance(STALE_RUN_AFTER - Duration::from_micros(1));
+        .advance(STALE_RUN_AFTER.saturating_sub(Duration::from_micros(1)));
     schedule_at(h, "alice", now).await;
     let before = h.store().get_schedule("alice").await.unwrap();
 

@@ -139,7 +139,7 @@ impl VirtualUserRunStore for MemoryStore {
             .filter(|r| query.status.is_none_or(|s| s == r.status))
             .cloned()
             .collect();
-        runs.sort_by(|a, b| (b.created_at, b.id).cmp(&(a.created_at, a.id)));
+        runs.sort_by_key(|r| std::cmp::Reverse((r.created_at, r.id)));
         runs.truncate(query.effective_limit() as usize);
         Ok(runs)
     }
