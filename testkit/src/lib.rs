@@ -20,6 +20,12 @@
 //! serve them concurrently, not one at a time behind a lock it takes for
 //! the test's sake.
 //!
+//! A backend that also implements the virtual-user ports
+//! ([`ScheduleStore`](flowstate_core::ScheduleStore),
+//! [`VirtualUserRunStore`](flowstate_core::VirtualUserRunStore)) adds
+//! [`virtual_users_suite!`] with the same two arguments: its cases drive
+//! `flowstate_virtual_users::tick` and its runner through the store.
+//!
 //! This crate does not hold per-dialect checks (statement counts, indexes,
 //! query plans): those belong to the backend's own tests.
 
