@@ -188,6 +188,7 @@ async fn every_index_of_the_schema_is_there() {
         "flowstate_virtual_user_schedules(enabled, next_run_at, persona)",
         "flowstate_virtual_user_runs(persona, created_at, id)",
         "flowstate_virtual_user_runs(status, created_at, id)",
+        "flowstate_virtual_user_runs(created_at, id)",
         "flowstate_virtual_user_transcript(run_id, seq) unique",
     ];
     for index in expected {

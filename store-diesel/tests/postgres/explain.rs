@@ -269,5 +269,14 @@ async fn the_due_query_and_a_personas_runs_use_their_indexes_on_100k_rows() {
         &["flowstate_virtual_user_runs_persona_created_idx"],
     );
     assert!(!p.contains("Sort"), "the persona listing sorts:\n{p}");
+    let every = VirtualUserRunQuery::default();
+    let listing = sent(log.capture(store.list_virtual_user_runs(&every)).await.1);
+    let p = plan(&mut conn, &listing, &["50".into()]).await;
+    assert_indexed(
+        "list_virtual_user_runs",
+        &p,
+        &["flowstate_virtual_user_runs_created_idx"],
+    );
+    assert!(!p.contains("Sort"), "the unfiltered listing sorts:\n{p}");
     support::drop_database(&url).await;
 }

@@ -89,6 +89,7 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_virtual_user_schedules_due_idx",
         "flowstate_virtual_user_runs_persona_created_idx",
         "flowstate_virtual_user_runs_status_created_idx",
+        "flowstate_virtual_user_runs_created_idx",
         "flowstate_virtual_user_transcript_pkey",
     ] {
         assert!(before.contains(index), "index {index} missing:\n{before}");

@@ -129,6 +129,7 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
             "flowstate_virtual_user_runs_status_created",
             "(status, created_at, id)",
         ),
+        ("flowstate_virtual_user_runs_created", "(created_at, id)"),
     ] {
         let found = catalog
             .objects

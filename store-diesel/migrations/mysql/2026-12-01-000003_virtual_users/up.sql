@@ -27,7 +27,8 @@ CREATE TABLE IF NOT EXISTS flowstate_virtual_user_runs (
     updated_at BIGINT NOT NULL,
     PRIMARY KEY (id),
     KEY flowstate_virtual_user_runs_persona_created (persona, created_at, id),
-    KEY flowstate_virtual_user_runs_status_created (status, created_at, id)
+    KEY flowstate_virtual_user_runs_status_created (status, created_at, id),
+    KEY flowstate_virtual_user_runs_created (created_at, id)
 ) ENGINE = InnoDB DEFAULT CHARACTER SET = utf8mb4 COLLATE = utf8mb4_bin;
 
 CREATE TABLE IF NOT EXISTS flowstate_virtual_user_transcript (

@@ -30,6 +30,9 @@ CREATE INDEX flowstate_virtual_user_runs_persona_created_idx
     ON flowstate_virtual_user_runs (persona, created_at, id);
 CREATE INDEX flowstate_virtual_user_runs_status_created_idx
     ON flowstate_virtual_user_runs (status, created_at, id);
+-- The unfiltered listing, newest first, walks this one backwards.
+CREATE INDEX flowstate_virtual_user_runs_created_idx
+    ON flowstate_virtual_user_runs (created_at, id);
 
 CREATE TABLE flowstate_virtual_user_transcript (
     run_id TEXT COLLATE "C" NOT NULL REFERENCES flowstate_virtual_user_runs (id) ON DELETE CASCADE,

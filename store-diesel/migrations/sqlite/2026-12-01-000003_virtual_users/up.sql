@@ -29,6 +29,8 @@ CREATE TABLE flowstate_virtual_user_runs (
 -- A persona's runs newest first (the tick reads the latest one).
 CREATE INDEX flowstate_virtual_user_runs_persona_created ON flowstate_virtual_user_runs (persona, created_at, id);
 CREATE INDEX flowstate_virtual_user_runs_status_created ON flowstate_virtual_user_runs (status, created_at, id);
+-- The unfiltered listing, newest first, walks this one backwards.
+CREATE INDEX flowstate_virtual_user_runs_created ON flowstate_virtual_user_runs (created_at, id);
 
 CREATE TABLE flowstate_virtual_user_transcript (
     run_id TEXT    NOT NULL REFERENCES flowstate_virtual_user_runs (id) ON DELETE CASCADE,
