@@ -4,8 +4,9 @@
 //! trying the same call again can help: a lost race, an illegal transition or
 //! bad input will fail the same way again; a dropped connection may not.
 
-use crate::ids::{RunId, StepId};
+use crate::ids::{RunId, StepId, VirtualUserRunId};
 use crate::status::{RunStatus, StatusKind, StepStatus, UnknownStatus};
+use crate::virtual_users::VirtualUserRunStatus;
 
 /// `Result` with flowstate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -60,6 +61,18 @@ pub enum Error {
         expected: String,
         /// The function the claim named.
         claimed: String,
+    },
+    /// The virtual-user run does not exist.
+    #[error("virtual-user run {0} not found")]
+    VirtualUserRunNotFound(VirtualUserRunId),
+    /// The virtual-user run has already finished (completed, failed or
+    /// reaped); nothing was written.
+    #[error("virtual-user run {run} is already {status}")]
+    VirtualUserRunSettled {
+        /// The run.
+        run: VirtualUserRunId,
+        /// The status it settled in.
+        status: VirtualUserRunStatus,
     },
     /// The input was refused before anything was written.
     #[error(transparent)]

@@ -63,6 +63,10 @@ id_type!(
     /// The id of a stored workflow version.
     VersionId
 );
+id_type!(
+    /// The id of a virtual-user run.
+    VirtualUserRunId
+);
 
 #[cfg(test)]
 mod tests {

@@ -28,6 +28,7 @@
 //! | [`error`] | the one error type the ports return |
 //! | [`ports`] | the async store traits a backend implements |
 //! | [`backend`] | helpers for backend authors, not part of the ports' contract |
+//! | [`virtual_users`], [`virtual_user_ports`] | personas' schedules, their runs and transcripts, and their ports |
 
 pub mod backend;
 pub mod backoff;
@@ -44,12 +45,14 @@ pub mod schedule;
 pub mod status;
 pub mod summary;
 pub mod time;
+pub mod virtual_user_ports;
+pub mod virtual_users;
 
 pub use backoff::{EventDispatchBackoff, EventDispatchOutcome, RedispatchBackoff};
 pub use batch::{BatchClaim, Completion};
 pub use claim::{ClaimDecision, ClaimInput, NotClaimable};
 pub use error::{Error, Result};
-pub use ids::{HistoryId, RunId, StepId, VersionId};
+pub use ids::{HistoryId, RunId, StepId, VersionId, VirtualUserRunId};
 pub use limits::{EncodedStep, InputLimits};
 pub use ports::{BatchStepStore, RunStore, StepStore, Store, VersionStore};
 pub use records::{
@@ -59,3 +62,8 @@ pub use records::{
 pub use retry::RetryPolicy;
 pub use status::{RetryStart, RunStatus, StatusKind, StepStatus};
 pub use time::{Clock, SystemClock, Timestamp};
+pub use virtual_user_ports::{ScheduleStore, VirtualUserRunStore};
+pub use virtual_users::{
+    NewSchedule, Schedule, TranscriptEntry, TranscriptPage, VirtualUserRun, VirtualUserRunQuery,
+    VirtualUserRunStatus,
+};

@@ -35,6 +35,7 @@ use crate::records::{
 };
 use crate::status::{RetryStart, RunStatus};
 use crate::summary;
+pub use crate::virtual_user_ports::{ScheduleStore, VirtualUserRunStore};
 // Named by the docs' links only.
 #[cfg(doc)]
 use crate::{error::Error, status::StepStatus};

@@ -73,6 +73,7 @@ mod guard;
 pub mod migrate;
 mod pool;
 mod rows;
+mod rows_virtual_users;
 mod schema;
 mod sql;
 pub mod statement_log;

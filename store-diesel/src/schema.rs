@@ -180,3 +180,54 @@ diesel::allow_tables_to_appear_in_same_query!(
     flowstate_step_history,
     flowstate_workflow_versions,
 );
+
+diesel::table! {
+    use diesel::sql_types::{BigInt, Bool, Nullable, Text};
+
+    /// Personas' schedules, one per persona.
+    flowstate_virtual_user_schedules (persona) {
+        persona -> Text,
+        enabled -> Bool,
+        min_interval_ms -> BigInt,
+        max_interval_ms -> BigInt,
+        next_run_at -> BigInt,
+        last_run_id -> Nullable<Text>,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::{BigInt, Nullable, Text};
+    use super::Json;
+
+    /// Virtual-user runs.
+    flowstate_virtual_user_runs (id) {
+        id -> Text,
+        persona -> Text,
+        status -> Text,
+        findings -> Nullable<Json>,
+        failure -> Nullable<Text>,
+        transcript_len -> BigInt,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::{BigInt, Text};
+    use super::Json;
+
+    /// One row per transcript entry of a virtual-user run.
+    flowstate_virtual_user_transcript (run_id, seq) {
+        run_id -> Text,
+        seq -> BigInt,
+        entry -> Json,
+        at -> BigInt,
+    }
+}
+
+diesel::joinable!(flowstate_virtual_user_transcript -> flowstate_virtual_user_runs (run_id));
+diesel::allow_tables_to_appear_in_same_query!(
+    flowstate_virtual_user_runs,
+    flowstate_virtual_user_transcript,
+);

@@ -20,6 +20,12 @@
 //! serve them concurrently, not one at a time behind a lock it takes for
 //! the test's sake.
 //!
+//! A backend that also implements the virtual-user ports
+//! ([`ScheduleStore`](flowstate_core::ScheduleStore),
+//! [`VirtualUserRunStore`](flowstate_core::VirtualUserRunStore)) adds
+//! [`virtual_users_suite!`] with the same two arguments: its cases drive
+//! `flowstate_virtual_users::tick` and its runner through the store.
+//!
 //! This crate does not hold per-dialect checks (statement counts, indexes,
 //! query plans): those belong to the backend's own tests.
 
@@ -28,6 +34,7 @@ mod clock;
 mod harness;
 mod memory;
 mod suite;
+mod virtual_users_suite;
 
 pub use clock::ManualClock;
 pub use harness::{Harness, MemoryHarness, RowCounts};
@@ -39,6 +46,8 @@ pub const CASES: &[&str] = crate::__cases!(names);
 
 /// Every case [`batch_suite!`] stamps, as `group::case`.
 pub const BATCH_CASES: &[&str] = crate::__batch_cases!(names);
+/// Every case [`virtual_users_suite!`] stamps, as `group::case`.
+pub const VIRTUAL_USER_CASES: &[&str] = crate::__virtual_user_cases!(names);
 
 /// What the macros' expansions use; not part of the API.
 #[doc(hidden)]

@@ -5,3 +5,4 @@ use flowstate_testkit::MemoryHarness;
 flowstate_testkit::conformance_suite!(memory, async { MemoryHarness::new() });
 
 flowstate_testkit::batch_suite!(memory_batch, async { MemoryHarness::new() });
+flowstate_testkit::virtual_users_suite!(memory_virtual_users, async { MemoryHarness::new() });

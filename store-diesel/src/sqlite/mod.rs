@@ -32,11 +32,13 @@ mod claim;
 mod sql;
 mod steps;
 mod transition;
+mod virtual_users;
 
 pub(crate) use batch::{claim_batch, complete_batch};
 pub(crate) use claim::claim;
 pub(crate) use steps::insert_step;
 pub(crate) use transition::guarded_move;
+pub(crate) use virtual_users::append_transcript;
 
 use std::path::Path;
 

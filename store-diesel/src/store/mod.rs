@@ -18,6 +18,7 @@ pub(crate) use runs::IDEMPOTENT_TRIES;
 mod state;
 mod steps;
 mod versions;
+mod virtual_users;
 
 use crate::config::StoreConfig;
 use crate::error::{Error, Result};

@@ -12,3 +12,4 @@ pub mod db;
 pub mod harness;
 pub mod records;
 pub mod schema_check;
+pub mod virtual_user_budgets;

@@ -16,11 +16,14 @@ use crate::support::{self, TextRow, count};
 const VERSION: &str = "20261130000001";
 const UP_SQL: &str =
     include_str!("../../migrations/mysql/2026-11-30-000001_create_flowstate/up.sql");
-const TABLES: [&str; 5] = [
+const TABLES: [&str; 8] = [
     "flowstate_run_state",
     "flowstate_runs",
     "flowstate_step_history",
     "flowstate_steps",
+    "flowstate_virtual_user_runs",
+    "flowstate_virtual_user_schedules",
+    "flowstate_virtual_user_transcript",
     "flowstate_workflow_versions",
 ];
 
@@ -70,7 +73,7 @@ async fn tables(conn: &mut AsyncMysqlConnection, db: &str) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_fresh_database_takes_one_migration_and_a_second_up_is_a_no_op() {
+async fn a_fresh_database_takes_every_migration_and_a_second_up_is_a_no_op() {
     let db = TestDb::empty(Dialect::Mysql).await;
     let versions = migration_versions(Dialect::Mysql);
     let before = migrate::status(&db.url).await.unwrap();
@@ -191,6 +194,11 @@ async fn every_index_of_the_schema_is_there() {
         "flowstate_steps(claimable, function_name, created_at, id)",
         "flowstate_workflow_versions(id) unique",
         "flowstate_workflow_versions(workflow, graph_hash) unique",
+        "flowstate_virtual_user_schedules(enabled, next_run_at, persona)",
+        "flowstate_virtual_user_runs(persona, created_at, id)",
+        "flowstate_virtual_user_runs(status, created_at, id)",
+        "flowstate_virtual_user_runs(created_at, id)",
+        "flowstate_virtual_user_transcript(run_id, seq) unique",
     ];
     for index in expected {
         assert!(

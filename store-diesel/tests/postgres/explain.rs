@@ -273,3 +273,63 @@ async fn the_batch_claim_reaches_steps_through_its_partial_index_on_100k_steps()
     }
     support::drop_database(&url).await;
 }
+
+/// 100k schedules (one in a hundred disabled, one due every millisecond of
+/// the first 100 s) and 100k virtual-user runs over 1000 personas.
+const LOAD_VIRTUAL_USERS: &str = "
+INSERT INTO flowstate_virtual_user_schedules (persona, enabled, min_interval_ms, max_interval_ms, next_run_at, updated_at)
+SELECT 'p' || g, g % 100 <> 0, 1000, 2000, g * 1000, 0
+FROM generate_series(1, 100000) AS g;
+INSERT INTO flowstate_virtual_user_runs (id, persona, status, created_at, updated_at)
+SELECT 'vur-' || lpad(g::text, 8, '0'), 'p' || (g % 1000),
+       (ARRAY['running','completed','failed'])[g % 3 + 1], g, g
+FROM generate_series(1, 100000) AS g;
+ANALYZE;
+";
+
+#[tokio::test]
+async fn the_due_query_and_a_personas_runs_use_their_indexes_on_100k_rows() {
+    use flowstate_core::{ScheduleStore, VirtualUserRunQuery, VirtualUserRunStore};
+
+    let (store, log, url) = support::logged_store().await;
+    let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+    conn.batch_execute(LOAD_VIRTUAL_USERS).await.unwrap();
+    let sent = |statements: Vec<String>| {
+        assert_eq!(statements.len(), 1, "{statements:?}");
+        statements.into_iter().next().unwrap()
+    };
+    let now = Timestamp::from_micros(500_000);
+    let due = sent(log.capture(store.due_schedules(now, 100)).await.1);
+    let p = plan(
+        &mut conn,
+        &due,
+        &["true".into(), "500000".into(), "100".into()],
+    )
+    .await;
+    assert_indexed(
+        "due_schedules",
+        &p,
+        &["flowstate_virtual_user_schedules_due_idx"],
+    );
+    assert!(!p.contains("Sort"), "due_schedules sorts:\n{p}");
+
+    let latest = VirtualUserRunQuery::persona("p7", 1);
+    let listing = sent(log.capture(store.list_virtual_user_runs(&latest)).await.1);
+    let p = plan(&mut conn, &listing, &[lit("p7"), "1".into()]).await;
+    assert_indexed(
+        "list_virtual_user_runs by persona",
+        &p,
+        &["flowstate_virtual_user_runs_persona_created_idx"],
+    );
+    assert!(!p.contains("Sort"), "the persona listing sorts:\n{p}");
+    let every = VirtualUserRunQuery::default();
+    let listing = sent(log.capture(store.list_virtual_user_runs(&every)).await.1);
+    let p = plan(&mut conn, &listing, &["50".into()]).await;
+    assert_indexed(
+        "list_virtual_user_runs",
+        &p,
+        &["flowstate_virtual_user_runs_created_idx"],
+    );
+    assert!(!p.contains("Sort"), "the unfiltered listing sorts:\n{p}");
+    support::drop_database(&url).await;
+}

@@ -36,3 +36,7 @@ async fn corrupt_rows_are_typed_errors() {
 async fn open_refuses_a_schema_it_was_not_written_for() {
     common::schema_check::open_refuses_a_schema_it_was_not_written_for(Dialect::Postgres).await;
 }
+flowstate_testkit::virtual_users_suite!(
+    virtual_users,
+    common::harness::DieselHarness::create(Dialect::Postgres)
+);

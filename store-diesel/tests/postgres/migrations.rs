@@ -70,6 +70,9 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_steps.current_attempt bigint NO 1 ",
         "flowstate_step_history.attempt bigint NO",
         "flowstate_workflow_versions.graph jsonb NO",
+        "flowstate_virtual_user_schedules.enabled boolean NO",
+        "flowstate_virtual_user_runs.transcript_len bigint NO 0 ",
+        "flowstate_virtual_user_transcript.entry jsonb NO",
     ] {
         assert!(before.contains(column), "{column} missing:\n{before}");
     }
@@ -87,6 +90,11 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_runs_idempotency_key_key",
         "flowstate_steps_claimable_idx",
         "flowstate_steps_claimable_function_idx",
+        "flowstate_virtual_user_schedules_due_idx",
+        "flowstate_virtual_user_runs_persona_created_idx",
+        "flowstate_virtual_user_runs_status_created_idx",
+        "flowstate_virtual_user_runs_created_idx",
+        "flowstate_virtual_user_transcript_pkey",
     ] {
         assert!(before.contains(index), "index {index} missing:\n{before}");
     }

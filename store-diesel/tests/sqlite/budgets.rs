@@ -70,3 +70,37 @@ const BUDGETS: &[Budget] = &[
 async fn every_operation_sends_its_budget() {
     check(Dialect::Sqlite, BUDGETS).await;
 }
+
+/// What each virtual-user operation sends on Sqlite (see
+/// `common::virtual_user_budgets`). A tick pays `due` once and, per
+/// persona it dispatches, one listing and two claims.
+const VIRTUAL_USER_BUDGETS: &[Budget] = &[
+    ("upsert_schedule", &["INSERT"]),
+    ("upsert_schedule again", &["INSERT"]),
+    ("get_schedule", &["SELECT"]),
+    ("due", &["SELECT"]),
+    ("claim won", &["UPDATE"]),
+    ("claim lost", &["UPDATE"]),
+    ("claim records the run", &["UPDATE"]),
+    ("start_virtual_user_run", &["INSERT"]),
+    ("get_virtual_user_run", &["SELECT"]),
+    ("list_virtual_user_runs latest", &["SELECT"]),
+    (
+        "append_transcript",
+        &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
+    ),
+    ("read_transcript", &["SELECT"]),
+    ("read_transcript unknown run", &["SELECT"]),
+    ("complete_virtual_user_run", &["UPDATE"]),
+    ("fail_virtual_user_run settled", &["UPDATE", "SELECT"]),
+    (
+        "append_transcript settled",
+        &["BEGIN", "UPDATE", "COMMIT", "SELECT"],
+    ),
+    ("fail_virtual_user_run", &["UPDATE"]),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_virtual_user_operation_sends_its_budget() {
+    crate::common::virtual_user_budgets::check(Dialect::Sqlite, VIRTUAL_USER_BUDGETS).await;
+}

@@ -62,7 +62,7 @@ fn catalog(db: &TestDb) -> Catalog {
 }
 
 #[tokio::test]
-async fn a_fresh_database_gets_one_migration_and_a_second_up_is_a_no_op() {
+async fn a_fresh_database_gets_every_migration_and_a_second_up_is_a_no_op() {
     let db = TestDb::empty();
     let applied = migrate::up(&db.url()).await.unwrap();
     assert_eq!(applied, migration_versions(Dialect::Sqlite));
@@ -127,6 +127,19 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
             "flowstate_workflow_versions_workflow_hash",
             "(workflow, graph_hash)",
         ),
+        (
+            "flowstate_virtual_user_schedules_due",
+            "(enabled, next_run_at, persona)",
+        ),
+        (
+            "flowstate_virtual_user_runs_persona_created",
+            "(persona, created_at, id)",
+        ),
+        (
+            "flowstate_virtual_user_runs_status_created",
+            "(status, created_at, id)",
+        ),
+        ("flowstate_virtual_user_runs_created", "(created_at, id)"),
     ] {
         let found = catalog
             .objects
@@ -161,7 +174,7 @@ async fn down_then_up_leaves_the_same_schema() {
     let before = catalog(&db);
     assert_eq!(
         before.objects.iter().filter(|o| o.kind == "table").count(),
-        5
+        TABLES.len()
     );
     let versions = migration_versions(Dialect::Sqlite);
     let newest_first: Vec<String> = versions.iter().rev().cloned().collect();
@@ -194,6 +207,19 @@ async fn status_lists_the_migration_applied_or_not() {
     assert!(!listed[0].applied);
     migrate::up(&db.url()).await.unwrap();
     assert!(migrate::status(&db.url()).await.unwrap()[0].applied);
+    assert!(
+        migrate::status(&db.url())
+            .await
+            .unwrap()
+            .iter()
+            .all(|m| m.applied)
+    );
+    migrate::down(&db.url(), 1).await.unwrap();
+    let after = migrate::status(&db.url()).await.unwrap();
+    assert!(
+        after[0].applied && !after[after.len() - 1].applied,
+        "{after:?}"
+    );
     migrate::down(&db.url(), usize::MAX).await.unwrap();
     assert!(!migrate::status(&db.url()).await.unwrap()[0].applied);
 }

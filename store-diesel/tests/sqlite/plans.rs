@@ -150,3 +150,103 @@ async fn every_statement_searches_an_index() {
     }
     assert!(planned >= 25, "only {planned} statements planned");
 }
+
+#[tokio::test]
+async fn every_virtual_user_statement_searches_an_index() {
+    use flowstate_core::schedule::Interval;
+    use flowstate_core::{
+        NewSchedule, ScheduleStore, Timestamp, VirtualUserRunQuery, VirtualUserRunStatus,
+        VirtualUserRunStore,
+    };
+
+    let (db, store, log) = logged_store().await;
+    let now = Timestamp::from_millis(1_000);
+    let schedule = NewSchedule {
+        persona: "alice".into(),
+        enabled: true,
+        interval: Interval {
+            min_ms: 1,
+            max_ms: 2,
+        },
+        next_run_at: now,
+    };
+    store.upsert_schedule(schedule.clone()).await.unwrap();
+    store.upsert_schedule(schedule).await.unwrap();
+    store.get_schedule("alice").await.unwrap();
+    store.due_schedules(now, 10).await.unwrap();
+    store.claim_schedule("alice", now, now, None).await.unwrap();
+    let run = store.start_virtual_user_run("alice").await.unwrap();
+    store.get_virtual_user_run(run.id).await.unwrap();
+    for query in [
+        VirtualUserRunQuery::default(),
+        VirtualUserRunQuery::persona("alice", 1),
+        VirtualUserRunQuery {
+            status: Some(VirtualUserRunStatus::Running),
+            ..VirtualUserRunQuery::default()
+        },
+        VirtualUserRunQuery {
+            status: Some(VirtualUserRunStatus::Running),
+            ..VirtualUserRunQuery::persona("alice", 5)
+        },
+    ] {
+        store.list_virtual_user_runs(&query).await.unwrap();
+    }
+    store
+        .append_transcript(run.id, &[json!(1), json!(2)])
+        .await
+        .unwrap();
+    store.read_transcript(run.id, 1, 10).await.unwrap();
+    store
+        .complete_virtual_user_run(run.id, &json!({}))
+        .await
+        .unwrap();
+    store.fail_virtual_user_run(run.id, "x").await.unwrap_err();
+
+    let mut statements = log.statements();
+    statements.sort();
+    statements.dedup();
+    let mut conn = SqliteConnection::establish(&db.target()).unwrap();
+    let mut planned = 0;
+    let mut saw_due = false;
+    for sql in statements {
+        if !["SELECT", "UPDATE", "INSERT"]
+            .iter()
+            .any(|verb| sql.starts_with(verb))
+        {
+            continue; // transaction control
+        }
+        let plan: Vec<String> = sql_query(format!("EXPLAIN QUERY PLAN {sql}"))
+            .load::<PlanRow>(&mut conn)
+            .unwrap()
+            .into_iter()
+            .map(|row| row.detail)
+            .collect();
+        planned += 1;
+        for step in &plan {
+            // A chunk's multi-row insert scans its own VALUES, no table;
+            // `SCAN t USING INDEX` walks an index in order (the unfiltered
+            // listing, LIMITed).
+            assert!(
+                !step.starts_with("SCAN")
+                    || step.ends_with("-ROW VALUES CLAUSE")
+                    || step.contains("USING"),
+                "{sql}\n{plan:#?}"
+            );
+        }
+        let sorts = plan.iter().any(|step| step.contains("TEMP B-TREE"));
+        // The due query and the listings walk their index in order.
+        if sql.starts_with("SELECT") && sql.contains("ORDER BY") {
+            assert!(!sorts, "{sql}\n{plan:#?}");
+        }
+        if sql.contains("`flowstate_virtual_user_schedules`.`next_run_at` <= ?") {
+            saw_due = true;
+            assert!(
+                plan.iter()
+                    .any(|s| s.contains("flowstate_virtual_user_schedules_due")),
+                "{sql}\n{plan:#?}"
+            );
+        }
+    }
+    assert!(planned >= 12, "only {planned} statements planned");
+    assert!(saw_due, "the due query was not planned");
+}

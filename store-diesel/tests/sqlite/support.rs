@@ -8,12 +8,15 @@ use std::sync::Arc;
 use flowstate_store_diesel::{DieselStore, StatementLog, StoreConfig};
 
 /// The flowstate tables, in the order SCHEMA.md lists them.
-pub const TABLES: [&str; 5] = [
+pub const TABLES: [&str; 8] = [
     "flowstate_runs",
     "flowstate_run_state",
     "flowstate_steps",
     "flowstate_step_history",
     "flowstate_workflow_versions",
+    "flowstate_virtual_user_schedules",
+    "flowstate_virtual_user_runs",
+    "flowstate_virtual_user_transcript",
 ];
 
 /// A database file under the temp dir, removed (with its WAL files) on drop.

@@ -30,6 +30,11 @@ pub mod summary;
 pub mod transitions;
 pub mod unknown_ids;
 pub mod versions;
+pub mod virtual_user_races;
+pub mod virtual_user_runs;
+pub mod virtual_user_schedules;
+pub mod virtual_user_ticks;
+pub mod virtual_user_transcripts;
 pub mod wide_races;
 
 mod support;

@@ -11,6 +11,7 @@ mod batch;
 mod runs;
 mod steps;
 mod versions;
+mod virtual_users;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -53,6 +54,7 @@ struct Tables {
     versions: HashMap<(String, String), WorkflowVersion>,
     /// The test fault of [`MemoryStore::fail_history_writes`].
     history_writes_fail: bool,
+    virtual_users: virtual_users::VirtualUserTables,
 }
 
 impl MemoryStore {

@@ -1,0 +1,152 @@
+//! The rows of the virtual-user tables (schedules, runs, transcript
+//! entries) and their conversion to core's records, as `rows.rs` does for
+//! the core tables.
+
+use diesel::prelude::*;
+
+use flowstate_core::backend::decode_json;
+use flowstate_core::schedule::Interval;
+use flowstate_core::{
+    Error, Schedule, Timestamp, TranscriptEntry, VirtualUserRun, VirtualUserRunStatus,
+};
+
+use crate::rows::parse_id;
+use crate::schema::{
+    JsonText, flowstate_virtual_user_runs, flowstate_virtual_user_schedules,
+    flowstate_virtual_user_transcript,
+};
+
+/// The stored text of `running`, the one status a run is settled or
+/// appended to from.
+pub(crate) const RUNNING: &str = VirtualUserRunStatus::Running.as_str();
+
+/// A row of `flowstate_virtual_user_schedules`.
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = flowstate_virtual_user_schedules)]
+pub(crate) struct ScheduleRow {
+    pub persona: String,
+    pub enabled: bool,
+    pub min_interval_ms: i64,
+    pub max_interval_ms: i64,
+    pub next_run_at: i64,
+    pub last_run_id: Option<String>,
+    pub updated_at: i64,
+}
+
+impl TryFrom<ScheduleRow> for Schedule {
+    type Error = Error;
+
+    fn try_from(row: ScheduleRow) -> Result<Self, Error> {
+        let last_run = row
+            .last_run_id
+            .as_deref()
+            .map(|id| parse_id("schedule last run id", &row.persona, id))
+            .transpose()?;
+        Ok(Self {
+            enabled: row.enabled,
+            interval: Interval {
+                min_ms: row.min_interval_ms,
+                max_ms: row.max_interval_ms,
+            },
+            next_run_at: Timestamp::from_micros(row.next_run_at),
+            last_run,
+            updated_at: Timestamp::from_micros(row.updated_at),
+            persona: row.persona,
+        })
+    }
+}
+
+/// A row of `flowstate_virtual_user_runs`.
+#[derive(Debug, Queryable, QueryableByName, Selectable, Insertable)]
+#[diesel(table_name = flowstate_virtual_user_runs)]
+pub(crate) struct VirtualUserRunRow {
+    pub id: String,
+    pub persona: String,
+    pub status: String,
+    pub findings: Option<JsonText>,
+    pub failure: Option<String>,
+    pub transcript_len: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl VirtualUserRunRow {
+    /// The row of a run about to be inserted.
+    pub fn new(run: &VirtualUserRun) -> Self {
+        Self {
+            id: run.id.to_string(),
+            persona: run.persona.clone(),
+            status: run.status.as_str().to_owned(),
+            findings: None,
+            failure: None,
+            transcript_len: 0,
+            created_at: run.created_at.as_micros(),
+            updated_at: run.updated_at.as_micros(),
+        }
+    }
+}
+
+/// The status stored in `row`, or [`Error::Corrupt`] naming it.
+pub(crate) fn run_status(row: &str, text: &str) -> Result<VirtualUserRunStatus, Error> {
+    VirtualUserRunStatus::parse(text).ok_or_else(|| Error::Corrupt {
+        what: "virtual-user run status",
+        row: row.to_owned(),
+        detail: format!("unknown status {text:?}"),
+    })
+}
+
+/// A stored count or position as a `u64`, or [`Error::Corrupt`].
+pub(crate) fn position(what: &'static str, row: &str, n: i64) -> Result<u64, Error> {
+    u64::try_from(n).map_err(|_| Error::Corrupt {
+        what,
+        row: row.to_owned(),
+        detail: format!("{n} is negative"),
+    })
+}
+
+impl TryFrom<VirtualUserRunRow> for VirtualUserRun {
+    type Error = Error;
+
+    fn try_from(row: VirtualUserRunRow) -> Result<Self, Error> {
+        let key = row.id.clone();
+        Ok(Self {
+            id: parse_id("virtual-user run id", &key, &row.id)?,
+            status: run_status(&key, &row.status)?,
+            findings: row
+                .findings
+                .map(|f| decode_json("virtual-user run findings", &key, &f.0))
+                .transpose()?,
+            transcript_len: position("virtual-user transcript length", &key, row.transcript_len)?,
+            persona: row.persona,
+            failure: row.failure,
+            created_at: Timestamp::from_micros(row.created_at),
+            updated_at: Timestamp::from_micros(row.updated_at),
+        })
+    }
+}
+
+/// A row of `flowstate_virtual_user_transcript`. No column is optional, so
+/// none is sent as `DEFAULT`: SQLite takes a chunk's rows as one
+/// multi-row `INSERT` too.
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = flowstate_virtual_user_transcript)]
+#[diesel(treat_none_as_default_value = false)]
+pub(crate) struct TranscriptRow {
+    pub run_id: String,
+    pub seq: i64,
+    pub entry: JsonText,
+    pub at: i64,
+}
+
+/// One transcript entry read back, by its run's id (for errors).
+pub(crate) fn transcript_entry(
+    run: &str,
+    (seq, entry, at): (i64, JsonText, i64),
+) -> Result<TranscriptEntry, Error> {
+    let row = format!("{run}/{seq}");
+    Ok(TranscriptEntry {
+        seq: position("virtual-user transcript position", &row, seq)?,
+        entry: decode_json("virtual-user transcript entry", &row, &entry.0)?,
+        at: Timestamp::from_micros(at),
+    })
+}

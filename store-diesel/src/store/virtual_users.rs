@@ -1,0 +1,406 @@
+//! [`ScheduleStore`] and [`VirtualUserRunStore`] for [`DieselStore`],
+//! written once in the diesel DSL for every dialect: nothing here is hot
+//! enough, or different enough per dialect, for hand-written SQL.
+//!
+//! The claim is one status-guarded `UPDATE` (`enabled` and the expected
+//! `next_run_at` in its `WHERE`) decided by its affected rows; settling a
+//! run is the same shape on `status = 'running'`. An append takes its
+//! positions from the run row's `transcript_len`, raised by the same guarded
+//! `UPDATE` that admits it, in one transaction with the entries' insert, so
+//! two appends can never number the same position. Only the spelling of an
+//! upsert and the lack of `RETURNING` set MySQL apart ([`by_returning!`]),
+//! and SQLite's append runs on its blocking connection
+//! (`sqlite/virtual_users.rs`), where diesel builds a multi-row insert.
+
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use serde_json::Value;
+
+use flowstate_core::{
+    Error, NewSchedule, Result, Schedule, ScheduleStore, Timestamp, TranscriptPage, VirtualUserRun,
+    VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus, VirtualUserRunStore,
+};
+
+use super::{DieselStore, Pools, by_returning, leased, on_connection};
+use crate::cached::CacheExt;
+use crate::error::backend;
+use crate::rows::convert;
+use crate::rows_virtual_users::{
+    RUNNING, ScheduleRow, TranscriptRow, VirtualUserRunRow, position, transcript_entry,
+};
+use crate::schema::{
+    JsonText, flowstate_virtual_user_runs as runs, flowstate_virtual_user_schedules as schedules,
+    flowstate_virtual_user_transcript as transcript,
+};
+
+impl DieselStore {
+    /// Why a guarded write to run `id` matched nothing (error path only):
+    /// there is no such run, or it has settled.
+    async fn not_running(&self, id: VirtualUserRunId) -> Error {
+        match self.get_virtual_user_run(id).await {
+            Ok(run) => Error::VirtualUserRunSettled {
+                run: id,
+                status: run.status,
+            },
+            Err(err) => err,
+        }
+    }
+
+    /// Settles running run `id` as `status` with `findings` or `failure`.
+    async fn settle(
+        &self,
+        op: &'static str,
+        id: VirtualUserRunId,
+        status: VirtualUserRunStatus,
+        findings: Option<JsonText>,
+        failure: Option<&str>,
+    ) -> Result<()> {
+        let id_text = id.to_string();
+        let now = self.now();
+        let settled = on_connection!(self, op, |conn| diesel::update(
+            runs::table
+                .filter(runs::id.eq(&id_text))
+                .filter(runs::status.eq(RUNNING))
+        )
+        .set((
+            runs::status.eq(status.as_str()),
+            runs::findings.eq(&findings),
+            runs::failure.eq(failure),
+            runs::updated_at.eq(now),
+        ))
+        .execute(conn)
+        .await)
+        .map_err(|err| backend(op, err))?;
+        if settled == 0 {
+            return Err(self.not_running(id).await);
+        }
+        Ok(())
+    }
+}
+
+impl ScheduleStore for DieselStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(persona = %schedule.persona))]
+    async fn upsert_schedule(&self, schedule: NewSchedule) -> Result<()> {
+        self.config.limits.check_persona(&schedule.persona)?;
+        let row = ScheduleRow {
+            persona: schedule.persona,
+            enabled: schedule.enabled,
+            min_interval_ms: schedule.interval.min_ms,
+            max_interval_ms: schedule.interval.max_ms,
+            next_run_at: schedule.next_run_at.as_micros(),
+            last_run_id: None,
+            updated_at: self.now(),
+        };
+        // Every column but the key and the last run, bound.
+        let replaced = (
+            schedules::enabled.eq(row.enabled),
+            schedules::min_interval_ms.eq(row.min_interval_ms),
+            schedules::max_interval_ms.eq(row.max_interval_ms),
+            schedules::next_run_at.eq(row.next_run_at),
+            schedules::updated_at.eq(row.updated_at),
+        );
+        let op = "upsert_schedule";
+        by_returning!(self, op, |conn| diesel::insert_into(schedules::table)
+            .values(&row)
+            .on_conflict(schedules::persona)
+            .do_update()
+            .set(replaced)
+            .execute(conn)
+            .await,
+        mysql: |conn| diesel::insert_into(schedules::table)
+            .values(&row)
+            .on_conflict(diesel::dsl::DuplicatedKeys)
+            .do_update()
+            .set(replaced)
+            .execute(conn)
+            .await)
+        .map_err(|err| backend(op, err))?;
+        Ok(())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(persona = %persona))]
+    async fn get_schedule(&self, persona: &str) -> Result<Option<Schedule>> {
+        self.config.limits.check_persona(persona)?;
+        let row = on_connection!(self, "get_schedule", |conn| schedules::table
+            .find(persona)
+            .select(ScheduleRow::as_select())
+            .first(conn)
+            .await
+            .optional())
+        .map_err(|err| backend("get_schedule", err))?;
+        row.map(Schedule::try_from).transpose()
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(now = %now))]
+    async fn due_schedules(&self, now: Timestamp, limit: u32) -> Result<Vec<Schedule>> {
+        let limit = i64::from(Schedule::due_limit(limit));
+        let now = now.as_micros();
+        let rows: Vec<ScheduleRow> = on_connection!(self, "due_schedules", |conn| {
+            schedules::table
+                .filter(schedules::enabled.eq(true))
+                .filter(schedules::next_run_at.le(now))
+                .order((schedules::next_run_at.asc(), schedules::persona.asc()))
+                .limit(limit)
+                .select(ScheduleRow::as_select())
+                .load(conn)
+                .await
+        })
+        .map_err(|err| backend("due_schedules", err))?;
+        convert(rows)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(persona = %persona, expected = %expected))]
+    async fn claim_schedule(
+        &self,
+        persona: &str,
+        expected: Timestamp,
+        next: Timestamp,
+        run: Option<VirtualUserRunId>,
+    ) -> Result<bool> {
+        self.config.limits.check_persona(persona)?;
+        let run = run.map(|r| r.to_string());
+        let now = self.now();
+        let claimed = on_connection!(self, "claim_schedule", |conn| diesel::update(
+            schedules::table
+                .filter(schedules::persona.eq(persona))
+                .filter(schedules::enabled.eq(true))
+                .filter(schedules::next_run_at.eq(expected.as_micros()))
+        )
+        .set((
+            schedules::next_run_at.eq(next.as_micros()),
+            schedules::last_run_id.eq(&run),
+            schedules::updated_at.eq(now),
+        ))
+        .execute(conn)
+        .await)
+        .map_err(|err| backend("claim_schedule", err))?;
+        Ok(claimed == 1)
+    }
+}
+
+impl VirtualUserRunStore for DieselStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(persona = %persona))]
+    async fn start_virtual_user_run(&self, persona: &str) -> Result<VirtualUserRun> {
+        self.config.limits.check_persona(persona)?;
+        let run = VirtualUserRun::started(
+            VirtualUserRunId::generate(),
+            persona.to_owned(),
+            Timestamp::from_micros(self.now()),
+        );
+        let row = VirtualUserRunRow::new(&run);
+        on_connection!(self, "start_virtual_user_run", |conn| diesel::insert_into(
+            runs::table
+        )
+        .values(&row)
+        .execute(conn)
+        .await)
+        .map_err(|err| backend("start_virtual_user_run", err))?;
+        Ok(run)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %id))]
+    async fn get_virtual_user_run(&self, id: VirtualUserRunId) -> Result<VirtualUserRun> {
+        let id_text = id.to_string();
+        let row = on_connection!(self, "get_virtual_user_run", |conn| runs::table
+            .find(&id_text)
+            .select(VirtualUserRunRow::as_select())
+            .first(conn)
+            .await
+            .optional())
+        .map_err(|err| backend("get_virtual_user_run", err))?;
+        row.map_or(
+            Err(Error::VirtualUserRunNotFound(id)),
+            VirtualUserRun::try_from,
+        )
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn list_virtual_user_runs(
+        &self,
+        query: &VirtualUserRunQuery,
+    ) -> Result<Vec<VirtualUserRun>> {
+        if let Some(persona) = &query.persona {
+            self.config.limits.check_persona(persona)?;
+        }
+        let limit = i64::from(query.effective_limit());
+        let rows: Vec<VirtualUserRunRow> = on_connection!(self, "list_virtual_user_runs", |conn| {
+            let mut listing = runs::table
+                .select(VirtualUserRunRow::as_select())
+                .into_boxed();
+            if let Some(persona) = &query.persona {
+                listing = listing.filter(runs::persona.eq(persona));
+            }
+            if let Some(status) = query.status {
+                listing = listing.filter(runs::status.eq(status.as_str()));
+            }
+            // Boxed, so never kept prepared by diesel; its text is one of
+            // four filter combinations, so it is cached here.
+            listing
+                .order((runs::created_at.desc(), runs::id.desc()))
+                .limit(limit)
+                .cached()
+                .load(conn)
+                .await
+        })
+        .map_err(|err| backend("list_virtual_user_runs", err))?;
+        convert(rows)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %id))]
+    async fn complete_virtual_user_run(
+        &self,
+        id: VirtualUserRunId,
+        findings: &Value,
+    ) -> Result<()> {
+        let findings = JsonText(self.config.limits.encode("findings", findings)?);
+        let status = VirtualUserRunStatus::Completed;
+        self.settle(
+            "complete_virtual_user_run",
+            id,
+            status,
+            Some(findings),
+            None,
+        )
+        .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %id))]
+    async fn fail_virtual_user_run(&self, id: VirtualUserRunId, reason: &str) -> Result<()> {
+        self.config.limits.check_failure_reason(reason)?;
+        let status = VirtualUserRunStatus::Failed;
+        self.settle("fail_virtual_user_run", id, status, None, Some(reason))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %id, entries = entries.len()))]
+    #[cfg_attr(
+        not(any(feature = "postgres", feature = "mysql")),
+        allow(unused_variables)
+    )]
+    async fn append_transcript(&self, id: VirtualUserRunId, entries: &[Value]) -> Result<u64> {
+        let encoded = self.config.limits.encode_transcript(entries)?;
+        let op = "append_transcript";
+        let id_text = id.to_string();
+        let now = self.now();
+        let n = encoded.len() as i64;
+        let admit = || {
+            diesel::update(
+                runs::table
+                    .filter(runs::id.eq(&id_text))
+                    .filter(runs::status.eq(RUNNING)),
+            )
+            .set((
+                runs::transcript_len.eq(runs::transcript_len + n),
+                runs::updated_at.eq(now),
+            ))
+        };
+        // The entries, numbered below the length the update answered.
+        let rows = |len: i64| -> Vec<TranscriptRow> {
+            encoded
+                .iter()
+                .zip(len - n..)
+                .map(|(entry, seq)| TranscriptRow {
+                    run_id: id_text.clone(),
+                    seq,
+                    entry: JsonText(entry.clone()),
+                    at: now,
+                })
+                .collect()
+        };
+        let fail = |err| backend(op, err);
+        let len: Option<i64> = match &self.pools {
+            #[cfg(feature = "postgres")]
+            Pools::Postgres(pool) => leased!(pool, op, |conn| conn
+                .transaction(async |conn| {
+                    let Some(len) = admit()
+                        .returning(runs::transcript_len)
+                        .get_result::<i64>(conn)
+                        .await
+                        .optional()?
+                    else {
+                        return Ok(None);
+                    };
+                    diesel::insert_into(transcript::table)
+                        .values(rows(len))
+                        .execute(conn)
+                        .await?;
+                    Ok(Some(len))
+                })
+                .await)
+            .map_err(fail)?,
+            // No `RETURNING`: the row the update locked is read back in the
+            // same transaction.
+            #[cfg(feature = "mysql")]
+            Pools::Mysql(pool) => leased!(pool, op, |conn| conn
+                .transaction(async |conn| {
+                    if admit().execute(conn).await? == 0 {
+                        return Ok(None);
+                    }
+                    let len = runs::table
+                        .find(&id_text)
+                        .select(runs::transcript_len)
+                        .first::<i64>(conn)
+                        .await?;
+                    diesel::insert_into(transcript::table)
+                        .values(rows(len))
+                        .execute(conn)
+                        .await?;
+                    Ok(Some(len))
+                })
+                .await)
+            .map_err(fail)?,
+            #[cfg(feature = "sqlite")]
+            Pools::Sqlite(pool) => {
+                crate::sqlite::append_transcript(
+                    pool,
+                    &self.config,
+                    id_text.clone(),
+                    encoded.clone(),
+                    now,
+                )
+                .await?
+            }
+        };
+        match len {
+            Some(len) => position("virtual-user transcript length", &id.to_string(), len),
+            None => Err(self.not_running(id).await),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %id, from = from))]
+    async fn read_transcript(
+        &self,
+        id: VirtualUserRunId,
+        from: u64,
+        limit: u32,
+    ) -> Result<TranscriptPage> {
+        let limit = TranscriptPage::effective_limit(limit);
+        let from = i64::try_from(from).unwrap_or(i64::MAX);
+        let id_text = id.to_string();
+        // One statement: no row is no run; one row of NULLs, no entries
+        // from `from` on.
+        let rows: Vec<Option<(i64, JsonText, i64)>> =
+            on_connection!(self, "read_transcript", |conn| runs::table
+                .left_join(
+                    transcript::table.on(transcript::run_id
+                        .eq(runs::id)
+                        .and(transcript::seq.ge(from))),
+                )
+                .filter(runs::id.eq(&id_text))
+                .order(transcript::seq.nullable().asc())
+                .limit(i64::from(limit))
+                .select((transcript::seq, transcript::entry, transcript::at).nullable())
+                .load(conn)
+                .await)
+            .map_err(|err| backend("read_transcript", err))?;
+        if rows.is_empty() {
+            return Err(Error::VirtualUserRunNotFound(id));
+        }
+        let entries = rows
+            .into_iter()
+            .flatten()
+            .map(|row| transcript_entry(&id_text, row))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(TranscriptPage::of(entries, limit))
+    }
+}

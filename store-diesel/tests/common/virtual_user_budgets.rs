@@ -1,0 +1,144 @@
+//! The statement budgets of the virtual-user ports, checked like
+//! [`super::budgets`]: each dialect lists, per operation, the first word of
+//! every statement it sends, and [`check`] runs one scenario through a
+//! logged store and compares exactly. `claim` and `due` are the two a tick
+//! pays per persona and per call; every other operation is listed too.
+
+use std::sync::Arc;
+
+use flowstate_core::schedule::Interval;
+use flowstate_core::{
+    NewSchedule, ScheduleStore, Timestamp, VirtualUserRunId, VirtualUserRunQuery,
+    VirtualUserRunStore,
+};
+use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
+use serde_json::json;
+
+use super::budgets::Budget;
+use super::db::TestDb;
+
+/// Runs the scenario on a fresh `dialect` database and asserts that every
+/// operation sent exactly what `table` lists, and that the table lists only
+/// operations the scenario runs.
+pub async fn check(dialect: Dialect, table: &[Budget]) {
+    let db = TestDb::migrated(dialect).await;
+    let log = StatementLog::new();
+    let store = db
+        .store(StoreConfig::default().statement_log(log.clone()))
+        .await;
+    let sent = scenario(&store, &log).await;
+    let mut problems = Vec::new();
+    for (op, statements) in &sent {
+        let verbs: Vec<&str> = statements
+            .iter()
+            .map(|s| s.split_whitespace().next().unwrap_or(""))
+            .collect();
+        match table.iter().find(|(name, _)| name == op) {
+            None => problems.push(format!("{op}: not in the table; sent {verbs:?}")),
+            Some((_, expected)) if *expected != verbs.as_slice() => {
+                problems.push(format!("{op}: expected {expected:?}, sent {statements:#?}"));
+            }
+            Some(_) => {}
+        }
+    }
+    for (name, _) in table {
+        if !sent.iter().any(|(op, _)| op == name) {
+            problems.push(format!("{name}: in the table but not run"));
+        }
+    }
+    drop(store);
+    db.drop_database().await;
+    assert!(
+        problems.is_empty(),
+        "{dialect} virtual-user budgets:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// Every virtual-user operation, each captured on its own, won and lost.
+async fn scenario(
+    store: &DieselStore,
+    log: &Arc<StatementLog>,
+) -> Vec<(&'static str, Vec<String>)> {
+    let mut sent = Vec::new();
+    macro_rules! capture {
+        ($op:literal, $call:expr) => {{
+            let (out, statements) = log.capture($call).await;
+            sent.push(($op, statements));
+            out.unwrap_or_else(|err| panic!("{}: {err}", $op))
+        }};
+    }
+    macro_rules! refused {
+        ($op:literal, $call:expr) => {{
+            let (out, statements) = log.capture($call).await;
+            sent.push(($op, statements));
+            assert!(out.is_err(), "{} should be refused: {out:?}", $op);
+        }};
+    }
+    let now = Timestamp::from_millis(1_000_000);
+    let interval = Interval {
+        min_ms: 1_000,
+        max_ms: 2_000,
+    };
+    let schedule = NewSchedule {
+        persona: "alice".into(),
+        enabled: true,
+        interval,
+        next_run_at: now,
+    };
+    capture!("upsert_schedule", store.upsert_schedule(schedule.clone()));
+    capture!("upsert_schedule again", store.upsert_schedule(schedule));
+    capture!("get_schedule", store.get_schedule("alice"));
+    let due = capture!("due", store.due_schedules(now, 10));
+    assert_eq!(due.len(), 1);
+    let next = now.plus(std::time::Duration::from_secs(1));
+    assert!(capture!(
+        "claim won",
+        store.claim_schedule("alice", now, next, None)
+    ));
+    assert!(!capture!(
+        "claim lost",
+        store.claim_schedule("alice", now, next, None)
+    ));
+    let run = capture!(
+        "start_virtual_user_run",
+        store.start_virtual_user_run("alice")
+    );
+    let recorded = store.claim_schedule("alice", next, next, Some(run.id));
+    assert!(capture!("claim records the run", recorded));
+    capture!("get_virtual_user_run", store.get_virtual_user_run(run.id));
+    let latest = VirtualUserRunQuery::persona("alice", 1);
+    capture!(
+        "list_virtual_user_runs latest",
+        store.list_virtual_user_runs(&latest)
+    );
+    let entries = [json!({"turn": 0}), json!({"turn": 1}), json!({"turn": 2})];
+    let len = capture!(
+        "append_transcript",
+        store.append_transcript(run.id, &entries)
+    );
+    assert_eq!(len, 3);
+    capture!("read_transcript", store.read_transcript(run.id, 1, 10));
+    refused!(
+        "read_transcript unknown run",
+        store.read_transcript(VirtualUserRunId::generate(), 0, 10)
+    );
+    capture!(
+        "complete_virtual_user_run",
+        store.complete_virtual_user_run(run.id, &json!({"ok": true}))
+    );
+    refused!(
+        "fail_virtual_user_run settled",
+        store.fail_virtual_user_run(run.id, "late")
+    );
+    refused!(
+        "append_transcript settled",
+        store.append_transcript(run.id, &entries)
+    );
+    let other = store.start_virtual_user_run("alice").await.expect("start");
+    capture!(
+        "fail_virtual_user_run",
+        store.fail_virtual_user_run(other.id, "reaped")
+    );
+    sent
+}

@@ -1,0 +1,219 @@
+//! [`ScheduleStore`] and [`VirtualUserRunStore`] for [`MemoryStore`]:
+//! personas' schedules, their runs and transcripts, each method one critical
+//! section, every rule asked of core.
+
+use std::collections::HashMap;
+
+use flowstate_core::{
+    Error, NewSchedule, Result, Schedule, ScheduleStore, Timestamp, TranscriptEntry,
+    TranscriptPage, VirtualUserRun, VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
+    VirtualUserRunStore,
+};
+use serde_json::Value;
+
+use super::MemoryStore;
+
+/// The virtual-user tables, as fields of the store's one [`super::Tables`].
+#[derive(Debug, Default)]
+pub(super) struct VirtualUserTables {
+    schedules: HashMap<String, Schedule>,
+    runs: HashMap<VirtualUserRunId, VirtualUserRun>,
+    transcripts: HashMap<VirtualUserRunId, Vec<TranscriptEntry>>,
+}
+
+impl VirtualUserTables {
+    /// The run `id` if it is still running: unknown is not found, settled
+    /// is [`Error::VirtualUserRunSettled`].
+    fn running(&mut self, id: VirtualUserRunId) -> Result<&mut VirtualUserRun> {
+        let run = self
+            .runs
+            .get_mut(&id)
+            .ok_or(Error::VirtualUserRunNotFound(id))?;
+        if run.status != VirtualUserRunStatus::Running {
+            return Err(Error::VirtualUserRunSettled {
+                run: id,
+                status: run.status,
+            });
+        }
+        Ok(run)
+    }
+}
+
+impl ScheduleStore for MemoryStore {
+    async fn upsert_schedule(&self, schedule: NewSchedule) -> Result<()> {
+        self.limits.check_persona(&schedule.persona)?;
+        let now = self.now();
+        let mut tables = self.lock();
+        let schedules = &mut tables.virtual_users.schedules;
+        let last_run = schedules
+            .get(&schedule.persona)
+            .and_then(|old| old.last_run);
+        schedules.insert(
+            schedule.persona.clone(),
+            Schedule {
+                persona: schedule.persona,
+                enabled: schedule.enabled,
+                interval: schedule.interval,
+                next_run_at: schedule.next_run_at,
+                last_run,
+                updated_at: now,
+            },
+        );
+        Ok(())
+    }
+
+    async fn get_schedule(&self, persona: &str) -> Result<Option<Schedule>> {
+        self.limits.check_persona(persona)?;
+        Ok(self.lock().virtual_users.schedules.get(persona).cloned())
+    }
+
+    async fn due_schedules(&self, now: Timestamp, limit: u32) -> Result<Vec<Schedule>> {
+        let tables = self.lock();
+        let mut due: Vec<Schedule> = tables
+            .virtual_users
+            .schedules
+            .values()
+            .filter(|s| flowstate_core::schedule::is_due(s.enabled, s.next_run_at, now))
+            .cloned()
+            .collect();
+        due.sort_by(|a, b| (a.next_run_at, &a.persona).cmp(&(b.next_run_at, &b.persona)));
+        due.truncate(Schedule::due_limit(limit) as usize);
+        Ok(due)
+    }
+
+    async fn claim_schedule(
+        &self,
+        persona: &str,
+        expected: Timestamp,
+        next: Timestamp,
+        run: Option<VirtualUserRunId>,
+    ) -> Result<bool> {
+        self.limits.check_persona(persona)?;
+        let now = self.now();
+        let mut tables = self.lock();
+        let Some(schedule) = tables.virtual_users.schedules.get_mut(persona) else {
+            return Ok(false);
+        };
+        if !schedule.enabled || schedule.next_run_at != expected {
+            return Ok(false);
+        }
+        schedule.next_run_at = next;
+        schedule.last_run = run;
+        schedule.updated_at = now;
+        Ok(true)
+    }
+}
+
+impl VirtualUserRunStore for MemoryStore {
+    async fn start_virtual_user_run(&self, persona: &str) -> Result<VirtualUserRun> {
+        self.limits.check_persona(persona)?;
+        let run =
+            VirtualUserRun::started(VirtualUserRunId::generate(), persona.to_owned(), self.now());
+        self.lock().virtual_users.runs.insert(run.id, run.clone());
+        Ok(run)
+    }
+
+    async fn get_virtual_user_run(&self, id: VirtualUserRunId) -> Result<VirtualUserRun> {
+        let tables = self.lock();
+        tables
+            .virtual_users
+            .runs
+            .get(&id)
+            .cloned()
+            .ok_or(Error::VirtualUserRunNotFound(id))
+    }
+
+    async fn list_virtual_user_runs(
+        &self,
+        query: &VirtualUserRunQuery,
+    ) -> Result<Vec<VirtualUserRun>> {
+        if let Some(persona) = &query.persona {
+            self.limits.check_persona(persona)?;
+        }
+        let tables = self.lock();
+        let mut runs: Vec<VirtualUserRun> = tables
+            .virtual_users
+            .runs
+            .values()
+            .filter(|r| query.persona.as_ref().is_none_or(|p| *p == r.persona))
+            .filter(|r| query.status.is_none_or(|s| s == r.status))
+            .cloned()
+            .collect();
+        runs.sort_by_key(|r| std::cmp::Reverse((r.created_at, r.id)));
+        runs.truncate(query.effective_limit() as usize);
+        Ok(runs)
+    }
+
+    async fn complete_virtual_user_run(
+        &self,
+        id: VirtualUserRunId,
+        findings: &Value,
+    ) -> Result<()> {
+        self.limits.encode("findings", findings)?;
+        let now = self.now();
+        let mut tables = self.lock();
+        let run = tables.virtual_users.running(id)?;
+        run.status = VirtualUserRunStatus::Completed;
+        run.findings = Some(findings.clone());
+        run.updated_at = now;
+        Ok(())
+    }
+
+    async fn fail_virtual_user_run(&self, id: VirtualUserRunId, reason: &str) -> Result<()> {
+        self.limits.check_failure_reason(reason)?;
+        let now = self.now();
+        let mut tables = self.lock();
+        let run = tables.virtual_users.running(id)?;
+        run.status = VirtualUserRunStatus::Failed;
+        run.failure = Some(reason.to_owned());
+        run.updated_at = now;
+        Ok(())
+    }
+
+    async fn append_transcript(&self, id: VirtualUserRunId, entries: &[Value]) -> Result<u64> {
+        self.limits.encode_transcript(entries)?;
+        let now = self.now();
+        let mut tables = self.lock();
+        let run = tables.virtual_users.running(id)?;
+        let first = run.transcript_len;
+        run.transcript_len += entries.len() as u64;
+        run.updated_at = now;
+        let len = run.transcript_len;
+        let transcript = tables.virtual_users.transcripts.entry(id).or_default();
+        transcript.extend(
+            entries
+                .iter()
+                .enumerate()
+                .map(|(i, entry)| TranscriptEntry {
+                    seq: first + i as u64,
+                    entry: entry.clone(),
+                    at: now,
+                }),
+        );
+        Ok(len)
+    }
+
+    async fn read_transcript(
+        &self,
+        id: VirtualUserRunId,
+        from: u64,
+        limit: u32,
+    ) -> Result<TranscriptPage> {
+        let limit = TranscriptPage::effective_limit(limit);
+        let tables = self.lock();
+        if !tables.virtual_users.runs.contains_key(&id) {
+            return Err(Error::VirtualUserRunNotFound(id));
+        }
+        let entries: Vec<TranscriptEntry> = tables
+            .virtual_users
+            .transcripts
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .filter(|e| e.seq >= from)
+            .take(limit as usize)
+            .cloned()
+            .collect();
+        Ok(TranscriptPage::of(entries, limit))
+    }
+}
