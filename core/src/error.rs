@@ -4,7 +4,7 @@
 //! trying the same call again can help: a lost race, an illegal transition or
 //! bad input will fail the same way again; a dropped connection may not.
 
-use crate::ids::{RunId, StepId};
+use crate::ids::{ActivationId, EventId, PublishedVersionId, RunId, StepId, WorkflowId};
 use crate::status::{RunStatus, StatusKind, StepStatus, UnknownStatus};
 
 /// `Result` with flowstate's [`Error`].
@@ -61,6 +61,24 @@ pub enum Error {
         /// The function the claim named.
         claimed: String,
     },
+    /// The workflow definition does not exist.
+    #[error("workflow {0} not found")]
+    WorkflowNotFound(WorkflowId),
+    /// The published version does not exist, or belongs to another
+    /// workflow than the one named with it.
+    #[error("version {version} of workflow {workflow} not found")]
+    PublishedVersionNotFound {
+        /// The workflow named.
+        workflow: WorkflowId,
+        /// The version asked for.
+        version: PublishedVersionId,
+    },
+    /// The activation does not exist.
+    #[error("activation {0} not found")]
+    ActivationNotFound(ActivationId),
+    /// The event was never recorded.
+    #[error("event {0} not found")]
+    EventNotFound(EventId),
     /// The input was refused before anything was written.
     #[error(transparent)]
     InvalidInput(#[from] InvalidInput),

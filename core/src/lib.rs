@@ -22,6 +22,7 @@
 //! | [`backoff`] | the shared per-run redispatch backoff, event dispatch backoff |
 //! | [`idempotency`] | idempotency keys for materialised runs |
 //! | [`limits`] | the limits every backend applies to names, keys, delays and JSON |
+//! | [`events`] | workflows, versions, activations, events, deliveries; matching and materialisation rules |
 //! | [`records`] | the rows: runs, steps, attempts, versions, queries |
 //! | [`summary`] | pure folds of steps and history: graph state, status summary |
 //! | [`error`] | the one error type the ports return |
@@ -32,6 +33,8 @@ pub mod backend;
 pub mod backoff;
 pub mod claim;
 pub mod error;
+pub mod events;
+mod events_ports;
 pub mod idempotency;
 pub mod ids;
 pub mod limits;
@@ -46,9 +49,15 @@ pub mod time;
 pub use backoff::{EventDispatchBackoff, EventDispatchOutcome, RedispatchBackoff};
 pub use claim::{ClaimDecision, ClaimInput, NotClaimable};
 pub use error::{Error, Result};
-pub use ids::{HistoryId, RunId, StepId, VersionId};
+pub use events::{
+    Activation, Delivery, Dispatch, Emission, Event, EventFilter, NewActivation, NewEvent,
+    NewPublishedVersion, NewWorkflow, PendingEvent, PublishedVersion, RunCause, Workflow,
+};
+pub use ids::{
+    ActivationId, EventId, HistoryId, PublishedVersionId, RunId, StepId, VersionId, WorkflowId,
+};
 pub use limits::{EncodedStep, InputLimits};
-pub use ports::{RunStore, StepStore, Store, VersionStore};
+pub use ports::{DefinitionStore, EventStore, RunStore, StepStore, Store, VersionStore};
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,
     Step, StepAttempt, StepSummary, StepTransition, WorkflowVersion,
