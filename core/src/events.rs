@@ -533,7 +533,11 @@ mod tests {
                 |_, _, e| e.target_workflow = Some(WorkflowId::generate()),
                 false,
             ),
-            ("this target", |w, _, e| e.target_workflow = Some(w.id), true),
+            (
+                "this target",
+                |w, _, e| e.target_workflow = Some(w.id),
+                true,
+            ),
         ];
         for (name, tweak, expected) in rows {
             let (mut w, mut a, mut e) = (w.clone(), a.clone(), event());
@@ -576,7 +580,10 @@ mod tests {
             run.idempotency_key,
             Some(format!("event:{}:{}", e.id, a.id))
         );
-        assert_eq!((run.workflow.as_str(), run.graph_hash.as_deref()), ("wf", Some("h1")));
+        assert_eq!(
+            (run.workflow.as_str(), run.graph_hash.as_deref()),
+            ("wf", Some("h1"))
+        );
         assert_eq!(d.cause(&e).authorization, json!({"as": "system"}));
     }
 

@@ -129,8 +129,10 @@ pub trait EventStore: Send + Sync {
     /// pending or another dispatcher holds it. However many dispatchers race
     /// over one event, each delivery gets exactly one run. A failure rolls
     /// back the runs, never the event.
-    fn dispatch_event(&self, id: EventId)
-    -> impl Future<Output = Result<Option<Vec<RunId>>>> + Send;
+    fn dispatch_event(
+        &self,
+        id: EventId,
+    ) -> impl Future<Output = Result<Option<Vec<RunId>>>> + Send;
 
     /// Records a failed dispatch attempt of an event that had `attempts`
     /// attempts when it was taken: attempts + 1, `error` kept, and per

@@ -28,7 +28,9 @@ mod clock;
 mod harness;
 mod memory;
 mod suite;
+mod suite_events;
 
+pub use cases::event_support::EventBackend;
 pub use clock::ManualClock;
 pub use harness::{Harness, MemoryHarness};
 pub use memory::MemoryStore;
@@ -36,6 +38,12 @@ pub use memory::MemoryStore;
 /// Every case the suite stamps, as `group::case` (a function
 /// `cases::group::case`), in stamping order.
 pub const CASES: &[&str] = crate::__cases!(names);
+
+/// Every case [`events_suite!`] stamps, as `group::case`: the cases of
+/// [`DefinitionStore`](flowstate_core::DefinitionStore) and
+/// [`EventStore`](flowstate_core::EventStore), for a backend with those
+/// ports too.
+pub const EVENT_CASES: &[&str] = crate::__event_cases!(names);
 
 /// What the macros' expansions use; not part of the API.
 #[doc(hidden)]

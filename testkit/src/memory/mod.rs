@@ -7,6 +7,8 @@
 //! input limits) and a [`Clock`] for every timestamp, and passes the same
 //! conformance suite as every other backend.
 
+mod definitions;
+mod events;
 mod runs;
 mod steps;
 mod versions;
@@ -48,6 +50,7 @@ struct Tables {
     step_by_name: HashMap<(RunId, String), StepId>,
     history: HashMap<(StepId, u32), StepAttempt>,
     versions: HashMap<(String, String), WorkflowVersion>,
+    events: events::EventTables,
 }
 
 impl MemoryStore {
