@@ -225,7 +225,6 @@ impl NewEvent {
             target_workflow: self.target_workflow,
             dedupe_key: self.dedupe_key,
             occurred_at: self.occurred_at.unwrap_or(now),
-            recorded_at: now,
             matched: 0,
             dispatched_at: None,
             attempts: 0,
@@ -284,8 +283,6 @@ pub struct Event {
     pub dedupe_key: Option<String>,
     /// When it happened.
     pub occurred_at: Timestamp,
-    /// When it was recorded.
-    pub recorded_at: Timestamp,
     /// How many deliveries were pinned.
     pub matched: u32,
     /// When its runs were started (or, if it matched nothing, when it was

@@ -68,6 +68,7 @@ mod guard;
 pub mod migrate;
 mod pool;
 mod rows;
+mod rows_events;
 mod schema;
 mod sql;
 pub mod statement_log;

@@ -15,6 +15,7 @@
 //! a PAD SPACE collation on MySQL and MariaDB alike).
 
 mod claim;
+mod events;
 mod sql;
 mod steps;
 mod transition;

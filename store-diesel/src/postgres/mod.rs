@@ -14,6 +14,7 @@
 //! transaction is ever opened, and the pool sends no ping on checkout.
 
 mod claim;
+mod events;
 mod sql;
 mod steps;
 mod transition;

@@ -28,6 +28,7 @@
 //!   `SyncConnectionWrapper` does so).
 
 mod claim;
+mod events;
 mod sql;
 mod steps;
 mod transition;

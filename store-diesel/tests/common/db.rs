@@ -9,6 +9,9 @@ use diesel_async::{
 };
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 
+/// Every embedded migration's version, oldest first.
+pub const MIGRATIONS: [&str; 2] = ["20261130000001", "20261201000002"];
+
 /// The server URL (no database) for a server dialect.
 pub fn server_url(dialect: Dialect) -> String {
     let (var, default) = match dialect {
@@ -57,7 +60,7 @@ impl TestDb {
         let applied = flowstate_store_diesel::migrate::up(&db.url)
             .await
             .unwrap_or_else(|err| panic!("cannot migrate {}: {err}", db.url));
-        assert_eq!(applied.len(), 1, "a fresh database gets the one migration");
+        assert_eq!(applied, MIGRATIONS, "a fresh database gets every migration");
         db
     }
 
