@@ -9,20 +9,29 @@ use flowstate_store_diesel::migrate;
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use serde_json::json;
 
-use crate::common::db::TestDb;
+use crate::common::db::{MIGRATIONS, TestDb};
 use crate::common::records;
 use crate::support::{self, TextRow, count};
 
-const VERSION: &str = "20261130000001";
 const UP_SQL: &str =
     include_str!("../../migrations/mysql/2026-11-30-000001_create_flowstate/up.sql");
-const TABLES: [&str; 5] = [
+const TABLES: [&str; 10] = [
+    "flowstate_activations",
+    "flowstate_event_deliveries",
+    "flowstate_events",
+    "flowstate_published_versions",
     "flowstate_run_state",
     "flowstate_runs",
     "flowstate_step_history",
     "flowstate_steps",
     "flowstate_workflow_versions",
+    "flowstate_workflows",
 ];
+
+/// Every migration's version, as `up` answers them.
+fn all_versions() -> Vec<String> {
+    MIGRATIONS.iter().map(|v| (*v).to_owned()).collect()
+}
 
 /// Every table, column, index and foreign key of the database, as text
 /// that does not name the database.
@@ -73,10 +82,10 @@ async fn tables(conn: &mut AsyncMysqlConnection, db: &str) -> Vec<String> {
 async fn a_fresh_database_takes_one_migration_and_a_second_up_is_a_no_op() {
     let db = TestDb::empty(Dialect::Mysql).await;
     let before = migrate::status(&db.url).await.unwrap();
-    assert_eq!(before.len(), 1);
+    assert_eq!(before.len(), MIGRATIONS.len());
     assert_eq!(
         (before[0].version.as_str(), before[0].applied),
-        (VERSION, false)
+        (MIGRATIONS[0], false)
     );
     assert!(
         before[0].name.contains("create_flowstate"),
@@ -84,15 +93,12 @@ async fn a_fresh_database_takes_one_migration_and_a_second_up_is_a_no_op() {
         before[0]
     );
 
-    assert_eq!(
-        migrate::up(&db.url).await.unwrap(),
-        vec![VERSION.to_owned()]
-    );
+    assert_eq!(migrate::up(&db.url).await.unwrap(), all_versions());
     let mut conn = support::connection(&db).await;
     assert_eq!(tables(&mut conn, &db.name).await, TABLES);
     let status = migrate::status(&db.url).await.unwrap();
-    assert_eq!(status.len(), 1);
-    assert!(status[0].applied);
+    assert_eq!(status.len(), MIGRATIONS.len());
+    assert!(status.iter().all(|m| m.applied));
 
     assert_eq!(migrate::up(&db.url).await.unwrap(), Vec::<String>::new());
     assert!(migrate::status(&db.url).await.unwrap()[0].applied);
@@ -109,9 +115,11 @@ async fn down_then_up_gives_the_same_schema() {
         "the catalog dump found little: {before:?}"
     );
 
+    let mut newest_first = all_versions();
+    newest_first.reverse();
     assert_eq!(
         migrate::down(&db.url, usize::MAX).await.unwrap(),
-        vec![VERSION.to_owned()]
+        newest_first
     );
     assert!(
         tables(&mut conn, &db.name).await.is_empty(),
@@ -123,10 +131,7 @@ async fn down_then_up_gives_the_same_schema() {
         "nothing left to revert"
     );
 
-    assert_eq!(
-        migrate::up(&db.url).await.unwrap(),
-        vec![VERSION.to_owned()]
-    );
+    assert_eq!(migrate::up(&db.url).await.unwrap(), all_versions());
     assert_eq!(catalog(&mut conn, &db.name).await, before);
     db.drop_database().await;
 }
@@ -144,10 +149,7 @@ async fn up_finishes_a_half_applied_schema() {
     conn.batch_execute(first_table).await.unwrap();
     assert_eq!(tables(&mut conn, &db.name).await, ["flowstate_runs"]);
 
-    assert_eq!(
-        migrate::up(&db.url).await.unwrap(),
-        vec![VERSION.to_owned()]
-    );
+    assert_eq!(migrate::up(&db.url).await.unwrap(), all_versions());
     let mut reference_conn = support::connection(&reference).await;
     assert_eq!(
         catalog(&mut conn, &db.name).await,
@@ -191,6 +193,15 @@ async fn every_index_of_the_schema_is_there() {
         "flowstate_steps(run_id, status)",
         "flowstate_workflow_versions(id) unique",
         "flowstate_workflow_versions(workflow, graph_hash) unique",
+        "flowstate_workflows(app_id, scope_id, name) unique",
+        "flowstate_published_versions(workflow_id, hash) unique",
+        "flowstate_activations(event_type, workflow_id)",
+        "flowstate_activations(workflow_id, created_at, id)",
+        "flowstate_events(app_id, scope_id, event_type, dedupe_key) unique",
+        "flowstate_events(dispatched_at, dead_lettered_at, dispatch_after)",
+        "flowstate_events(occurred_at, id)",
+        "flowstate_event_deliveries(event_id, activation_id) unique",
+        "flowstate_event_deliveries(run_id) unique",
     ];
     for index in expected {
         assert!(

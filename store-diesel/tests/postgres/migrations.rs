@@ -6,6 +6,7 @@ use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use flowstate_store_diesel::migrate;
 
+use crate::common::db::MIGRATIONS;
 use crate::support;
 
 #[derive(QueryableByName)]
@@ -42,19 +43,24 @@ async fn catalog(url: &str) -> String {
 async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
     let url = support::fresh_database().await;
     let status = migrate::status(&url).await.unwrap();
-    assert_eq!(status.len(), 1, "{status:?}");
-    assert!(!status[0].applied, "nothing is applied on a fresh database");
+    let versions: Vec<&str> = status.iter().map(|m| m.version.as_str()).collect();
+    assert_eq!(versions, MIGRATIONS, "{status:?}");
+    assert!(
+        status.iter().all(|m| !m.applied),
+        "nothing is applied on a fresh database"
+    );
     assert!(status[0].name.contains("create_flowstate"), "{status:?}");
+    assert!(status[1].name.contains("events"), "{status:?}");
 
     let applied = migrate::up(&url).await.unwrap();
-    assert_eq!(applied, [status[0].version.clone()]);
+    assert_eq!(applied, MIGRATIONS);
     assert_eq!(
         migrate::up(&url).await.unwrap(),
         Vec::<String>::new(),
         "a second up must be a no-op"
     );
     let status = migrate::status(&url).await.unwrap();
-    assert!(status[0].applied, "{status:?}");
+    assert!(status.iter().all(|m| m.applied), "{status:?}");
 
     let before = catalog(&url).await;
     for column in [
@@ -63,6 +69,9 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_steps.current_attempt bigint NO 1 ",
         "flowstate_step_history.attempt bigint NO",
         "flowstate_workflow_versions.graph jsonb NO",
+        "flowstate_workflows.enabled boolean NO",
+        "flowstate_events.data jsonb NO",
+        "flowstate_event_deliveries.run_id text NO - C",
     ] {
         assert!(before.contains(column), "{column} missing:\n{before}");
     }
@@ -78,12 +87,21 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_steps_run_name_key",
         "flowstate_workflow_versions_workflow_hash_key",
         "flowstate_runs_idempotency_key_key",
+        "flowstate_workflows_app_scope_name_key",
+        "flowstate_published_versions_workflow_hash_key",
+        "flowstate_activations_type_workflow_idx",
+        "flowstate_activations_workflow_created_idx",
+        "flowstate_events_dedupe_key",
+        "flowstate_events_pending_idx",
+        "flowstate_events_occurred_idx",
+        "flowstate_event_deliveries_run_key",
     ] {
         assert!(before.contains(index), "index {index} missing:\n{before}");
     }
 
     let reverted = migrate::down(&url, usize::MAX).await.unwrap();
-    assert_eq!(reverted, [status[0].version.clone()]);
+    let newest_first: Vec<&str> = MIGRATIONS.iter().rev().copied().collect();
+    assert_eq!(reverted, newest_first);
     assert_eq!(
         catalog(&url).await,
         "\n--\n\n--\n\n--\n",
@@ -96,7 +114,7 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "nothing left to revert"
     );
 
-    assert_eq!(migrate::up(&url).await.unwrap().len(), 1);
+    assert_eq!(migrate::up(&url).await.unwrap(), MIGRATIONS);
     assert_eq!(
         catalog(&url).await,
         before,

@@ -5,6 +5,7 @@ use diesel::sql_types::{BigInt, Text};
 use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection, sql_query};
 use flowstate_store_diesel::migrate;
 
+use crate::common::db::MIGRATIONS;
 use crate::support::{TABLES, TestDb};
 
 /// One schema object as `sqlite_schema` stores it.
@@ -62,7 +63,7 @@ fn catalog(db: &TestDb) -> Catalog {
 async fn a_fresh_database_gets_one_migration_and_a_second_up_is_a_no_op() {
     let db = TestDb::empty();
     let applied = migrate::up(&db.url()).await.unwrap();
-    assert_eq!(applied, ["20261130000001"]);
+    assert_eq!(applied, MIGRATIONS);
     assert_eq!(migrate::up(&db.url()).await.unwrap(), Vec::<String>::new());
 }
 
@@ -116,6 +117,32 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
             "flowstate_workflow_versions_workflow_hash",
             "(workflow, graph_hash)",
         ),
+        (
+            "flowstate_workflows_app_scope_name",
+            "(app_id, scope_id, name)",
+        ),
+        (
+            "flowstate_published_versions_workflow_hash",
+            "(workflow_id, hash)",
+        ),
+        (
+            "flowstate_activations_type_workflow",
+            "(event_type, workflow_id)",
+        ),
+        (
+            "flowstate_activations_workflow_created",
+            "(workflow_id, created_at, id)",
+        ),
+        (
+            "flowstate_events_dedupe",
+            "(app_id, scope_id, event_type, dedupe_key)",
+        ),
+        (
+            "flowstate_events_pending",
+            "(dispatched_at, dead_lettered_at, dispatch_after)",
+        ),
+        ("flowstate_events_occurred", "(occurred_at, id)"),
+        ("flowstate_event_deliveries_run", "(run_id)"),
     ] {
         let found = catalog
             .objects
@@ -129,6 +156,10 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
         "flowstate_steps_run_name",
         "flowstate_step_history_step_attempt",
         "flowstate_workflow_versions_workflow_hash",
+        "flowstate_workflows_app_scope_name",
+        "flowstate_published_versions_workflow_hash",
+        "flowstate_events_dedupe",
+        "flowstate_event_deliveries_run",
     ] {
         let found = catalog.objects.iter().find(|o| o.name == unique).unwrap();
         assert!(
@@ -150,10 +181,11 @@ async fn down_then_up_leaves_the_same_schema() {
     let before = catalog(&db);
     assert_eq!(
         before.objects.iter().filter(|o| o.kind == "table").count(),
-        5
+        TABLES.len()
     );
     let reverted = migrate::down(&db.url(), usize::MAX).await.unwrap();
-    assert_eq!(reverted, ["20261130000001"]);
+    let newest_first: Vec<&str> = MIGRATIONS.iter().rev().copied().collect();
+    assert_eq!(reverted, newest_first);
     let empty = catalog(&db);
     assert!(
         empty.objects.is_empty() && empty.columns.is_empty(),
@@ -163,7 +195,7 @@ async fn down_then_up_leaves_the_same_schema() {
         migrate::down(&db.url(), 1).await.unwrap(),
         Vec::<String>::new()
     );
-    assert_eq!(migrate::up(&db.url()).await.unwrap(), ["20261130000001"]);
+    assert_eq!(migrate::up(&db.url()).await.unwrap(), MIGRATIONS);
     assert_eq!(catalog(&db), before);
 }
 
@@ -171,16 +203,29 @@ async fn down_then_up_leaves_the_same_schema() {
 async fn status_lists_the_migration_applied_or_not() {
     let db = TestDb::empty();
     let listed = migrate::status(&db.url()).await.unwrap();
-    assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].version, "20261130000001");
+    let versions: Vec<&str> = listed.iter().map(|m| m.version.as_str()).collect();
+    assert_eq!(versions, MIGRATIONS);
     assert!(
         listed[0].name.contains("create_flowstate"),
         "{}",
         listed[0].name
     );
-    assert!(!listed[0].applied);
+    assert!(listed[1].name.contains("events"), "{}", listed[1].name);
+    assert!(listed.iter().all(|m| !m.applied));
     migrate::up(&db.url()).await.unwrap();
-    assert!(migrate::status(&db.url()).await.unwrap()[0].applied);
+    assert!(
+        migrate::status(&db.url())
+            .await
+            .unwrap()
+            .iter()
+            .all(|m| m.applied)
+    );
     migrate::down(&db.url(), 1).await.unwrap();
-    assert!(!migrate::status(&db.url()).await.unwrap()[0].applied);
+    let applied: Vec<bool> = migrate::status(&db.url())
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.applied)
+        .collect();
+    assert_eq!(applied, [true, false], "down 1 reverts the newest");
 }

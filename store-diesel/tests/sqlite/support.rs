@@ -8,12 +8,17 @@ use std::sync::Arc;
 use flowstate_store_diesel::{DieselStore, StatementLog, StoreConfig};
 
 /// The flowstate tables, in the order SCHEMA.md lists them.
-pub const TABLES: [&str; 5] = [
+pub const TABLES: [&str; 10] = [
     "flowstate_runs",
     "flowstate_run_state",
     "flowstate_steps",
     "flowstate_step_history",
     "flowstate_workflow_versions",
+    "flowstate_workflows",
+    "flowstate_published_versions",
+    "flowstate_activations",
+    "flowstate_events",
+    "flowstate_event_deliveries",
 ];
 
 /// A database file under the temp dir, removed (with its WAL files) on drop.
@@ -30,7 +35,11 @@ impl TestDb {
         let applied = flowstate_store_diesel::migrate::up(&db.url())
             .await
             .unwrap_or_else(|err| panic!("cannot migrate {}: {err}", db.url()));
-        assert_eq!(applied.len(), 1, "a fresh database gets the one migration");
+        assert_eq!(
+            applied,
+            crate::common::db::MIGRATIONS,
+            "a fresh database gets every migration"
+        );
         db
     }
 
