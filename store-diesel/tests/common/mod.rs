@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod budgets;
+pub mod budgets_events;
 pub mod corrupt;
 pub mod db;
 pub mod harness;
