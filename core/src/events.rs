@@ -509,11 +509,12 @@ mod tests {
             .into_event(EventId::generate(), Timestamp::EPOCH)
     }
 
+    type Tweak = fn(&mut Workflow, &mut Activation, &mut Event);
+
     #[test]
     fn matching_table() {
         let w = workflow();
         let a = activation(&w);
-        type Tweak = fn(&mut Workflow, &mut Activation, &mut Event);
         let rows: [(&str, Tweak, bool); 8] = [
             ("as is", |_, _, _| {}, true),
             ("disabled", |_, a, _| a.enabled = false, false),

@@ -87,7 +87,8 @@ where
                 assert_eq!(stored.dispatch_after, h.clock().now().plus(delay));
                 assert_eq!(stored.dead_lettered_at, None);
                 assert_eq!(delay, Duration::from_secs(1 << (attempt - 1)));
-                h.clock().advance(delay - Duration::from_micros(1));
+                h.clock()
+                    .advance(delay.checked_sub(Duration::from_micros(1)).unwrap());
                 assert!(
                     store.pending_events(10).await.unwrap().is_empty(),
                     "not due yet"

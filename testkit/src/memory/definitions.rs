@@ -79,19 +79,18 @@ impl DefinitionStore for MemoryStore {
             .values()
             .find(|v| v.workflow == version.workflow && v.hash == version.hash)
             .cloned();
-        let (record, inserted) = match existing {
-            Some(record) => (record, false),
-            None => {
-                let record = PublishedVersion {
-                    id: PublishedVersionId::generate(),
-                    workflow: version.workflow,
-                    hash: version.hash,
-                    definition: version.definition,
-                    created_at: now,
-                };
-                t.versions.insert(record.id, record.clone());
-                (record, true)
-            }
+        let (record, inserted) = if let Some(record) = existing {
+            (record, false)
+        } else {
+            let record = PublishedVersion {
+                id: PublishedVersionId::generate(),
+                workflow: version.workflow,
+                hash: version.hash,
+                definition: version.definition,
+                created_at: now,
+            };
+            t.versions.insert(record.id, record.clone());
+            (record, true)
         };
         t.workflow_mut(record.workflow)?.active_version = Some(record.id);
         Ok(Inserted { record, inserted })
