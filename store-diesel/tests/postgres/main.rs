@@ -9,6 +9,7 @@ mod common;
 
 mod budgets;
 mod explain;
+mod explain_events;
 mod migrations;
 mod pool;
 mod prepared;
