@@ -15,7 +15,8 @@
 //! # fn main() {}
 //! ```
 //!
-//! (`testkit/tests/memory.rs` is exactly that.) Race cases run tens of real
+//! (`testkit/tests/memory.rs` is exactly that, plus [`events_suite!`] for
+//! the event ports.) Race cases run tens of real
 //! tokio tasks at once and assert exactly-once outcomes; a backend must
 //! serve them concurrently, not one at a time behind a lock it takes for
 //! the test's sake.
