@@ -115,13 +115,16 @@ impl<S: EventStore + 'static> Dispatcher<S> {
         }
     }
 
-    /// One batch; answers whether it was full (more may be waiting).
+    /// One batch; answers whether it was full of work done (more may be
+    /// waiting).
     async fn tick(&self, counters: &Counters) -> bool {
         counters.ticks.fetch_add(1, Ordering::Relaxed);
         match dispatch_pending(&*self.store, self.backoff, self.batch).await {
             Ok(report) => {
                 counters.add(report);
-                report.dispatched + report.failed + report.skipped >= self.batch
+                // Skipped events are held by another dispatcher: waiting
+                // for the interval, not spinning on them, is right.
+                report.dispatched + report.failed >= self.batch
             }
             Err(err) => {
                 counters.errors.fetch_add(1, Ordering::Relaxed);
