@@ -9,5 +9,6 @@ pub mod budgets;
 pub mod budgets_events;
 pub mod corrupt;
 pub mod db;
+pub mod events_rollback;
 pub mod harness;
 pub mod records;

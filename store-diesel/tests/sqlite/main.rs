@@ -30,3 +30,8 @@ flowstate_testkit::events_suite!(
 async fn corrupt_rows_are_typed_errors() {
     common::corrupt::corrupt_rows_are_typed_errors(Dialect::Sqlite).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_dispatch_keeps_the_event() {
+    common::events_rollback::a_failed_dispatch_keeps_the_event(Dialect::Sqlite).await;
+}
