@@ -4,7 +4,9 @@
 //! trying the same call again can help: a lost race, an illegal transition or
 //! bad input will fail the same way again; a dropped connection may not.
 
-use crate::ids::{RunId, StepId, VirtualUserRunId};
+use crate::ids::{
+    ActivationId, EventId, PublishedVersionId, RunId, StepId, VirtualUserRunId, WorkflowId,
+};
 use crate::status::{RunStatus, StatusKind, StepStatus, UnknownStatus};
 use crate::virtual_users::VirtualUserRunStatus;
 
@@ -74,6 +76,24 @@ pub enum Error {
         /// The status it settled in.
         status: VirtualUserRunStatus,
     },
+    /// The workflow definition does not exist.
+    #[error("workflow {0} not found")]
+    WorkflowNotFound(WorkflowId),
+    /// The published version does not exist, or belongs to another
+    /// workflow than the one named with it.
+    #[error("version {version} of workflow {workflow} not found")]
+    PublishedVersionNotFound {
+        /// The workflow named.
+        workflow: WorkflowId,
+        /// The version asked for.
+        version: PublishedVersionId,
+    },
+    /// The activation does not exist.
+    #[error("activation {0} not found")]
+    ActivationNotFound(ActivationId),
+    /// The event was never recorded.
+    #[error("event {0} not found")]
+    EventNotFound(EventId),
     /// The input was refused before anything was written.
     #[error(transparent)]
     InvalidInput(#[from] InvalidInput),

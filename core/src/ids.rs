@@ -67,6 +67,22 @@ id_type!(
     /// The id of a virtual-user run.
     VirtualUserRunId
 );
+id_type!(
+    /// The id of a recorded event.
+    EventId
+);
+id_type!(
+    /// The id of a workflow definition (app, scope, name).
+    WorkflowId
+);
+id_type!(
+    /// The id of a published version of a workflow definition.
+    PublishedVersionId
+);
+id_type!(
+    /// The id of an activation: a workflow version listening for an event type.
+    ActivationId
+);
 
 #[cfg(test)]
 mod tests {

@@ -23,6 +23,7 @@
 //! | [`batch`] | batch claims and completions for worker pools: what a batch takes |
 //! | [`idempotency`] | idempotency keys for materialised runs |
 //! | [`limits`] | the limits every backend applies to names, keys, delays and JSON |
+//! | [`events`] | workflows, versions, activations, events, deliveries; matching and materialisation rules |
 //! | [`records`] | the rows: runs, steps, attempts, versions, queries |
 //! | [`summary`] | pure folds of steps and history: graph state, status summary |
 //! | [`error`] | the one error type the ports return |
@@ -35,6 +36,8 @@ pub mod backoff;
 pub mod batch;
 pub mod claim;
 pub mod error;
+pub mod events;
+mod events_ports;
 pub mod idempotency;
 pub mod ids;
 pub mod limits;
@@ -52,9 +55,18 @@ pub use backoff::{EventDispatchBackoff, EventDispatchOutcome, RedispatchBackoff}
 pub use batch::{BatchClaim, Completion};
 pub use claim::{ClaimDecision, ClaimInput, NotClaimable};
 pub use error::{Error, Result};
-pub use ids::{HistoryId, RunId, StepId, VersionId, VirtualUserRunId};
+pub use events::{
+    Activation, Delivery, Dispatch, Emission, Event, EventFilter, NewActivation, NewEvent,
+    NewPublishedVersion, NewWorkflow, PendingEvent, PublishedVersion, RunCause, Workflow,
+};
+pub use ids::{
+    ActivationId, EventId, HistoryId, PublishedVersionId, RunId, StepId, VersionId,
+    VirtualUserRunId, WorkflowId,
+};
 pub use limits::{EncodedStep, InputLimits};
-pub use ports::{BatchStepStore, RunStore, StepStore, Store, VersionStore};
+pub use ports::{
+    BatchStepStore, DefinitionStore, EventStore, RunStore, StepStore, Store, VersionStore,
+};
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,
     Step, StepAttempt, StepSummary, StepTransition, WorkflowVersion,

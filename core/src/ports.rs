@@ -36,6 +36,8 @@ use crate::records::{
 use crate::status::{RetryStart, RunStatus};
 use crate::summary;
 pub use crate::virtual_user_ports::{ScheduleStore, VirtualUserRunStore};
+
+pub use crate::events_ports::{DefinitionStore, EventStore};
 // Named by the docs' links only.
 #[cfg(doc)]
 use crate::{error::Error, status::StepStatus};

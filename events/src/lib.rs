@@ -1,8 +1,78 @@
-//! flowstate-events: events with dedupe keys, matched to activations,
-//! materialised into runs idempotently, dispatched now or deferred with
-//! backoff and dead-lettering.
+//! flowstate-events: the dispatch of deferred events, with backoff and
+//! dead-lettering, generic over core's [`EventStore`] port.
 //!
-//! Nothing lives here yet. The pure pieces it will build on (the event
-//! dispatch backoff and the `event:{event}:{activation}` idempotency key) are
-//! already in `flowstate-core`; this crate will hold the policy loops over the
-//! core store ports and will never know which database is behind them.
+//! Recording an event, pinning its deliveries and materialising them into
+//! runs are the store's atomic units of work ([`EventStore::emit`],
+//! [`EventStore::dispatch_event`]); what to do with a failure is decided
+//! here, by core's [`EventDispatchBackoff`]. This crate never knows which
+//! database is behind the port, and starts no timer unless asked to: an
+//! engine that schedules its own work calls [`dispatch_pending`] when it
+//! likes; one that wants a loop spawns a [`Dispatcher`].
+//!
+//! Each event is dispatched in its own transaction, so an event whose runs
+//! cannot be materialised does not take the rest of the batch down, and its
+//! failure is recorded on the event (attempts, last error, next due time),
+//! never rolled back with it: an event that failed and said nothing is how
+//! schedules silently stop firing.
+
+mod dispatcher;
+
+pub use dispatcher::{Counters, Dispatcher, DispatcherHandle};
+
+use flowstate_core::backoff::{EventDispatchBackoff, EventDispatchOutcome};
+use flowstate_core::{EventStore, Result};
+
+/// What one [`dispatch_pending`] call did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DispatchReport {
+    /// Events whose runs were materialised.
+    pub dispatched: u32,
+    /// Events whose dispatch failed (dead-lettered ones included).
+    pub failed: u32,
+    /// Of the failed, those whose failure dead-lettered them.
+    pub dead_lettered: u32,
+    /// Events another dispatcher took first, or that stopped being pending.
+    pub skipped: u32,
+}
+
+/// Dispatches up to `limit` pending events, each in its own transaction.
+///
+/// A failed dispatch is recorded with [`EventStore::record_dispatch_failure`]
+/// against the attempts the event had when it was listed, with the outcome
+/// `backoff` gives the failed attempt: due again after its delay, or
+/// dead-lettered at its limit. Only a failure to list or to record is
+/// returned as an error.
+#[tracing::instrument(level = "debug", skip(store, backoff))]
+pub async fn dispatch_pending<S: EventStore>(
+    store: &S,
+    backoff: EventDispatchBackoff,
+    limit: u32,
+) -> Result<DispatchReport> {
+    let mut report = DispatchReport::default();
+    for pending in store.pending_events(limit).await? {
+        match store.dispatch_event(pending.id).await {
+            Ok(Some(runs)) => {
+                report.dispatched += 1;
+                tracing::debug!(event = %pending.id, runs = runs.len(), "event dispatched");
+            }
+            Ok(None) => report.skipped += 1,
+            Err(err) => {
+                report.failed += 1;
+                let outcome = backoff.after_failure(pending.attempts + 1);
+                tracing::warn!(event = %pending.id, attempt = pending.attempts + 1, ?outcome, %err, "event dispatch failed");
+                let recorded = store
+                    .record_dispatch_failure(
+                        pending.id,
+                        pending.attempts,
+                        &err.to_string(),
+                        outcome,
+                    )
+                    .await?;
+                if recorded && outcome == EventDispatchOutcome::DeadLetter {
+                    report.dead_lettered += 1;
+                }
+            }
+        }
+    }
+    Ok(report)
+}

@@ -35,6 +35,13 @@
 //!   in one transaction).
 //! - Ids are 36-character text, timestamps `BIGINT` microseconds since the
 //!   epoch (UTC) on every dialect, so values round-trip exactly.
+//! - Events ([`flowstate_core::EventStore`], with the definitions of
+//!   [`flowstate_core::DefinitionStore`]): an emit is one transaction that
+//!   records the event once per dedupe key (a unique key decides), pins its
+//!   deliveries and, with `Dispatch::Now`, creates their runs with
+//!   `create_run`'s own insert; a deferred dispatch locks the event
+//!   (`FOR UPDATE SKIP LOCKED`; SQLite's `BEGIN IMMEDIATE`) so each
+//!   delivery gets exactly one run.
 //!
 //! How it is built: one schema (`schema.rs`, with a `Json` SQL type that
 //! hides the dialects' one difference), one set of row structs, and every
@@ -73,6 +80,7 @@ mod guard;
 pub mod migrate;
 mod pool;
 mod rows;
+mod rows_events;
 mod rows_virtual_users;
 mod schema;
 mod sql;

@@ -179,6 +179,11 @@ diesel::allow_tables_to_appear_in_same_query!(
     flowstate_steps,
     flowstate_step_history,
     flowstate_workflow_versions,
+    flowstate_workflows,
+    flowstate_published_versions,
+    flowstate_activations,
+    flowstate_events,
+    flowstate_event_deliveries,
 );
 
 diesel::table! {
@@ -231,3 +236,95 @@ diesel::allow_tables_to_appear_in_same_query!(
     flowstate_virtual_user_runs,
     flowstate_virtual_user_transcript,
 );
+
+diesel::table! {
+    use diesel::sql_types::{BigInt, Bool, Nullable, Text};
+
+    /// Workflow definitions, one per (app, scope, name).
+    flowstate_workflows (id) {
+        id -> Text,
+        app_id -> Text,
+        scope_id -> Text,
+        name -> Text,
+        enabled -> Bool,
+        active_version_id -> Nullable<Text>,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::{BigInt, Text};
+    use super::Json;
+
+    /// Published versions of workflow definitions, one per (workflow, hash).
+    flowstate_published_versions (id) {
+        id -> Text,
+        workflow_id -> Text,
+        hash -> Text,
+        definition -> Json,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::{BigInt, Bool, Text};
+    use super::Json;
+
+    /// A version of a workflow listening for an event type.
+    flowstate_activations (id) {
+        id -> Text,
+        workflow_id -> Text,
+        version_id -> Text,
+        event_type -> Text,
+        enabled -> Bool,
+        authorization_snapshot -> Json,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::{BigInt, Nullable, Text};
+    use super::Json;
+
+    /// Events, one per (app, scope, type, dedupe key), and their dispatch.
+    flowstate_events (id) {
+        id -> Text,
+        app_id -> Text,
+        scope_id -> Text,
+        event_type -> Text,
+        data -> Json,
+        context -> Json,
+        authorization_snapshot -> Json,
+        target_workflow_id -> Nullable<Text>,
+        dedupe_key -> Nullable<Text>,
+        occurred_at -> BigInt,
+        matched -> BigInt,
+        dispatched_at -> Nullable<BigInt>,
+        attempts -> BigInt,
+        last_error -> Nullable<Text>,
+        dispatch_after -> BigInt,
+        dead_lettered_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::Text;
+    use super::Json;
+
+    /// The activations an event matched, pinned, with the run each starts.
+    flowstate_event_deliveries (event_id, activation_id) {
+        event_id -> Text,
+        activation_id -> Text,
+        workflow_id -> Text,
+        workflow_name -> Text,
+        version_id -> Text,
+        version_hash -> Text,
+        authorization_snapshot -> Json,
+        run_id -> Text,
+    }
+}
+
+diesel::joinable!(flowstate_published_versions -> flowstate_workflows (workflow_id));
+diesel::joinable!(flowstate_activations -> flowstate_workflows (workflow_id));
+diesel::joinable!(flowstate_activations -> flowstate_published_versions (version_id));
+diesel::joinable!(flowstate_event_deliveries -> flowstate_events (event_id));

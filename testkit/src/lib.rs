@@ -15,7 +15,8 @@
 //! # fn main() {}
 //! ```
 //!
-//! (`testkit/tests/memory.rs` is exactly that.) Race cases run tens of real
+//! (`testkit/tests/memory.rs` is exactly that, plus [`events_suite!`] for
+//! the event ports.) Race cases run tens of real
 //! tokio tasks at once and assert exactly-once outcomes; a backend must
 //! serve them concurrently, not one at a time behind a lock it takes for
 //! the test's sake.
@@ -34,8 +35,10 @@ mod clock;
 mod harness;
 mod memory;
 mod suite;
+mod suite_events;
 mod virtual_users_suite;
 
+pub use cases::event_support::EventBackend;
 pub use clock::ManualClock;
 pub use harness::{Harness, MemoryHarness, RowCounts};
 pub use memory::MemoryStore;
@@ -48,6 +51,11 @@ pub const CASES: &[&str] = crate::__cases!(names);
 pub const BATCH_CASES: &[&str] = crate::__batch_cases!(names);
 /// Every case [`virtual_users_suite!`] stamps, as `group::case`.
 pub const VIRTUAL_USER_CASES: &[&str] = crate::__virtual_user_cases!(names);
+/// Every case [`events_suite!`] stamps, as `group::case`: the cases of
+/// [`DefinitionStore`](flowstate_core::DefinitionStore) and
+/// [`EventStore`](flowstate_core::EventStore), for a backend with those
+/// ports too.
+pub const EVENT_CASES: &[&str] = crate::__event_cases!(names);
 
 /// What the macros' expansions use; not part of the API.
 #[doc(hidden)]

@@ -16,6 +16,7 @@
 
 mod batch;
 mod claim;
+mod events;
 mod sql;
 mod steps;
 mod transition;

@@ -15,6 +15,7 @@
 
 mod batch;
 mod claim;
+mod events;
 mod sql;
 mod steps;
 mod transition;

@@ -29,6 +29,7 @@
 
 mod batch;
 mod claim;
+mod events;
 mod sql;
 mod steps;
 mod transition;

@@ -13,8 +13,10 @@
 mod batch;
 pub(crate) use batch::BatchItem;
 pub(crate) mod conflict;
+mod definitions;
+pub(crate) mod events;
 mod runs;
-pub(crate) use runs::IDEMPOTENT_TRIES;
+pub(crate) use runs::{IDEMPOTENT_TRIES, InsertKeyedRun};
 mod state;
 mod steps;
 mod versions;
@@ -107,6 +109,86 @@ macro_rules! by_returning {
     };
 }
 pub(crate) use by_returning;
+
+/// Why a unit of work run by [`in_transaction!`] failed: the database
+/// (mapped by [`crate::error::backend`], a lock conflict running the work
+/// again), or an answer of the port (a typed not-found, a corrupt row) that
+/// also rolls the transaction back.
+#[derive(Debug)]
+pub(crate) enum TxError {
+    /// A diesel error.
+    Db(diesel::result::Error),
+    /// The port's own answer.
+    Port(flowstate_core::Error),
+}
+
+impl From<diesel::result::Error> for TxError {
+    fn from(err: diesel::result::Error) -> Self {
+        Self::Db(err)
+    }
+}
+
+impl From<flowstate_core::Error> for TxError {
+    fn from(err: flowstate_core::Error) -> Self {
+        Self::Port(err)
+    }
+}
+
+/// Runs `$body` (an expression of type `Result<T, TxError>`, typed diesel
+/// queries ending in `.await`) with `$conn` bound to a connection in a
+/// transaction of the store's dialect: diesel-async's `transaction` on
+/// PostgreSQL and MySQL, `BEGIN IMMEDIATE` on SQLite, so a SQLite writer
+/// takes the write lock up front and queues on the busy timeout instead
+/// of failing a read-to-write upgrade. Committed on `Ok`, rolled back
+/// otherwise; a lock conflict runs the whole transaction again. Evaluates
+/// to `flowstate_core::Result<T>`; a pool timeout returns from the
+/// enclosing function.
+macro_rules! in_transaction {
+    ($store:expr, $op:expr, |$conn:ident| $body:expr) => {
+        match &$store.pools {
+            #[cfg(feature = "postgres")]
+            $crate::store::Pools::Postgres(pool) => $crate::store::transacted!(pool, $op, |c| {
+                diesel_async::AsyncConnection::transaction(c, async |$conn| $body).await
+            }),
+            #[cfg(feature = "mysql")]
+            $crate::store::Pools::Mysql(pool) => $crate::store::transacted!(pool, $op, |c| {
+                diesel_async::AsyncConnection::transaction(c, async |$conn| $body).await
+            }),
+            #[cfg(feature = "sqlite")]
+            $crate::store::Pools::Sqlite(pool) => $crate::store::transacted!(pool, $op, |c| {
+                c.immediate_transaction(async |$conn| $body).await
+            }),
+        }
+    };
+}
+pub(crate) use in_transaction;
+
+/// One arm of [`in_transaction!`]: a pooled connection, the transaction
+/// run again after a lock conflict, its error mapped.
+macro_rules! transacted {
+    ($pool:expr, $op:expr, |$c:ident| $work:expr) => {{
+        let mut conn = $pool.get($op).await?;
+        let $c = &mut *conn;
+        let mut conflicts = 0_u32;
+        loop {
+            let out: Result<_, $crate::store::TxError> = $work;
+            match out {
+                Ok(value) => break Ok(value),
+                Err($crate::store::TxError::Db(err))
+                    if conflicts < $crate::store::conflict::MAX_CONFLICT_RETRIES
+                        && $crate::store::conflict::is_conflict(&err) =>
+                {
+                    conflicts += 1;
+                    tracing::debug!(operation = $op, conflicts, %err, "conflict, running again");
+                    $crate::store::conflict::back_off(conflicts).await;
+                }
+                Err($crate::store::TxError::Db(err)) => break Err($crate::error::backend($op, err)),
+                Err($crate::store::TxError::Port(err)) => break Err(err),
+            }
+        }
+    }};
+}
+pub(crate) use transacted;
 
 /// Calls `$function` of the store's dialect module with its pool and the
 /// store's config, then `$args`.

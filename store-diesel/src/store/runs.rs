@@ -62,24 +62,58 @@ impl DieselStore {
         row: &RunRow,
         fail: impl Fn(diesel::result::Error) -> Error,
     ) -> Result<Option<bool>> {
-        by_returning!(self, "create_run", |conn| diesel::insert_into(runs::table)
-            .values(row)
-            .on_conflict(runs::idempotency_key)
-            .do_nothing()
-            .execute(conn)
-            .await
-            .map(|n| Some(n == 1)),
+        on_connection!(self, "create_run", |conn| conn.insert_keyed_run(row).await).map_err(fail)
+    }
+}
+
+/// The insert of a run whose idempotency key may be taken, on a connection
+/// of each dialect: the one shape `create_run` and the materialisation of
+/// events (inside their own transaction) share. Answers whether the insert
+/// itself says it wrote the row (`None`: it cannot tell, on MySQL, where a
+/// duplicate counts as a matched row).
+pub(crate) trait InsertKeyedRun {
+    /// Inserts `row` unless its idempotency key is taken.
+    fn insert_keyed_run(
+        &mut self,
+        row: &RunRow,
+    ) -> impl std::future::Future<Output = QueryResult<Option<bool>>> + Send;
+}
+
+/// `ON CONFLICT (idempotency_key) DO NOTHING`, for the dialects that have it.
+macro_rules! on_conflict_keyed_run {
+    ($conn:ty) => {
+        impl InsertKeyedRun for $conn {
+            async fn insert_keyed_run(&mut self, row: &RunRow) -> QueryResult<Option<bool>> {
+                diesel::insert_into(runs::table)
+                    .values(row)
+                    .on_conflict(runs::idempotency_key)
+                    .do_nothing()
+                    .execute(self)
+                    .await
+                    .map(|n| Some(n == 1))
+            }
+        }
+    };
+}
+
+#[cfg(feature = "postgres")]
+on_conflict_keyed_run!(diesel_async::AsyncPgConnection);
+#[cfg(feature = "sqlite")]
+on_conflict_keyed_run!(crate::sqlite::SqliteConn);
+
+#[cfg(feature = "mysql")]
+impl InsertKeyedRun for diesel_async::AsyncMysqlConnection {
+    async fn insert_keyed_run(&mut self, row: &RunRow) -> QueryResult<Option<bool>> {
         // `INSERT IGNORE` would also turn a missing parent into a warning;
         // `ON DUPLICATE KEY UPDATE id = id` only skips the key.
-        mysql: |conn| diesel::insert_into(runs::table)
+        diesel::insert_into(runs::table)
             .values(row)
             .on_conflict(diesel::dsl::DuplicatedKeys)
             .do_update()
             .set(runs::id.eq(runs::id))
-            .execute(conn)
+            .execute(self)
             .await
-            .map(|_| None))
-        .map_err(fail)
+            .map(|_| None)
     }
 }
 

@@ -7,8 +7,10 @@
 #![allow(dead_code)]
 
 pub mod budgets;
+pub mod budgets_events;
 pub mod corrupt;
 pub mod db;
+pub mod events_rollback;
 pub mod harness;
 pub mod records;
 pub mod schema_check;

@@ -39,3 +39,13 @@ flowstate_testkit::virtual_users_suite!(
     virtual_users,
     common::harness::DieselHarness::create(Dialect::Mysql)
 );
+
+flowstate_testkit::events_suite!(
+    events,
+    common::harness::DieselHarness::create(Dialect::Mysql)
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_dispatch_keeps_the_event() {
+    common::events_rollback::a_failed_dispatch_keeps_the_event(Dialect::Mysql).await;
+}

@@ -13,10 +13,13 @@ use crate::common::db::{TestDb, migration_versions};
 use crate::common::records;
 use crate::support::{self, TextRow, count};
 
-const VERSION: &str = "20261130000001";
 const UP_SQL: &str =
     include_str!("../../migrations/mysql/2026-11-30-000001_create_flowstate/up.sql");
-const TABLES: [&str; 8] = [
+const TABLES: [&str; 13] = [
+    "flowstate_activations",
+    "flowstate_event_deliveries",
+    "flowstate_events",
+    "flowstate_published_versions",
     "flowstate_run_state",
     "flowstate_runs",
     "flowstate_step_history",
@@ -25,6 +28,7 @@ const TABLES: [&str; 8] = [
     "flowstate_virtual_user_schedules",
     "flowstate_virtual_user_transcript",
     "flowstate_workflow_versions",
+    "flowstate_workflows",
 ];
 
 /// Every table, column, index and foreign key of the database, as text
@@ -81,7 +85,7 @@ async fn a_fresh_database_takes_every_migration_and_a_second_up_is_a_no_op() {
     assert!(before.iter().all(|m| !m.applied));
     assert_eq!(
         (before[0].version.as_str(), before[0].applied),
-        (VERSION, false)
+        (versions[0].as_str(), false)
     );
     assert!(
         before[0].name.contains("create_flowstate"),
@@ -199,6 +203,15 @@ async fn every_index_of_the_schema_is_there() {
         "flowstate_virtual_user_runs(status, created_at, id)",
         "flowstate_virtual_user_runs(created_at, id)",
         "flowstate_virtual_user_transcript(run_id, seq) unique",
+        "flowstate_workflows(app_id, scope_id, name) unique",
+        "flowstate_published_versions(workflow_id, hash) unique",
+        "flowstate_activations(event_type, workflow_id)",
+        "flowstate_activations(workflow_id, created_at, id)",
+        "flowstate_events(app_id, scope_id, event_type, dedupe_key) unique",
+        "flowstate_events(dispatched_at, dead_lettered_at, dispatch_after)",
+        "flowstate_events(occurred_at, id)",
+        "flowstate_event_deliveries(event_id, activation_id) unique",
+        "flowstate_event_deliveries(run_id) unique",
     ];
     for index in expected {
         assert!(

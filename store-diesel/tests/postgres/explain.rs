@@ -43,7 +43,7 @@ ANALYZE;
 ";
 
 /// The plan of `sql` run with `args` (SQL literals, in `$n` order).
-async fn plan(conn: &mut AsyncPgConnection, sql: &str, args: &[String]) -> String {
+pub(crate) async fn plan(conn: &mut AsyncPgConnection, sql: &str, args: &[String]) -> String {
     conn.batch_execute("DEALLOCATE ALL").await.unwrap();
     conn.batch_execute(&format!("PREPARE q AS {sql}"))
         .await
@@ -61,12 +61,12 @@ async fn plan(conn: &mut AsyncPgConnection, sql: &str, args: &[String]) -> Strin
     plan
 }
 
-fn lit(text: &str) -> String {
+pub(crate) fn lit(text: &str) -> String {
     format!("'{text}'")
 }
 
 /// Asserts the plan uses `index` and scans no table sequentially.
-fn assert_indexed(what: &str, plan: &str, indexes: &[&str]) {
+pub(crate) fn assert_indexed(what: &str, plan: &str, indexes: &[&str]) {
     assert!(!plan.contains("Seq Scan"), "{what} scans a table:\n{plan}");
     for index in indexes {
         assert!(

@@ -9,6 +9,7 @@ mod common;
 
 mod budgets;
 mod explain;
+mod explain_events;
 mod migrations;
 mod pool;
 mod prepared;
@@ -40,3 +41,13 @@ flowstate_testkit::virtual_users_suite!(
     virtual_users,
     common::harness::DieselHarness::create(Dialect::Postgres)
 );
+
+flowstate_testkit::events_suite!(
+    events,
+    common::harness::DieselHarness::create(Dialect::Postgres)
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_dispatch_keeps_the_event() {
+    common::events_rollback::a_failed_dispatch_keeps_the_event(Dialect::Postgres).await;
+}

@@ -52,6 +52,7 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "nothing is applied on a fresh database"
     );
     assert!(status[0].name.contains("create_flowstate"), "{status:?}");
+    assert!(status[1].name.contains("events"), "{status:?}");
 
     let applied = migrate::up(&url).await.unwrap();
     assert_eq!(applied, versions);
@@ -73,6 +74,9 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_virtual_user_schedules.enabled boolean NO",
         "flowstate_virtual_user_runs.transcript_len bigint NO 0 ",
         "flowstate_virtual_user_transcript.entry jsonb NO",
+        "flowstate_workflows.enabled boolean NO",
+        "flowstate_events.data jsonb NO",
+        "flowstate_event_deliveries.run_id text NO - C",
     ] {
         assert!(before.contains(column), "{column} missing:\n{before}");
     }
@@ -95,6 +99,14 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_virtual_user_runs_status_created_idx",
         "flowstate_virtual_user_runs_created_idx",
         "flowstate_virtual_user_transcript_pkey",
+        "flowstate_workflows_app_scope_name_key",
+        "flowstate_published_versions_workflow_hash_key",
+        "flowstate_activations_type_workflow_idx",
+        "flowstate_activations_workflow_created_idx",
+        "flowstate_events_dedupe_key",
+        "flowstate_events_pending_idx",
+        "flowstate_events_occurred_idx",
+        "flowstate_event_deliveries_run_key",
     ] {
         assert!(before.contains(index), "index {index} missing:\n{before}");
     }

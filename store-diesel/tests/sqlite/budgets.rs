@@ -104,3 +104,44 @@ const VIRTUAL_USER_BUDGETS: &[Budget] = &[
 async fn every_virtual_user_operation_sends_its_budget() {
     crate::common::virtual_user_budgets::check(Dialect::Sqlite, VIRTUAL_USER_BUDGETS).await;
 }
+
+/// What each event operation sends on SQLite (see `common::budgets_events`).
+const EVENT_BUDGETS: &[Budget] = &[
+    ("emit no match", &["BEGIN", "SELECT", "INSERT", "COMMIT"]),
+    (
+        "emit now, 2 matches",
+        &[
+            "BEGIN", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT", "INSERT", "COMMIT",
+        ],
+    ),
+    (
+        "emit now keyed, 2 matches",
+        &[
+            "BEGIN", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT", "INSERT", "COMMIT",
+        ],
+    ),
+    (
+        "emit duplicate",
+        &["BEGIN", "SELECT", "INSERT", "SELECT", "COMMIT"],
+    ),
+    (
+        "emit deferred, 2 matches",
+        &["BEGIN", "SELECT", "INSERT", "INSERT", "INSERT", "COMMIT"],
+    ),
+    ("pending_events", &["SELECT"]),
+    (
+        "dispatch_event, 2 deliveries",
+        &[
+            "BEGIN", "SELECT", "SELECT", "INSERT", "INSERT", "UPDATE", "COMMIT",
+        ],
+    ),
+    ("dispatch_event taken", &["BEGIN", "SELECT", "COMMIT"]),
+    ("record_dispatch_failure", &["UPDATE"]),
+    ("get_event", &["SELECT"]),
+    ("run_cause", &["SELECT"]),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_event_operation_sends_its_budget() {
+    crate::common::budgets_events::check_events(Dialect::Sqlite, EVENT_BUDGETS).await;
+}

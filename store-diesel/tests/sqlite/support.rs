@@ -8,7 +8,7 @@ use std::sync::Arc;
 use flowstate_store_diesel::{DieselStore, StatementLog, StoreConfig};
 
 /// The flowstate tables, in the order SCHEMA.md lists them.
-pub const TABLES: [&str; 8] = [
+pub const TABLES: [&str; 13] = [
     "flowstate_runs",
     "flowstate_run_state",
     "flowstate_steps",
@@ -17,6 +17,11 @@ pub const TABLES: [&str; 8] = [
     "flowstate_virtual_user_schedules",
     "flowstate_virtual_user_runs",
     "flowstate_virtual_user_transcript",
+    "flowstate_workflows",
+    "flowstate_published_versions",
+    "flowstate_activations",
+    "flowstate_events",
+    "flowstate_event_deliveries",
 ];
 
 /// A database file under the temp dir, removed (with its WAL files) on drop.

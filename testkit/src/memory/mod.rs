@@ -8,6 +8,8 @@
 //! conformance suite as every other backend.
 
 mod batch;
+mod definitions;
+mod events;
 mod runs;
 mod steps;
 mod versions;
@@ -55,6 +57,7 @@ struct Tables {
     /// The test fault of [`MemoryStore::fail_history_writes`].
     history_writes_fail: bool,
     virtual_users: virtual_users::VirtualUserTables,
+    events: events::EventTables,
 }
 
 impl MemoryStore {

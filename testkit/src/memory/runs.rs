@@ -16,6 +16,18 @@ impl MemoryStore {
     }
 }
 
+impl super::Tables {
+    /// Stores a new run, its key and its empty state (the caller checked
+    /// that the key is free).
+    pub(super) fn insert_run(&mut self, record: Run) {
+        if let Some(key) = &record.idempotency_key {
+            self.run_by_key.insert(key.clone(), record.id);
+        }
+        self.run_state.insert(record.id, Map::new());
+        self.runs.insert(record.id, record);
+    }
+}
+
 impl RunStore for MemoryStore {
     async fn create_run(&self, run: NewRun) -> Result<Inserted<Run>> {
         self.check_new_run(&run)?;
@@ -35,11 +47,7 @@ impl RunStore for MemoryStore {
         }
         let now = self.now();
         let record = run.into_run(RunId::generate(), now);
-        if let Some(key) = &record.idempotency_key {
-            tables.run_by_key.insert(key.clone(), record.id);
-        }
-        tables.runs.insert(record.id, record.clone());
-        tables.run_state.insert(record.id, Map::new());
+        tables.insert_run(record.clone());
         Ok(Inserted {
             record,
             inserted: true,

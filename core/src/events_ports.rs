@@ -1,0 +1,167 @@
+//! The ports of events and their definitions: [`DefinitionStore`]
+//! (workflows, published versions, activations) and [`EventStore`] (record
+//! an event once, pin its deliveries, materialise them into runs, and the
+//! dispatch bookkeeping `flowstate-events` drives). Re-exported from
+//! [`crate::ports`].
+//!
+//! New traits rather than methods on [`RunStore`](crate::RunStore), so a
+//! backend without events keeps compiling. Like every port, each method is
+//! one atomic unit of work, checks its input with the backend's
+//! [`InputLimits`](crate::InputLimits) first (writing nothing if it is
+//! refused), and answers unknown ids with typed errors.
+
+use std::future::Future;
+
+use crate::backoff::EventDispatchOutcome;
+use crate::error::Result;
+use crate::events::{
+    Activation, Dispatch, Emission, Event, EventFilter, NewActivation, NewEvent,
+    NewPublishedVersion, NewWorkflow, PendingEvent, PublishedVersion, RunCause, Workflow,
+};
+use crate::ids::{ActivationId, EventId, RunId, WorkflowId};
+use crate::records::Inserted;
+// Named by the docs' links only.
+#[cfg(doc)]
+use crate::error::Error;
+
+/// Workflow definitions, their published versions and their activations.
+pub trait DefinitionStore: Send + Sync {
+    /// Creates a workflow, enabled, with no active version. A second create
+    /// of the same (app, scope, name), however many race, returns the first,
+    /// `inserted: false`.
+    fn create_workflow(
+        &self,
+        workflow: NewWorkflow,
+    ) -> impl Future<Output = Result<Inserted<Workflow>>> + Send;
+
+    /// Reads one workflow; an unknown id is [`Error::WorkflowNotFound`].
+    fn get_workflow(&self, id: WorkflowId) -> impl Future<Output = Result<Workflow>> + Send;
+
+    /// The workflows of an app and scope, by name.
+    fn list_workflows(
+        &self,
+        app_id: &str,
+        scope_id: &str,
+    ) -> impl Future<Output = Result<Vec<Workflow>>> + Send;
+
+    /// Enables or disables a workflow and answers it as written.
+    fn set_workflow_enabled(
+        &self,
+        id: WorkflowId,
+        enabled: bool,
+    ) -> impl Future<Output = Result<Workflow>> + Send;
+
+    /// Publishes a version and makes it the workflow's active one, in one
+    /// transaction. Publishing a (workflow, hash) already published stores
+    /// nothing new, answers the first with `inserted: false`, and makes it
+    /// active again. An unknown workflow is [`Error::WorkflowNotFound`].
+    fn publish_version(
+        &self,
+        version: NewPublishedVersion,
+    ) -> impl Future<Output = Result<Inserted<PublishedVersion>>> + Send;
+
+    /// The published versions of a workflow, oldest first.
+    fn list_versions(
+        &self,
+        workflow: WorkflowId,
+    ) -> impl Future<Output = Result<Vec<PublishedVersion>>> + Send;
+
+    /// Creates an activation, enabled. A version that is not the workflow's
+    /// is [`Error::PublishedVersionNotFound`].
+    fn create_activation(
+        &self,
+        activation: NewActivation,
+    ) -> impl Future<Output = Result<Activation>> + Send;
+
+    /// Enables or disables an activation. Events already recorded keep the
+    /// deliveries they pinned.
+    fn set_activation_enabled(
+        &self,
+        id: ActivationId,
+        enabled: bool,
+    ) -> impl Future<Output = Result<Activation>> + Send;
+
+    /// The activations of a workflow, oldest first.
+    fn list_activations(
+        &self,
+        workflow: WorkflowId,
+    ) -> impl Future<Output = Result<Vec<Activation>>> + Send;
+}
+
+/// Events: recorded once, their deliveries pinned, materialised into runs
+/// exactly once.
+pub trait EventStore: Send + Sync {
+    /// Records `event` and pins its deliveries, in one transaction.
+    ///
+    /// An event whose (app, scope, type, dedupe key) was already recorded
+    /// (however many race) records nothing and answers the first event with
+    /// the runs it has started, `duplicate: true`. Otherwise the deliveries
+    /// are exactly the activations that
+    /// [`Activation::matches`](crate::Activation::matches) the event now,
+    /// and they never change afterwards. An event that matched nothing is
+    /// marked dispatched at once. With [`Dispatch::Now`] and a match, the
+    /// runs are materialised in the same transaction and answered in
+    /// delivery order (by activation id); with [`Dispatch::Deferred`] they
+    /// wait for [`EventStore::dispatch_event`].
+    ///
+    /// Materialising a delivery creates an ordinary run
+    /// ([`Delivery::new_run`](crate::Delivery::new_run): the event's data
+    /// as input, idempotency key `event:{event}:{activation}`) whose cause
+    /// [`EventStore::run_cause`] reads.
+    fn emit(
+        &self,
+        event: NewEvent,
+        dispatch: Dispatch,
+    ) -> impl Future<Output = Result<Emission>> + Send;
+
+    /// Reads one event; an unknown id is [`Error::EventNotFound`].
+    fn get_event(&self, id: EventId) -> impl Future<Output = Result<Event>> + Send;
+
+    /// Up to `limit` events a dispatcher may take now
+    /// ([`Event::is_pending`](crate::Event::is_pending)), the longest due
+    /// first. A scan: taking one is [`EventStore::dispatch_event`]'s job.
+    fn pending_events(&self, limit: u32) -> impl Future<Output = Result<Vec<PendingEvent>>> + Send;
+
+    /// Materialises one pending event, in one transaction: locks the event
+    /// (`FOR UPDATE SKIP LOCKED`, or the database's single writer), creates
+    /// the run of every delivery, marks it dispatched (attempts + 1, error
+    /// cleared). Answers the runs, or `None` if the event was no longer
+    /// pending or another dispatcher holds it. However many dispatchers race
+    /// over one event, each delivery gets exactly one run. A failure rolls
+    /// back the runs, never the event.
+    fn dispatch_event(
+        &self,
+        id: EventId,
+    ) -> impl Future<Output = Result<Option<Vec<RunId>>>> + Send;
+
+    /// Records a failed dispatch attempt of an event that had `attempts`
+    /// attempts when it was taken: attempts + 1, `error` kept, and per
+    /// `outcome` either due again after the delay or dead-lettered now.
+    /// Guarded by `attempts`, so of two dispatchers reporting the same
+    /// attempt one writes; answers whether this one did.
+    fn record_dispatch_failure(
+        &self,
+        id: EventId,
+        attempts: u32,
+        error: &str,
+        outcome: EventDispatchOutcome,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Events that matched nothing, wait to be dispatched, retry, or were
+    /// dead-lettered ([`Event::is_undispatched`](crate::Event::is_undispatched)),
+    /// oldest occurrence first, one page.
+    fn list_undispatched(
+        &self,
+        filter: &EventFilter,
+        limit: u32,
+        offset: u32,
+    ) -> impl Future<Output = Result<Vec<Event>>> + Send;
+
+    /// Puts a dead-lettered event back in line: attempts back to 0, due
+    /// now. Answers whether it was dead-lettered; an unknown id is
+    /// [`Error::EventNotFound`].
+    fn redrive(&self, id: EventId) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Why `run` started, if an event started it.
+    fn run_cause(&self, run: RunId) -> impl Future<Output = Result<Option<RunCause>>> + Send;
+}

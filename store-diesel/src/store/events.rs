@@ -1,0 +1,417 @@
+//! [`EventStore`] for [`DieselStore`], written once in the diesel DSL: an
+//! emit is one transaction (match, record, pin, and with `Now` create the
+//! runs), a dispatch another (lock the event, create its runs, mark it).
+//!
+//! Only the lock differs per dialect ([`LockPending`], in each dialect's
+//! `events.rs`): `FOR UPDATE SKIP LOCKED` on PostgreSQL and MySQL, and on
+//! SQLite nothing, since the dispatch's `BEGIN IMMEDIATE` already makes it
+//! the only writer. Runs are inserted with the same statement `create_run`
+//! sends ([`InsertKeyedRun`]), in the event's transaction.
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use flowstate_core::backoff::EventDispatchOutcome;
+use flowstate_core::{
+    Delivery, Dispatch, Emission, Error, Event, EventFilter, EventId, EventStore, InputLimits,
+    NewEvent, PendingEvent, Result, RunCause, RunId, Timestamp,
+};
+
+use super::{DieselStore, InsertKeyedRun, TxError, in_transaction, on_connection};
+use crate::error::backend;
+use crate::rows::{RunRow, parse_id};
+use crate::rows_events::{DeliveryRow, EventRow};
+use crate::schema::{
+    JsonText, flowstate_activations as activations, flowstate_event_deliveries as deliveries,
+    flowstate_events as events, flowstate_published_versions as versions, flowstate_runs as runs,
+    flowstate_workflows as workflows,
+};
+
+/// The longest dispatch error kept on an event, in bytes.
+const MAX_ERROR_BYTES: usize = 2_000;
+
+/// Locks event `id` for its dispatch if it is still pending at `now`,
+/// answering its row; `None` if it is not pending or another dispatcher
+/// holds it. Each dialect's `events.rs` implements it for its connection.
+pub(crate) trait LockPending {
+    /// The lock.
+    fn lock_pending(
+        &mut self,
+        id: &str,
+        now: i64,
+    ) -> impl std::future::Future<Output = QueryResult<Option<EventRow>>> + Send;
+}
+
+/// Records an event row unless its dedupe key is taken: answers whether
+/// the insert itself says it wrote the row (`None`: it cannot tell, on
+/// MySQL, where `INSERT IGNORE` of a duplicate still reports a row). Each
+/// dialect's `events.rs` implements it for its connection.
+pub(crate) trait InsertEvent {
+    /// The insert.
+    fn insert_event(
+        &mut self,
+        row: &EventRow,
+    ) -> impl std::future::Future<Output = QueryResult<Option<bool>>> + Send;
+}
+
+/// The pending events, guarded as [`Event::is_pending`] says; each
+/// dialect's lock filters it to one id and adds its locking clause.
+macro_rules! pending {
+    ($now:expr) => {
+        $crate::schema::flowstate_events::table
+            .filter($crate::schema::flowstate_events::dispatched_at.is_null())
+            .filter($crate::schema::flowstate_events::dead_lettered_at.is_null())
+            .filter($crate::schema::flowstate_events::matched.gt(0_i64))
+            .filter($crate::schema::flowstate_events::dispatch_after.le($now))
+    };
+}
+pub(crate) use pending;
+
+/// What an emit's transaction did.
+enum Emitted {
+    /// Recorded, with the runs created now.
+    Recorded(Vec<RunId>),
+    /// A duplicate: the first event's id, and its runs that exist.
+    Duplicate(Vec<(String, Option<String>)>),
+}
+
+/// The run row a delivery of `event` creates, built by core's rule and
+/// checked by core's limits, as `create_run` builds its own.
+fn run_row(
+    limits: InputLimits,
+    row: &DeliveryRow,
+    event: &Event,
+    now: Timestamp,
+) -> Result<RunRow> {
+    let delivery = Delivery::try_from(row.clone())?;
+    let run = delivery.new_run(event);
+    let input = limits.encode_run(&run)?;
+    Ok(RunRow::new(&run.into_run(delivery.run, now), input))
+}
+
+/// Creates the runs of `pinned` for `event` in the caller's transaction
+/// and answers their ids, in delivery order.
+macro_rules! materialise {
+    ($conn:expr, $limits:expr, $pinned:expr, $event:expr, $now:expr) => {{
+        let mut ids = Vec::with_capacity($pinned.len());
+        for row in $pinned {
+            $conn
+                .insert_keyed_run(&run_row($limits, row, $event, $now)?)
+                .await?;
+            ids.push(parse_id("delivery run id", &row.event_id, &row.run_id)?);
+        }
+        Ok::<_, TxError>(ids)
+    }};
+}
+
+impl EventStore for DieselStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(event_type = %event.event_type))]
+    async fn emit(&self, event: NewEvent, dispatch: Dispatch) -> Result<Emission> {
+        let limits = self.config.limits;
+        let encoded = limits.encode_event(&event)?;
+        let now = Timestamp::from_micros(self.now());
+        let base = event.into_event(EventId::generate(), now);
+        let target = base.target_workflow.map(|t| t.to_string());
+        let emitted = in_transaction!(self, "emit", |conn| {
+            let mut matching = activations::table
+                .inner_join(
+                    workflows::table.on(workflows::id
+                        .eq(activations::workflow_id)
+                        .and(workflows::active_version_id.eq(activations::version_id.nullable()))),
+                )
+                .inner_join(versions::table.on(versions::id.eq(activations::version_id)))
+                .filter(activations::enabled.eq(true))
+                .filter(activations::event_type.eq(&base.event_type))
+                .filter(workflows::app_id.eq(&base.app_id))
+                .filter(workflows::scope_id.eq(&base.scope_id))
+                .select((
+                    activations::id,
+                    activations::workflow_id,
+                    workflows::name,
+                    activations::version_id,
+                    versions::hash,
+                    activations::authorization_snapshot,
+                ))
+                .order(activations::id)
+                .into_boxed();
+            if let Some(target) = &target {
+                matching = matching.filter(activations::workflow_id.eq(target));
+            }
+            let matches: Vec<(String, String, String, String, String, JsonText)> =
+                matching.load(conn).await?;
+            let mut record = base.clone();
+            record.matched = matches.len() as u32;
+            let now_dispatch = dispatch == Dispatch::Now && !matches.is_empty();
+            if matches.is_empty() || now_dispatch {
+                record.dispatched_at = Some(now);
+            }
+            if now_dispatch {
+                record.attempts = 1;
+            }
+            let row = EventRow::new(&record, encoded.clone());
+            let wrote = conn.insert_event(&row).await?;
+            if wrote != Some(true) && base.dedupe_key.is_some() {
+                let first: Vec<(String, Option<String>)> = events::table
+                    .left_join(deliveries::table.on(deliveries::event_id.eq(events::id)))
+                    .left_join(
+                        runs::table.on(runs::id.nullable().eq(deliveries::run_id.nullable())),
+                    )
+                    .filter(events::app_id.eq(&base.app_id))
+                    .filter(events::scope_id.eq(&base.scope_id))
+                    .filter(events::event_type.eq(&base.event_type))
+                    .filter(events::dedupe_key.eq(&base.dedupe_key))
+                    .select((events::id, runs::id.nullable()))
+                    .order(deliveries::activation_id.nullable())
+                    .load(conn)
+                    .await?;
+                if <[_]>::first(&first).is_none_or(|(holder, _)| *holder != row.id) {
+                    return Ok(Emitted::Duplicate(first));
+                }
+            }
+            let id = record.id.to_string();
+            let pinned: Vec<DeliveryRow> = matches
+                .into_iter()
+                .map(
+                    |(activation, workflow, name, version, hash, auth)| DeliveryRow {
+                        event_id: id.clone(),
+                        activation_id: activation,
+                        workflow_id: workflow,
+                        workflow_name: name,
+                        version_id: version,
+                        version_hash: hash,
+                        authorization_snapshot: auth,
+                        run_id: RunId::generate().to_string(),
+                    },
+                )
+                .collect();
+            // One insert per delivery: diesel has no multi-row insert on
+            // SQLite, and an event matches few activations.
+            for delivery in &pinned {
+                diesel::insert_into(deliveries::table)
+                    .values(delivery)
+                    .execute(conn)
+                    .await?;
+            }
+            if !now_dispatch {
+                return Ok(Emitted::Recorded(Vec::new()));
+            }
+            let ids = materialise!(conn, limits, &pinned, &record, now)?;
+            Ok(Emitted::Recorded(ids))
+        })?;
+        match emitted {
+            Emitted::Recorded(runs) => Ok(Emission {
+                event: base.id,
+                runs,
+                duplicate: false,
+            }),
+            Emitted::Duplicate(rows) => {
+                let Some((first, _)) = <[_]>::first(&rows) else {
+                    return Err(Error::backend(
+                        "emit",
+                        true,
+                        "the event holding this dedupe key could not be read",
+                    ));
+                };
+                let event = parse_id("event id", first, first)?;
+                let runs = rows
+                    .iter()
+                    .filter_map(|(_, run)| run.as_deref())
+                    .map(|run| parse_id("run id", first, run))
+                    .collect::<Result<_>>()?;
+                Ok(Emission {
+                    event,
+                    runs,
+                    duplicate: true,
+                })
+            }
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %id))]
+    async fn get_event(&self, id: EventId) -> Result<Event> {
+        let id_text = id.to_string();
+        let row: Option<EventRow> = on_connection!(self, "get_event", |conn| events::table
+            .find(&id_text)
+            .select(EventRow::as_select())
+            .first(conn)
+            .await
+            .optional())
+        .map_err(|err| backend("get_event", err))?;
+        row.map_or(Err(Error::EventNotFound(id)), Event::try_from)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn pending_events(&self, limit: u32) -> Result<Vec<PendingEvent>> {
+        let now = self.now();
+        let rows: Vec<(String, i64)> = on_connection!(self, "pending_events", |conn| pending!(now)
+            .select((events::id, events::attempts))
+            .order((events::dispatch_after, events::occurred_at, events::id))
+            .limit(i64::from(limit))
+            .load(conn)
+            .await)
+        .map_err(|err| backend("pending_events", err))?;
+        rows.into_iter()
+            .map(|(id, attempts)| {
+                Ok(PendingEvent {
+                    id: parse_id("event id", &id, &id)?,
+                    attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                })
+            })
+            .collect()
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %id))]
+    async fn dispatch_event(&self, id: EventId) -> Result<Option<Vec<RunId>>> {
+        let limits = self.config.limits;
+        let id_text = id.to_string();
+        let now = self.now();
+        in_transaction!(self, "dispatch_event", |conn| {
+            let Some(row) = conn.lock_pending(&id_text, now).await? else {
+                return Ok(None);
+            };
+            let event = Event::try_from(row)?;
+            let pinned: Vec<DeliveryRow> = deliveries::table
+                .filter(deliveries::event_id.eq(&id_text))
+                .order(deliveries::activation_id)
+                .select(DeliveryRow::as_select())
+                .load(conn)
+                .await?;
+            let ids = materialise!(conn, limits, &pinned, &event, Timestamp::from_micros(now))?;
+            diesel::update(events::table.find(&id_text))
+                .set((
+                    events::dispatched_at.eq(Some(now)),
+                    events::attempts.eq(events::attempts + 1_i64),
+                    events::last_error.eq(None::<String>),
+                ))
+                .execute(conn)
+                .await?;
+            Ok(Some(ids))
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %id, attempts))]
+    async fn record_dispatch_failure(
+        &self,
+        id: EventId,
+        attempts: u32,
+        error: &str,
+        outcome: EventDispatchOutcome,
+    ) -> Result<bool> {
+        let op = "record_dispatch_failure";
+        let id_text = id.to_string();
+        let now = Timestamp::from_micros(self.now());
+        let error = truncate(error, MAX_ERROR_BYTES);
+        let seen = i64::from(attempts);
+        let (after, dead) = match outcome {
+            EventDispatchOutcome::RetryAfter(delay) => (now.plus(delay), None),
+            EventDispatchOutcome::DeadLetter => (now, Some(now.as_micros())),
+        };
+        let wrote = on_connection!(self, op, |conn| diesel::update(
+            events::table
+                .filter(events::id.eq(&id_text))
+                .filter(events::attempts.eq(seen))
+                .filter(events::dispatched_at.is_null())
+                .filter(events::dead_lettered_at.is_null())
+        )
+        .set((
+            events::attempts.eq(seen + 1),
+            events::last_error.eq(Some(&error)),
+            events::dispatch_after.eq(after.as_micros()),
+            events::dead_lettered_at.eq(dead),
+        ))
+        .execute(conn)
+        .await)
+        .map_err(|err| backend(op, err))?;
+        if wrote == 0 {
+            self.get_event(id).await?;
+        }
+        Ok(wrote == 1)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn list_undispatched(
+        &self,
+        filter: &EventFilter,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Vec<Event>> {
+        let rows: Vec<EventRow> = on_connection!(self, "list_undispatched", |conn| {
+            let mut listing = events::table
+                .filter(
+                    events::matched
+                        .eq(0_i64)
+                        .or(events::dispatched_at.is_null()),
+                )
+                .select(EventRow::as_select())
+                .into_boxed();
+            if let Some(app) = &filter.app_id {
+                listing = listing.filter(events::app_id.eq(app));
+            }
+            if let Some(scope) = &filter.scope_id {
+                listing = listing.filter(events::scope_id.eq(scope));
+            }
+            listing
+                .order((events::occurred_at, events::id))
+                .limit(i64::from(limit))
+                .offset(i64::from(offset))
+                .load(conn)
+                .await
+        })
+        .map_err(|err| backend("list_undispatched", err))?;
+        crate::rows::convert(rows)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(event = %id))]
+    async fn redrive(&self, id: EventId) -> Result<bool> {
+        let id_text = id.to_string();
+        let now = self.now();
+        let wrote = on_connection!(self, "redrive", |conn| diesel::update(
+            events::table
+                .filter(events::id.eq(&id_text))
+                .filter(events::dead_lettered_at.is_not_null())
+                .filter(events::dispatched_at.is_null())
+        )
+        .set((
+            events::dead_lettered_at.eq(None::<i64>),
+            events::attempts.eq(0_i64),
+            events::dispatch_after.eq(now),
+        ))
+        .execute(conn)
+        .await)
+        .map_err(|err| backend("redrive", err))?;
+        if wrote == 0 {
+            self.get_event(id).await?;
+        }
+        Ok(wrote == 1)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run))]
+    async fn run_cause(&self, run: RunId) -> Result<Option<RunCause>> {
+        let run_text = run.to_string();
+        let row: Option<(DeliveryRow, EventRow)> = on_connection!(self, "run_cause", |conn| {
+            deliveries::table
+                .inner_join(events::table)
+                .inner_join(runs::table.on(runs::id.eq(deliveries::run_id)))
+                .filter(deliveries::run_id.eq(&run_text))
+                .select((DeliveryRow::as_select(), EventRow::as_select()))
+                .first(conn)
+                .await
+                .optional()
+        })
+        .map_err(|err| backend("run_cause", err))?;
+        let Some((delivery, event)) = row else {
+            return Ok(None);
+        };
+        let delivery = Delivery::try_from(delivery)?;
+        Ok(Some(delivery.cause(&Event::try_from(event)?)))
+    }
+}
+
+/// `text` cut to at most `max` bytes, on a character boundary.
+fn truncate(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}

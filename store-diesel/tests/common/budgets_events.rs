@@ -1,0 +1,138 @@
+//! The statement budgets of the event operations, in the shape of
+//! [`super::budgets`]: each dialect's test crate lists, per operation, the
+//! first word of every statement it sends, and [`check_events`] runs one
+//! scenario through a logged store and compares exactly. DESIGN.md's
+//! budget: "record an event + pin its deliveries: 1 transaction".
+//!
+//! `dispatch_pending` of one event is `pending_events` (the scan) then
+//! `dispatch_event` (its transaction).
+
+use std::time::Duration;
+
+use flowstate_core::backoff::EventDispatchOutcome;
+use flowstate_core::{
+    DefinitionStore, Dispatch, EventStore, NewActivation, NewEvent, NewPublishedVersion,
+    NewWorkflow,
+};
+use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
+use serde_json::json;
+
+use super::budgets::Budget;
+use super::db::TestDb;
+
+/// Runs the event scenario on a fresh `dialect` database and asserts that
+/// every operation sent exactly the statements `table` lists for it, and
+/// that the table names every operation the scenario runs.
+pub async fn check_events(dialect: Dialect, table: &[Budget]) {
+    let db = TestDb::migrated(dialect).await;
+    let log = StatementLog::new();
+    let store = db
+        .store(StoreConfig::default().statement_log(log.clone()))
+        .await;
+    let sent = scenario(&store, &log).await;
+    let mut problems = Vec::new();
+    for (op, statements) in &sent {
+        let verbs: Vec<&str> = statements
+            .iter()
+            .map(|s| s.split_whitespace().next().unwrap_or(""))
+            .collect();
+        match table.iter().find(|(name, _)| name == op) {
+            None => problems.push(format!("{op}: not in the table; sent {verbs:?}")),
+            Some((_, expected)) if *expected != verbs.as_slice() => {
+                problems.push(format!("{op}: expected {expected:?}, sent {statements:#?}"));
+            }
+            Some(_) => {}
+        }
+    }
+    for (name, _) in table {
+        if !sent.iter().any(|(op, _)| op == name) {
+            problems.push(format!("{name}: in the table but not run"));
+        }
+    }
+    drop(store);
+    db.drop_database().await;
+    assert!(
+        problems.is_empty(),
+        "{dialect} event budgets:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// A workflow with two activations of `app.tick`, then every event
+/// operation with a budget, each captured on its own.
+async fn scenario(store: &DieselStore, log: &StatementLog) -> Vec<(&'static str, Vec<String>)> {
+    let mut sent = Vec::new();
+    macro_rules! capture {
+        ($op:literal, $call:expr) => {{
+            let (out, statements) = log.capture($call).await;
+            sent.push(($op, statements));
+            out.unwrap_or_else(|err| panic!("{}: {err}", $op))
+        }};
+    }
+    let workflow = store
+        .create_workflow(NewWorkflow {
+            app_id: "app".into(),
+            scope_id: "s".into(),
+            name: "wf".into(),
+        })
+        .await
+        .expect("create_workflow")
+        .record;
+    let version = store
+        .publish_version(NewPublishedVersion {
+            workflow: workflow.id,
+            hash: "h1".into(),
+            definition: json!({}),
+        })
+        .await
+        .expect("publish_version")
+        .record;
+    for _ in 0..2 {
+        store
+            .create_activation(NewActivation {
+                workflow: workflow.id,
+                version: version.id,
+                event_type: "app.tick".into(),
+                authorization: json!({}),
+            })
+            .await
+            .expect("create_activation");
+    }
+    let tick = || NewEvent::new("app", "s", "app.tick", json!({"n": 1}));
+
+    let none = NewEvent::new("app", "s", "app.nobody", json!({}));
+    let out = capture!("emit no match", store.emit(none, Dispatch::Now));
+    assert!(out.runs.is_empty());
+    let out = capture!("emit now, 2 matches", store.emit(tick(), Dispatch::Now));
+    assert_eq!(out.runs.len(), 2);
+    let keyed = || tick().with_dedupe_key("slot");
+    let first = capture!(
+        "emit now keyed, 2 matches",
+        store.emit(keyed(), Dispatch::Now)
+    );
+    let dup = capture!("emit duplicate", store.emit(keyed(), Dispatch::Now));
+    assert!(dup.duplicate && dup.runs == first.runs);
+    let deferred = capture!(
+        "emit deferred, 2 matches",
+        store.emit(tick(), Dispatch::Deferred)
+    );
+    let pending = capture!("pending_events", store.pending_events(10));
+    assert_eq!(pending.len(), 1);
+    let runs = capture!(
+        "dispatch_event, 2 deliveries",
+        store.dispatch_event(deferred.event)
+    );
+    assert_eq!(runs.map(|r| r.len()), Some(2));
+    let again = capture!("dispatch_event taken", store.dispatch_event(deferred.event));
+    assert_eq!(again, None);
+    let failing = store.emit(tick(), Dispatch::Deferred).await.expect("emit");
+    let outcome = EventDispatchOutcome::RetryAfter(Duration::from_secs(1));
+    let wrote = capture!(
+        "record_dispatch_failure",
+        store.record_dispatch_failure(failing.event, 0, "boom", outcome)
+    );
+    assert!(wrote);
+    capture!("get_event", store.get_event(failing.event));
+    capture!("run_cause", store.run_cause(first.runs[0]));
+    sent
+}

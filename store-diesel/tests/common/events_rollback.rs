@@ -1,0 +1,113 @@
+//! A dispatch whose runs the database refuses rolls back its runs, never
+//! the event: the event stays pending, its failure is recorded on it, and
+//! the next dispatch once the database accepts the runs starts them once.
+//! The refusal is real (a trigger on SQLite, a CHECK on the servers), so
+//! this is the dispatch transaction failing, not a stand-in. Written once,
+//! run on every dialect.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use flowstate_core::backoff::EventDispatchOutcome;
+use flowstate_core::{
+    DefinitionStore, Dispatch, EventStore, NewActivation, NewEvent, NewPublishedVersion,
+    NewWorkflow, RunQuery, RunStore,
+};
+use flowstate_store_diesel::{Dialect, StoreConfig};
+use flowstate_testkit::ManualClock;
+use serde_json::json;
+
+use super::db::TestDb;
+
+/// Refuses every run of workflow `doomed`, and the statement undoing it.
+fn sabotage(dialect: Dialect) -> (&'static str, &'static str) {
+    match dialect {
+        Dialect::Sqlite => (
+            "CREATE TRIGGER flowstate_test_refuse BEFORE INSERT ON flowstate_runs \
+             WHEN NEW.workflow = 'doomed' BEGIN SELECT RAISE(ABORT, 'refused'); END",
+            "DROP TRIGGER flowstate_test_refuse",
+        ),
+        _ => (
+            "ALTER TABLE flowstate_runs ADD CONSTRAINT flowstate_test_refuse \
+             CHECK (workflow <> 'doomed')",
+            "ALTER TABLE flowstate_runs DROP CONSTRAINT flowstate_test_refuse",
+        ),
+    }
+}
+
+/// See the module doc.
+pub async fn a_failed_dispatch_keeps_the_event(dialect: Dialect) {
+    let db = TestDb::migrated(dialect).await;
+    let clock = Arc::new(ManualClock::new());
+    let store = db.store(StoreConfig::default().clock(clock.clone())).await;
+    let workflow = store
+        .create_workflow(NewWorkflow {
+            app_id: "app".into(),
+            scope_id: "s".into(),
+            name: "doomed".into(),
+        })
+        .await
+        .unwrap()
+        .record;
+    let version = store
+        .publish_version(NewPublishedVersion {
+            workflow: workflow.id,
+            hash: "h".into(),
+            definition: json!({}),
+        })
+        .await
+        .unwrap()
+        .record;
+    store
+        .create_activation(NewActivation {
+            workflow: workflow.id,
+            version: version.id,
+            event_type: "app.tick".into(),
+            authorization: json!({}),
+        })
+        .await
+        .unwrap();
+    let event = NewEvent::new("app", "s", "app.tick", json!({}));
+    let emitted = store.emit(event, Dispatch::Deferred).await.unwrap();
+    let (refuse, allow) = sabotage(dialect);
+    db.execute(refuse).await;
+
+    let failed = store.dispatch_event(emitted.event).await;
+    assert!(failed.is_err(), "the database refused the run: {failed:?}");
+    let kept = store.get_event(emitted.event).await.unwrap();
+    assert_eq!(
+        (kept.matched, kept.attempts, kept.dispatched_at),
+        (1, 0, None)
+    );
+    let runs = store.list_runs(&RunQuery::default()).await.unwrap();
+    assert!(runs.items.is_empty(), "the runs rolled back");
+    let outcome = EventDispatchOutcome::RetryAfter(Duration::from_secs(1));
+    assert!(
+        store
+            .record_dispatch_failure(emitted.event, 0, "refused", outcome)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store.pending_events(10).await.unwrap().is_empty(),
+        "backing off"
+    );
+
+    db.execute(allow).await;
+    clock.advance(Duration::from_secs(1));
+    let runs = store.dispatch_event(emitted.event).await.unwrap().unwrap();
+    assert_eq!(runs.len(), 1);
+    let done = store.get_event(emitted.event).await.unwrap();
+    assert_eq!((done.attempts, done.last_error), (2, None));
+    assert_eq!(
+        store
+            .list_runs(&RunQuery::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    drop(store);
+    db.drop_database().await;
+}

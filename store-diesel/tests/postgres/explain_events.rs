@@ -1,0 +1,64 @@
+//! Query plans of the event statements on 100k events and deliveries: the
+//! pending scan, the dedupe holder's read and the cause of a run reach
+//! their tables through their indexes, never a `Seq Scan` (the SQL is the
+//! store's own, taken from its `StatementLog`, as in `explain.rs`).
+
+use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+use flowstate_core::{Dispatch, EventStore, NewEvent, RunId};
+
+use crate::explain::{assert_indexed, lit, plan};
+use crate::support;
+
+/// 100k events, all dispatched but the last ten, each with one delivery
+/// and its run (ids in uuid form: the duplicate's answer parses them).
+const LOAD: &str = "
+INSERT INTO flowstate_runs (id, workflow, status, input, created_at, updated_at)
+SELECT '00000000-0000-7000-9000-' || lpad(g::text, 12, '0'), 'wf', 'running', '{}'::jsonb, g, g
+FROM generate_series(1, 100000) AS g;
+INSERT INTO flowstate_events (id, app_id, scope_id, event_type, data, context, authorization_snapshot,
+    dedupe_key, occurred_at, matched, dispatched_at, attempts, dispatch_after)
+SELECT '00000000-0000-7000-8000-' || lpad(g::text, 12, '0'), 'app', 'scope' || (g % 10), 'app.tick', '{}'::jsonb, '{}'::jsonb,
+       '{}'::jsonb, 'key-' || g, g, 1, CASE WHEN g > 99990 THEN NULL ELSE g END, 1, g
+FROM generate_series(1, 100000) AS g;
+INSERT INTO flowstate_event_deliveries (event_id, activation_id, workflow_id, workflow_name, version_id,
+    version_hash, authorization_snapshot, run_id)
+SELECT '00000000-0000-7000-8000-' || lpad(g::text, 12, '0'), 'act', 'wf', 'wf', 'v', 'h', '{}'::jsonb, '00000000-0000-7000-9000-' || lpad(g::text, 12, '0')
+FROM generate_series(1, 100000) AS g;
+ANALYZE;
+";
+
+#[tokio::test]
+async fn event_reads_use_their_indexes_on_100k_events() {
+    let (store, log, url) = support::logged_store().await;
+    let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+    conn.batch_execute(LOAD).await.unwrap();
+
+    let pending = log.capture(store.pending_events(10)).await.1;
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    let args = ["0".into(), "1000000".into(), "10".into()];
+    let p = plan(&mut conn, &pending[0], &args).await;
+    assert_indexed("pending_events", &p, &["flowstate_events_pending_idx"]);
+
+    let cause = log.capture(store.run_cause(RunId::generate())).await.1;
+    assert_eq!(cause.len(), 1, "{cause:?}");
+    let p = plan(
+        &mut conn,
+        &cause[0],
+        &[lit("00000000-0000-7000-9000-000000012345"), "1".into()],
+    )
+    .await;
+    assert_indexed("run_cause", &p, &["flowstate_event_deliveries_run_key"]);
+
+    // A duplicate: its third statement reads the holder of the key.
+    let event =
+        NewEvent::new("app", "scope5", "app.tick", serde_json::json!({})).with_dedupe_key("key-5");
+    let (out, sent) = log.capture(store.emit(event, Dispatch::Now)).await;
+    assert!(out.unwrap().duplicate);
+    let holder = sent
+        .iter()
+        .find(|s| s.starts_with("SELECT") && s.contains("dedupe_key"))
+        .expect("the holder's read");
+    let args = [lit("app"), lit("scope5"), lit("app.tick"), lit("key-5")];
+    let p = plan(&mut conn, holder, &args).await;
+    assert_indexed("emit duplicate", &p, &["flowstate_events_dedupe_key"]);
+}

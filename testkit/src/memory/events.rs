@@ -1,0 +1,259 @@
+//! [`EventStore`] for [`MemoryStore`]: events and their pinned deliveries
+//! (the definitions they match are in `definitions.rs`), with every rule
+//! asked of core ([`Activation::matches`], [`Delivery::new_run`],
+//! [`Delivery::cause`], [`Event::is_pending`]).
+
+use std::collections::HashMap;
+
+use flowstate_core::backoff::EventDispatchOutcome;
+use flowstate_core::{
+    Activation, ActivationId, Delivery, Dispatch, Emission, Error, Event, EventFilter, EventId,
+    EventStore, NewEvent, PendingEvent, PublishedVersion, PublishedVersionId, Result, RunCause,
+    RunId, Timestamp, Workflow, WorkflowId,
+};
+
+use super::{MemoryStore, Tables};
+
+/// The event tables, a field of [`Tables`].
+#[derive(Debug, Default)]
+pub(super) struct EventTables {
+    pub(super) workflows: HashMap<WorkflowId, Workflow>,
+    pub(super) workflow_by_name: HashMap<(String, String, String), WorkflowId>,
+    pub(super) versions: HashMap<PublishedVersionId, PublishedVersion>,
+    pub(super) activations: HashMap<ActivationId, Activation>,
+    pub(super) events: HashMap<EventId, Event>,
+    pub(super) event_by_dedupe: HashMap<(String, String, String, String), EventId>,
+    /// Per event, its deliveries by activation id.
+    pub(super) deliveries: HashMap<EventId, Vec<Delivery>>,
+    pub(super) delivery_of_run: HashMap<RunId, (EventId, ActivationId)>,
+}
+
+impl EventTables {
+    pub(super) fn workflow_mut(&mut self, id: WorkflowId) -> Result<&mut Workflow> {
+        self.workflows
+            .get_mut(&id)
+            .ok_or(Error::WorkflowNotFound(id))
+    }
+
+    fn event(&self, id: EventId) -> Result<&Event> {
+        self.events.get(&id).ok_or(Error::EventNotFound(id))
+    }
+}
+
+impl Tables {
+    /// The runs of `event`'s deliveries that exist, in delivery order.
+    fn runs_of(&self, event: EventId) -> Vec<RunId> {
+        self.events.deliveries[&event]
+            .iter()
+            .map(|d| d.run)
+            .filter(|run| self.runs.contains_key(run))
+            .collect()
+    }
+
+    /// Creates the run of every delivery of `event` that has none yet (by
+    /// its key), and answers them all.
+    fn materialise(&mut self, event: EventId, now: Timestamp) -> Vec<RunId> {
+        let stored = self.events.events[&event].clone();
+        for delivery in self.events.deliveries[&event].clone() {
+            let run = delivery.new_run(&stored);
+            let key = run.idempotency_key.clone().unwrap_or_default();
+            if !self.run_by_key.contains_key(&key) {
+                self.insert_run(run.into_run(delivery.run, now));
+            }
+        }
+        self.runs_of(event)
+    }
+}
+
+impl EventStore for MemoryStore {
+    async fn emit(&self, event: NewEvent, dispatch: Dispatch) -> Result<Emission> {
+        self.limits.encode_event(&event)?;
+        let now = self.now();
+        let mut tables = self.lock();
+        let dedupe = event.dedupe_key.clone().map(|key| {
+            (
+                event.app_id.clone(),
+                event.scope_id.clone(),
+                event.event_type.clone(),
+                key,
+            )
+        });
+        if let Some(first) = dedupe
+            .as_ref()
+            .and_then(|k| tables.events.event_by_dedupe.get(k))
+        {
+            let first = *first;
+            return Ok(Emission {
+                event: first,
+                runs: tables.runs_of(first),
+                duplicate: true,
+            });
+        }
+        let mut stored = event.into_event(EventId::generate(), now);
+        let t = &mut tables.events;
+        let mut deliveries: Vec<Delivery> = t
+            .activations
+            .values()
+            .filter(|a| a.matches(&t.workflows[&a.workflow], &stored))
+            .map(|a| Delivery {
+                event: stored.id,
+                activation: a.id,
+                workflow: a.workflow,
+                workflow_name: t.workflows[&a.workflow].name.clone(),
+                version: a.version,
+                version_hash: t.versions[&a.version].hash.clone(),
+                authorization: a.authorization.clone(),
+                run: RunId::generate(),
+            })
+            .collect();
+        deliveries.sort_by_key(|d| d.activation);
+        stored.matched = deliveries.len() as u32;
+        let now_dispatch = dispatch == Dispatch::Now && !deliveries.is_empty();
+        if deliveries.is_empty() || now_dispatch {
+            stored.dispatched_at = Some(now);
+        }
+        if now_dispatch {
+            stored.attempts = 1;
+        }
+        let id = stored.id;
+        for d in &deliveries {
+            t.delivery_of_run.insert(d.run, (id, d.activation));
+        }
+        t.deliveries.insert(id, deliveries);
+        t.events.insert(id, stored);
+        if let Some(key) = dedupe {
+            t.event_by_dedupe.insert(key, id);
+        }
+        let runs = if now_dispatch {
+            tables.materialise(id, now)
+        } else {
+            Vec::new()
+        };
+        Ok(Emission {
+            event: id,
+            runs,
+            duplicate: false,
+        })
+    }
+
+    async fn get_event(&self, id: EventId) -> Result<Event> {
+        self.lock().events.event(id).cloned()
+    }
+
+    async fn pending_events(&self, limit: u32) -> Result<Vec<PendingEvent>> {
+        let now = self.now();
+        let tables = self.lock();
+        let mut due: Vec<&Event> = tables
+            .events
+            .events
+            .values()
+            .filter(|e| e.is_pending(now))
+            .collect();
+        due.sort_by_key(|e| (e.dispatch_after, e.occurred_at, e.id));
+        Ok(due
+            .into_iter()
+            .take(limit as usize)
+            .map(|e| PendingEvent {
+                id: e.id,
+                attempts: e.attempts,
+            })
+            .collect())
+    }
+
+    async fn dispatch_event(&self, id: EventId) -> Result<Option<Vec<RunId>>> {
+        let now = self.now();
+        let mut tables = self.lock();
+        if !tables.events.event(id)?.is_pending(now) {
+            return Ok(None);
+        }
+        let runs = tables.materialise(id, now);
+        let event = tables.events.events.get_mut(&id).expect("checked above");
+        event.dispatched_at = Some(now);
+        event.attempts += 1;
+        event.last_error = None;
+        Ok(Some(runs))
+    }
+
+    async fn record_dispatch_failure(
+        &self,
+        id: EventId,
+        attempts: u32,
+        error: &str,
+        outcome: EventDispatchOutcome,
+    ) -> Result<bool> {
+        let now = self.now();
+        let mut tables = self.lock();
+        let event = tables
+            .events
+            .events
+            .get_mut(&id)
+            .ok_or(Error::EventNotFound(id))?;
+        if event.attempts != attempts
+            || event.dispatched_at.is_some()
+            || event.dead_lettered_at.is_some()
+        {
+            return Ok(false);
+        }
+        event.attempts += 1;
+        event.last_error = Some(error.to_owned());
+        match outcome {
+            EventDispatchOutcome::RetryAfter(delay) => event.dispatch_after = now.plus(delay),
+            EventDispatchOutcome::DeadLetter => event.dead_lettered_at = Some(now),
+        }
+        Ok(true)
+    }
+
+    async fn list_undispatched(
+        &self,
+        filter: &EventFilter,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Vec<Event>> {
+        let tables = self.lock();
+        let mut out: Vec<Event> = tables
+            .events
+            .events
+            .values()
+            .filter(|e| e.is_undispatched() && filter.admits(e))
+            .cloned()
+            .collect();
+        out.sort_by_key(|e| (e.occurred_at, e.id));
+        Ok(out
+            .into_iter()
+            .skip(offset as usize)
+            .take(limit as usize)
+            .collect())
+    }
+
+    async fn redrive(&self, id: EventId) -> Result<bool> {
+        let now = self.now();
+        let mut tables = self.lock();
+        let event = tables
+            .events
+            .events
+            .get_mut(&id)
+            .ok_or(Error::EventNotFound(id))?;
+        if event.dead_lettered_at.is_none() || event.dispatched_at.is_some() {
+            return Ok(false);
+        }
+        event.dead_lettered_at = None;
+        event.attempts = 0;
+        event.dispatch_after = now;
+        Ok(true)
+    }
+
+    async fn run_cause(&self, run: RunId) -> Result<Option<RunCause>> {
+        let tables = self.lock();
+        if !tables.runs.contains_key(&run) {
+            return Ok(None);
+        }
+        let t = &tables.events;
+        Ok(t.delivery_of_run.get(&run).map(|(event, activation)| {
+            let delivery = t.deliveries[event]
+                .iter()
+                .find(|d| d.activation == *activation)
+                .expect("a delivery is never removed");
+            delivery.cause(&t.events[event])
+        }))
+    }
+}
