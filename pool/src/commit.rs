@@ -235,6 +235,11 @@ impl<S> GroupCommit<S> {
         let _ = done.wait_for(|finished| *finished).await;
     }
 
+    /// How many completions are queued and not yet taken by a flush.
+    pub fn queued(&self) -> usize {
+        self.queue.max_capacity() - self.queue.capacity()
+    }
+
     /// The most items one flush writes.
     pub fn max_batch(&self) -> usize {
         self.max_batch

@@ -254,8 +254,9 @@ impl PoolHandle {
 }
 
 /// A running pool: its claimer, its workers and its commit queue (see the
-/// module doc). Dropping it without [`WorkerPool::shutdown`] asks it to stop
-/// and lets it finish in the background.
+/// module doc). Dropping it and every [`PoolHandle`] without
+/// [`WorkerPool::shutdown`] stops it too, draining in the background with
+/// nobody to wait for it.
 #[derive(Debug)]
 pub struct WorkerPool<S> {
     handle: PoolHandle,
