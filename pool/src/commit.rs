@@ -25,6 +25,9 @@ use tracing::Instrument as _;
 /// The most items one flush writes unless told otherwise.
 pub const DEFAULT_MAX_BATCH: usize = 256;
 
+/// The most completions a queue holds, however large `max_batch` is.
+const MAX_QUEUE: usize = 1 << 20;
+
 /// What sits on the queue.
 enum Message {
     /// A completion to write, and where to answer.
@@ -168,11 +171,11 @@ impl<S: BatchStepStore + 'static> GroupCommit<S> {
     }
 
     /// A queue over `store` flushing at most `max_batch` items at a time
-    /// (`0` reads as `1`). The queue holds up to four batches; a commit
-    /// beyond that waits for room.
+    /// (`0` reads as `1`). The queue holds up to four batches (at most
+    /// 2^20 items); a commit beyond that waits for room.
     pub fn with_max_batch(store: Arc<S>, max_batch: usize) -> Self {
         let max_batch = max_batch.max(1);
-        let (queue, receiver) = mpsc::channel(max_batch.saturating_mul(4));
+        let (queue, receiver) = mpsc::channel(max_batch.saturating_mul(4).min(MAX_QUEUE));
         let (finished, done) = watch::channel(false);
         let counters = Arc::new(Counters::default());
         tokio::spawn(flusher(

@@ -19,6 +19,34 @@
 //!
 //! Both are tokio tasks and emit `tracing` spans (one per flush, one per
 //! claim). The only timer is the pool's idle backoff after an empty claim.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use flowstate_core::{Completion, NewRun, NewStep, RunStore, Step, StepStore};
+//! use flowstate_pool::{PoolConfig, WorkerPool};
+//! use flowstate_testkit::MemoryStore;
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> flowstate_core::Result<()> {
+//! let store = Arc::new(MemoryStore::new());
+//! let run = store.create_run(NewRun::new("checkout", json!({}))).await?.record.id;
+//! store.insert_step(NewStep::new(run, "charge", "payments.charge", json!({}))).await?;
+//!
+//! let (ran, mut done) = tokio::sync::mpsc::unbounded_channel();
+//! let pool = WorkerPool::start(Arc::clone(&store), &PoolConfig::default(), move |step: Step| {
+//!     let ran = ran.clone();
+//!     async move {
+//!         let _ = ran.send(step.name.clone());
+//!         Completion::Succeeded(json!({ "charged": true }))
+//!     }
+//! });
+//! assert_eq!(done.recv().await.as_deref(), Some("charge"));
+//! let stats = pool.shutdown().await;
+//! assert_eq!((stats.claimed, stats.succeeded), (1, 1));
+//! # Ok(())
+//! # }
+//! ```
 
 mod commit;
 mod worker;

@@ -136,9 +136,9 @@ impl PoolConfig {
         self
     }
 
-    /// The in-flight bound applied (at least 1).
+    /// The in-flight bound applied (at least 1, at most 2^20).
     fn in_flight(&self) -> usize {
-        self.max_in_flight.max(1)
+        self.max_in_flight.clamp(1, 1 << 20)
     }
 
     /// The claim the claimer makes: the batch size capped by the in-flight
@@ -391,9 +391,12 @@ async fn claimer<S: BatchStepStore>(mut c: Claimer<S>) {
                 span.record("claimed", steps.len());
                 bump(&c.counters.claims, 1);
                 bump(&c.counters.claimed, steps.len() as u64);
-                // One permit stays with each claimed step until its commit.
+                // One permit stays with each claimed step until its commit
+                // (a store keeping the port's contract answers at most
+                // `limit` steps).
                 permits.forget();
-                c.room.add_permits(limit as usize - steps.len());
+                c.room
+                    .add_permits((limit as usize).saturating_sub(steps.len()));
                 if steps.is_empty() {
                     bump(&c.counters.empty_claims, 1);
                     if wait_or_stop(&mut c.stopped, idle).await {

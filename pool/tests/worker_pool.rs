@@ -255,3 +255,65 @@ async fn shutdown_mid_run_finishes_what_it_claimed_and_loses_nothing() {
         assert_eq!(calls.get(&(step.id, 1)), Some(&1));
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failed_commits_are_counted_and_leave_their_steps_running() {
+    let store = common::Watched::failing();
+    let steps = insert_steps(&store.inner, 100, FUNCTION, RetryPolicy::default()).await;
+    let ledger = Ledger::new(100);
+    let pool = WorkerPool::start(Arc::clone(&store), &config(), {
+        let ledger = Arc::clone(&ledger);
+        move |step: Step| {
+            let ledger = Arc::clone(&ledger);
+            async move {
+                ledger.record(&step);
+                Completion::Succeeded(json!(3))
+            }
+        }
+    });
+    ledger.reached.notified().await;
+    let stats = pool.shutdown().await;
+    assert_eq!(
+        (stats.claimed, stats.commit_errors, stats.succeeded),
+        (100, 100, 0),
+        "{stats:?}"
+    );
+    assert_eq!(stats.accounted(), stats.claimed);
+    assert_eq!(stats.flushes, store.flush_sizes().len() as u64);
+    assert_eq!(store.flush_sizes().iter().sum::<usize>(), 100);
+    for step in read_back(&store.inner, &steps).await {
+        assert_eq!(step.status, StepStatus::Running, "nothing was acknowledged");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_claim_backs_off_and_the_pool_goes_on() {
+    let store = Arc::new(common::Watched::default());
+    store.failing_claims.store(3, Ordering::SeqCst);
+    let steps = insert_steps(&store.inner, 100, FUNCTION, RetryPolicy::default()).await;
+    let ledger = Ledger::new(100);
+    let pool = WorkerPool::start(Arc::clone(&store), &config(), {
+        let ledger = Arc::clone(&ledger);
+        move |step: Step| {
+            let ledger = Arc::clone(&ledger);
+            async move {
+                ledger.record(&step);
+                Completion::Succeeded(json!(4))
+            }
+        }
+    });
+    ledger.reached.notified().await;
+    let stats = pool.shutdown().await;
+    assert_eq!(stats.claim_errors, 3, "{stats:?}");
+    assert_eq!((stats.claimed, stats.succeeded), (100, 100), "{stats:?}");
+    assert_eq!(
+        stats.claims + stats.claim_errors,
+        store.claims.load(Ordering::SeqCst) as u64
+    );
+    assert!(
+        read_back(&store.inner, &steps)
+            .await
+            .iter()
+            .all(|s| s.status == StepStatus::Succeeded)
+    );
+}

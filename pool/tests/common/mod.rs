@@ -35,6 +35,8 @@ pub struct Watched {
     pub fail: AtomicBool,
     /// `claim_batch` calls.
     pub claims: AtomicUsize,
+    /// This many of the first `claim_batch` calls answer `Err`.
+    pub failing_claims: AtomicUsize,
 }
 
 impl Watched {
@@ -60,7 +62,14 @@ impl Watched {
 
 impl BatchStepStore for Watched {
     async fn claim_batch(&self, claim: &BatchClaim) -> Result<Vec<Step>> {
-        self.claims.fetch_add(1, Ordering::SeqCst);
+        let call = self.claims.fetch_add(1, Ordering::SeqCst);
+        if call < self.failing_claims.load(Ordering::SeqCst) {
+            return Err(Error::backend(
+                "claim_batch",
+                true,
+                "server closed the connection",
+            ));
+        }
         self.inner.claim_batch(claim).await
     }
 
