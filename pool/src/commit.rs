@@ -87,6 +87,35 @@ impl FlushFailed {
     }
 }
 
+/// The answer to a queued completion ([`GroupCommit::submit`]): resolves
+/// once the flush holding it returned, as [`GroupCommit::commit`] does.
+/// Dropping it does not withdraw the item.
+#[derive(Debug)]
+#[must_use = "the item is written either way; its answer is only here"]
+pub struct Pending(oneshot::Receiver<Result<()>>);
+
+impl Future for Pending {
+    type Output = Result<()>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll(cx).map(|answer| {
+            answer.unwrap_or_else(|_| {
+                // The flusher ended without answering: it panicked inside
+                // the store. Whether the item was written is unknown.
+                Err(FlushFailed {
+                    message: "the flusher stopped before the store answered".to_owned(),
+                    retryable: false,
+                    items: 0,
+                }
+                .into_error())
+            })
+        })
+    }
+}
+
 /// Whether `err` is the answer of a commit to a closed [`GroupCommit`].
 pub fn is_closed(err: &Error) -> bool {
     match err {
@@ -206,6 +235,15 @@ impl<S> GroupCommit<S> {
     /// Dropping the future after the item was queued does not withdraw it:
     /// it is written with its flush, unanswered.
     pub async fn commit(&self, step: StepId, completion: Completion) -> Result<()> {
+        self.submit(step, completion).await?.await
+    }
+
+    /// Queues `completion` for `step` and answers as soon as it is queued
+    /// (waiting only for room), with the [`Pending`] answer that
+    /// [`GroupCommit::commit`] would wait for: a caller can queue its next
+    /// item while this one's flush is on the wire. Fails with
+    /// [`GroupCommitClosed`] once closed.
+    pub async fn submit(&self, step: StepId, completion: Completion) -> Result<Pending> {
         let (reply, answer) = oneshot::channel();
         self.queue
             .send(Message::Item {
@@ -215,16 +253,7 @@ impl<S> GroupCommit<S> {
             })
             .await
             .map_err(|_| closed())?;
-        answer.await.unwrap_or_else(|_| {
-            // The flusher ended without answering: it panicked inside the
-            // store. Whether the item was written is unknown.
-            Err(FlushFailed {
-                message: "the flusher stopped before the store answered".to_owned(),
-                retryable: false,
-                items: 0,
-            }
-            .into_error())
-        })
+        Ok(Pending(answer))
     }
 
     /// Stops taking commits, flushes everything already queued, and returns

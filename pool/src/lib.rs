@@ -52,6 +52,6 @@ mod commit;
 mod worker;
 
 pub use commit::{
-    CommitStats, DEFAULT_MAX_BATCH, FlushFailed, GroupCommit, GroupCommitClosed, is_closed,
+    CommitStats, DEFAULT_MAX_BATCH, FlushFailed, GroupCommit, GroupCommitClosed, Pending, is_closed,
 };
 pub use worker::{IdleBackoff, PoolConfig, PoolHandle, PoolStats, WorkerPool};

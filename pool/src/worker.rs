@@ -7,8 +7,11 @@
 //! it from claiming more than the pool can hold, and it only asks for a
 //! batch when a whole batch fits. Each worker runs the host's handler on a
 //! step (in a task of its own, so a panic fails that step instead of the
-//! worker) and commits the handler's [`Completion`] through the
-//! [`GroupCommit`].
+//! worker), queues the handler's [`Completion`] on the [`GroupCommit`]
+//! ([`GroupCommit::submit`]) and goes on to the next step while a small
+//! task awaits the answer: the workers bound how many handlers run, the
+//! in-flight bound how many completions a flush can gather. A step's room
+//! is freed only once its completion's answer is in.
 //!
 //! Which step goes to which pool is the store's decision (each is claimed
 //! exactly once across every claimer): the channel, the semaphore and the
@@ -63,7 +66,8 @@ impl IdleBackoff {
 /// How a [`WorkerPool`] runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PoolConfig {
-    /// Worker tasks running the handler (at least 1).
+    /// Worker tasks running the handler (at least 1): how many handlers
+    /// run at once. Their commits do not hold them up.
     pub workers: usize,
     /// Steps asked for per claim (capped at [`BatchClaim::MAX_LIMIT`] and
     /// at `max_in_flight`).
@@ -263,6 +267,8 @@ pub struct WorkerPool<S> {
     claimer: JoinHandle<()>,
     workers: Vec<JoinHandle<()>>,
     commit: GroupCommit<S>,
+    room: Arc<Semaphore>,
+    in_flight: usize,
 }
 
 impl<S: BatchStepStore + 'static> WorkerPool<S> {
@@ -312,6 +318,8 @@ impl<S: BatchStepStore + 'static> WorkerPool<S> {
             claimer,
             workers,
             commit,
+            room,
+            in_flight,
         }
     }
 
@@ -340,6 +348,10 @@ impl<S: BatchStepStore + 'static> WorkerPool<S> {
                 tracing::error!(%err, "a pool worker ended abnormally");
             }
         }
+        // Every room back means every claimed step's answer is in (an
+        // abandoned step's room is given back when it is counted).
+        let all = u32::try_from(self.in_flight).unwrap_or(u32::MAX);
+        drop(self.room.acquire_many(all).await);
         self.commit.close().await;
         self.handle.stats()
     }
@@ -411,8 +423,9 @@ async fn claimer<S: BatchStepStore>(mut c: Claimer<S>) {
                     // Room is reserved, so this waits only for a worker to
                     // lock the inbox; it fails only if every worker ended.
                     if c.steps.send(step).await.is_err() {
-                        let lost = 1 + steps.len() as u64;
-                        bump(&c.counters.abandoned, lost);
+                        let lost = 1 + steps.len();
+                        bump(&c.counters.abandoned, lost as u64);
+                        c.room.add_permits(lost);
                         tracing::error!(lost, "every pool worker ended; claimed steps abandoned");
                         return;
                     }
@@ -471,14 +484,39 @@ async fn worker<S, H, F>(
             }
         };
         let succeeded = matches!(completion, Completion::Succeeded(_));
-        match commit.commit(id, completion).await {
-            Ok(()) if succeeded => bump(&counters.succeeded, 1),
-            Ok(()) => bump(&counters.failed, 1),
+        // Queued, the worker goes on to the next step: the answer is
+        // awaited beside it, so a flush carries up to `max_in_flight`
+        // completions rather than one per worker. The step's room is freed
+        // once the answer is in.
+        match commit.submit(id, completion).await {
+            Ok(pending) => {
+                let (room, counters) = (Arc::clone(&room), Arc::clone(&counters));
+                tokio::spawn(async move {
+                    answered(id, succeeded, pending.await, &counters);
+                    room.add_permits(1);
+                });
+            }
             Err(err) => {
-                bump(&counters.commit_errors, 1);
-                tracing::warn!(step = %id, error = %err, "a completion was not committed");
+                answered(id, succeeded, Err(err), &counters);
+                room.add_permits(1);
             }
         }
-        room.add_permits(1);
+    }
+}
+
+/// Counts the answer to one step's completion.
+fn answered(
+    id: flowstate_core::StepId,
+    succeeded: bool,
+    answer: flowstate_core::Result<()>,
+    counters: &Counters,
+) {
+    match answer {
+        Ok(()) if succeeded => bump(&counters.succeeded, 1),
+        Ok(()) => bump(&counters.failed, 1),
+        Err(err) => {
+            bump(&counters.commit_errors, 1);
+            tracing::warn!(step = %id, error = %err, "a completion was not committed");
+        }
     }
 }
