@@ -267,7 +267,8 @@ impl<S> GroupCommit<S> {
         let _ = done.wait_for(|finished| *finished).await;
     }
 
-    /// How many completions are queued and not yet taken by a flush.
+    /// How many messages (completions, and a close once asked for) are
+    /// queued and not yet taken by the flusher.
     pub fn queued(&self) -> usize {
         self.queue.max_capacity() - self.queue.capacity()
     }

@@ -334,7 +334,8 @@ impl<S: BatchStepStore + 'static> WorkerPool<S> {
     }
 
     /// Stops claiming, waits for every claimed step to be run and its
-    /// completion committed, closes the commit queue, and answers the
+    /// completion's answer to be in (however long a handler takes: a step
+    /// claimed is a step run), closes the commit queue, and answers the
     /// counters, in which every claimed step is accounted for.
     pub async fn shutdown(self) -> PoolStats {
         self.handle.stop();
