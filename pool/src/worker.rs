@@ -1,6 +1,7 @@
-//! [`WorkerPool`]: one claimer, N workers, one [`GroupCommit`].
+//! [`WorkerPool`]: claimers (one by default), N workers, one
+//! [`GroupCommit`].
 //!
-//! The claimer asks the store for batches of claimable steps
+//! A claimer asks the store for batches of claimable steps
 //! ([`BatchStepStore::claim_batch`]) and hands them to the workers over a
 //! bounded channel; a semaphore of [`PoolConfig::max_in_flight`] permits
 //! (one per claimed step, returned once its completion is committed) keeps
@@ -35,7 +36,7 @@ use tracing::Instrument as _;
 
 use crate::commit::{self, DEFAULT_MAX_BATCH, GroupCommit};
 
-/// How long the claimer waits after a claim that came back empty (or
+/// How long a claimer waits after a claim that came back empty (or
 /// failed): `initial`, doubled after each further empty claim up to `max`,
 /// back to `initial` once a claim takes something.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +70,11 @@ pub struct PoolConfig {
     /// Worker tasks running the handler (at least 1): how many handlers
     /// run at once. Their commits do not hold them up.
     pub workers: usize,
+    /// Claim loops (at least 1), each with at most one `claim_batch` in
+    /// progress: more than one keeps claiming while a claim is on the wire.
+    /// They share the in-flight bound, and the store keeps them from
+    /// taking the same step.
+    pub claimers: usize,
     /// Steps asked for per claim (capped at [`BatchClaim::MAX_LIMIT`] and
     /// at `max_in_flight`).
     pub claim_batch: u32,
@@ -83,11 +89,13 @@ pub struct PoolConfig {
 }
 
 impl Default for PoolConfig {
-    /// 8 workers, claims of 64, 128 steps in flight, any function, the
-    /// default [`IdleBackoff`], flushes of up to [`DEFAULT_MAX_BATCH`].
+    /// 8 workers, one claimer, claims of 64, 128 steps in flight, any
+    /// function, the default [`IdleBackoff`], flushes of up to
+    /// [`DEFAULT_MAX_BATCH`].
     fn default() -> Self {
         Self {
             workers: 8,
+            claimers: 1,
             claim_batch: 64,
             max_in_flight: 128,
             function: None,
@@ -102,6 +110,13 @@ impl PoolConfig {
     #[must_use]
     pub fn workers(mut self, workers: usize) -> Self {
         self.workers = workers;
+        self
+    }
+
+    /// With `claimers` claim loops.
+    #[must_use]
+    pub fn claimers(mut self, claimers: usize) -> Self {
+        self.claimers = claimers;
         self
     }
 
@@ -145,7 +160,7 @@ impl PoolConfig {
         self.max_in_flight.clamp(1, 1 << 20)
     }
 
-    /// The claim the claimer makes: the batch size capped by the in-flight
+    /// The claim each claimer makes: the batch size capped by the in-flight
     /// bound, so a whole batch always fits.
     fn claim(&self) -> BatchClaim {
         let cap = u32::try_from(self.in_flight()).unwrap_or(u32::MAX);
@@ -257,14 +272,14 @@ impl PoolHandle {
     }
 }
 
-/// A running pool: its claimer, its workers and its commit queue (see the
+/// A running pool: its claimers, its workers and its commit queue (see the
 /// module doc). Dropping it and every [`PoolHandle`] without
 /// [`WorkerPool::shutdown`] stops it too, draining in the background with
 /// nobody to wait for it.
 #[derive(Debug)]
 pub struct WorkerPool<S> {
     handle: PoolHandle,
-    claimer: JoinHandle<()>,
+    claimers: Vec<JoinHandle<()>>,
     workers: Vec<JoinHandle<()>>,
     commit: GroupCommit<S>,
     room: Arc<Semaphore>,
@@ -288,15 +303,22 @@ impl<S: BatchStepStore + 'static> WorkerPool<S> {
         let (steps, inbox) = mpsc::channel::<Step>(in_flight);
         let inbox = Arc::new(Mutex::new(inbox));
         let handler = Arc::new(handler);
-        let claimer = tokio::spawn(claimer(Claimer {
-            store,
-            claim: config.claim(),
-            room: Arc::clone(&room),
-            steps,
-            stopped,
-            backoff: config.idle_backoff,
-            counters: Arc::clone(&counters),
-        }));
+        let claimers = (0..config.claimers.max(1))
+            .map(|_| {
+                tokio::spawn(claimer(Claimer {
+                    store: Arc::clone(&store),
+                    claim: config.claim(),
+                    room: Arc::clone(&room),
+                    steps: steps.clone(),
+                    stopped: stopped.clone(),
+                    backoff: config.idle_backoff,
+                    counters: Arc::clone(&counters),
+                }))
+            })
+            .collect();
+        // The workers end once every claimer has dropped its sender.
+        drop(steps);
+        drop(store);
         let workers = (0..config.workers.max(1))
             .map(|_| {
                 tokio::spawn(worker(
@@ -315,7 +337,7 @@ impl<S: BatchStepStore + 'static> WorkerPool<S> {
         };
         Self {
             handle,
-            claimer,
+            claimers,
             workers,
             commit,
             room,
@@ -339,11 +361,13 @@ impl<S: BatchStepStore + 'static> WorkerPool<S> {
     /// counters, in which every claimed step is accounted for.
     pub async fn shutdown(self) -> PoolStats {
         self.handle.stop();
-        if let Err(err) = self.claimer.await {
-            tracing::error!(%err, "the pool's claimer ended abnormally");
+        for claimer in self.claimers {
+            if let Err(err) = claimer.await {
+                tracing::error!(%err, "a pool claimer ended abnormally");
+            }
         }
-        // The claimer dropped its sender: the workers drain what it handed
-        // over and end.
+        // The claimers dropped their senders: the workers drain what they
+        // handed over and end.
         for worker in self.workers {
             if let Err(err) = worker.await {
                 tracing::error!(%err, "a pool worker ended abnormally");
@@ -358,7 +382,7 @@ impl<S: BatchStepStore + 'static> WorkerPool<S> {
     }
 }
 
-/// What the claimer task owns.
+/// What a claimer task owns.
 struct Claimer<S> {
     store: Arc<S>,
     claim: BatchClaim,
@@ -374,7 +398,7 @@ async fn stop_asked(stopped: &mut watch::Receiver<bool>) {
     let _ = stopped.wait_for(|stop| *stop).await;
 }
 
-/// The claimer: waits for room for a whole batch, claims it, hands the
+/// A claimer: waits for room for a whole batch, claims it, hands the
 /// steps over; backs off after an empty or failed claim; ends when asked
 /// to stop, never in the middle of a claim.
 async fn claimer<S: BatchStepStore>(mut c: Claimer<S>) {
@@ -458,7 +482,7 @@ async fn wait_or_stop(stopped: &mut watch::Receiver<bool>, wait: Duration) -> bo
 
 /// A worker: takes the next claimed step, runs the handler on it in a task
 /// of its own, commits what it answered, frees its room; ends when the
-/// claimer has ended and the inbox is empty.
+/// claimers have ended and the inbox is empty.
 async fn worker<S, H, F>(
     inbox: Arc<Mutex<mpsc::Receiver<Step>>>,
     handler: Arc<H>,

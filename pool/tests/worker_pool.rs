@@ -67,7 +67,8 @@ async fn the_pool_runs_1000_steps_exactly_once() {
     let store = Arc::new(MemoryStore::new());
     let steps = insert_steps(&store, 1_000, FUNCTION, RetryPolicy::default()).await;
     let ledger = Ledger::new(1_000);
-    let pool = WorkerPool::start(Arc::clone(&store), &config(), {
+    // Three claimers racing each other: the store hands each step to one.
+    let pool = WorkerPool::start(Arc::clone(&store), &config().claimers(3), {
         let ledger = Arc::clone(&ledger);
         move |step: Step| {
             let ledger = Arc::clone(&ledger);
@@ -217,7 +218,7 @@ async fn shutdown_mid_run_finishes_what_it_claimed_and_loses_nothing() {
     let store = Arc::new(MemoryStore::new());
     let steps = insert_steps(&store, 1_000, FUNCTION, RetryPolicy::default()).await;
     let ledger = Ledger::new(200);
-    let pool = WorkerPool::start(Arc::clone(&store), &config().workers(4), {
+    let pool = WorkerPool::start(Arc::clone(&store), &config().workers(4).claimers(2), {
         let ledger = Arc::clone(&ledger);
         move |step: Step| {
             let ledger = Arc::clone(&ledger);
