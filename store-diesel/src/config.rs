@@ -24,6 +24,12 @@ pub struct StoreConfig {
     /// Where every statement sent is recorded, if anywhere (tests and the
     /// bench use it to count statements per operation).
     pub statement_log: Option<Arc<StatementLog>>,
+    /// Whether [`DieselStore::open`](crate::DieselStore::open) checks that
+    /// the database's applied migrations are exactly this library's (on by
+    /// default). Off only for a store used for operator SQL through
+    /// [`DieselStore::batch_execute`](crate::DieselStore::batch_execute) on a
+    /// database that holds no flowstate tables (a server's admin database).
+    pub check_schema: bool,
 }
 
 impl Default for StoreConfig {
@@ -35,6 +41,7 @@ impl Default for StoreConfig {
             limits: InputLimits::default(),
             clock: Arc::new(SystemClock),
             statement_log: None,
+            check_schema: true,
         }
     }
 }
@@ -65,6 +72,14 @@ impl StoreConfig {
     #[must_use]
     pub fn limits(mut self, limits: InputLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// The same settings with the schema check at open turned off (see
+    /// [`StoreConfig::check_schema`]).
+    #[must_use]
+    pub fn without_schema_check(mut self) -> Self {
+        self.check_schema = false;
         self
     }
 

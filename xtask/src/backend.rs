@@ -177,7 +177,8 @@ async fn create_database(dialect: Dialect, admin_url: &str, name: &str, fresh: b
     {
         bail!("database name {name:?}: use letters, digits and underscores (at most 63)");
     }
-    let admin = DieselStore::open(admin_url, StoreConfig::default().pool_size(1))
+    let config = StoreConfig::default().pool_size(1).without_schema_check();
+    let admin = DieselStore::open(admin_url, config)
         .await
         .with_context(|| {
             format!("cannot connect to the {dialect} server to create database {name}")

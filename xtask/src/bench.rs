@@ -10,7 +10,10 @@
 //! - contention: 32 workers racing for the same 1,000 steps, which must end
 //!   with each step won exactly once ([`contention`]);
 //! - statements per operation, counted with `StatementLog`
-//!   ([`statements`]): budgets are counted, not timed.
+//!   ([`statements`]): budgets are counted, not timed;
+//! - batched mode, a column beside each dialect's: the same number of steps
+//!   through `flowstate-pool`'s `WorkerPool` (claims of 64, completions
+//!   group-committed), with its statements per step (`batched`).
 //!
 //! `--json FILE` writes the whole report ([`report`]); `--compare FILE`
 //! prints this run's medians against that earlier report's. `--smoke` is
@@ -22,6 +25,7 @@
 
 #[cfg(feature = "postgres")]
 mod baseline;
+mod batched;
 mod contention;
 mod report;
 mod statements;
@@ -147,6 +151,7 @@ pub async fn run(options: Options) -> Result<()> {
                 throughput: Err(anyhow::anyhow!("{err:#}")),
                 contention: None,
                 statements: Err(err),
+                statements_per_step: None,
             });
             continue;
         }
@@ -173,7 +178,9 @@ pub async fn run(options: Options) -> Result<()> {
             throughput,
             contention: Some(contention),
             statements,
+            statements_per_step: None,
         });
+        columns.push(batched::column(name, &url, &concurrency, &options).await);
         #[cfg(feature = "postgres")]
         if dialect == Dialect::Postgres && measured {
             let throughput = rounds("pg hand SQL", &concurrency, &options, async |workers, _| {
@@ -185,6 +192,7 @@ pub async fn run(options: Options) -> Result<()> {
                 throughput,
                 contention: None,
                 statements: Ok(baseline::statements()),
+                statements_per_step: None,
             });
         }
         #[cfg(not(feature = "postgres"))]

@@ -248,7 +248,9 @@ impl DieselStore {
         // After connecting (which makes a missing SQLite file and its
         // folders); an in-memory SQLite database is migrated in place as it
         // opens, and another connection would see another database.
-        if !(parsed.dialect == Dialect::Sqlite && crate::url::is_sqlite_memory(&parsed.target)) {
+        let in_memory =
+            parsed.dialect == Dialect::Sqlite && crate::url::is_sqlite_memory(&parsed.target);
+        if config.check_schema && !in_memory {
             crate::migrate::check(url).await?;
         }
         let store = Self { pools, config };

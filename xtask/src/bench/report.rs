@@ -57,6 +57,10 @@ pub struct Column {
     pub contention: Option<Result<Contention>>,
     /// What each hot operation sent, or why counting failed.
     pub statements: Result<Vec<Counted>>,
+    /// Batched mode only: every statement its rounds sent (claims, flushes,
+    /// the empty claim that finds the queue drained), over the steps they
+    /// processed.
+    pub statements_per_step: Option<f64>,
 }
 
 impl Column {
@@ -132,6 +136,7 @@ impl Report {
                     "throughput": throughput,
                     "contention": contention,
                     "statements": statements,
+                    "statements_per_step": c.statements_per_step,
                     "errors": c.failures(),
                 })
             })
@@ -153,7 +158,7 @@ impl Report {
 
     /// The side-by-side table, and with `verbose` the SQL of each operation.
     pub fn table(&self, verbose: bool) -> String {
-        const W: usize = 14;
+        const W: usize = 16;
         let mut out = String::new();
         let mut row = |label: &str, cells: Vec<String>| {
             if cells.is_empty() {
@@ -247,6 +252,18 @@ impl Report {
                     .collect(),
             );
         }
+        if self.columns.iter().any(|c| c.statements_per_step.is_some()) {
+            row(
+                "statements per step (batched mode)",
+                self.columns
+                    .iter()
+                    .map(|c| {
+                        c.statements_per_step
+                            .map_or("-".to_owned(), |n| format!("{n:.4}"))
+                    })
+                    .collect(),
+            );
+        }
         for column in &self.columns {
             for failure in column.failures() {
                 let _ = writeln!(out, "{failure}");
@@ -311,6 +328,15 @@ pub fn compare(now: &Value, then: &Value) -> String {
                 now / then.max(1e-9),
             );
         }
+        let per_step = |c: &Value| c["statements_per_step"].as_f64();
+        if let (Some(now), Some(then)) = (per_step(&column), per_step(&earlier)) {
+            let _ = writeln!(
+                out,
+                "  {:<32}{then:>14.4}{now:>14.4}{:>10.2}",
+                format!("{label}, statements per step"),
+                now / then.max(1e-9),
+            );
+        }
         if let Some(counts) = column["statements"].as_object() {
             for (operation, count) in counts {
                 let before = &earlier["statements"][operation];
@@ -367,6 +393,7 @@ mod tests {
                 throughput: Ok(vec![rounds(&[median])]),
                 contention: None,
                 statements: Ok(vec![counted]),
+                statements_per_step: None,
             }],
         }
         .to_json()

@@ -37,7 +37,7 @@ impl Throughput {
 
 /// On a terminal, a task that rewrites one line with how many of `total`
 /// steps the workers have taken, twice a second, until aborted.
-fn show_progress(
+pub fn show_progress(
     label: String,
     next: Arc<AtomicUsize>,
     total: usize,
@@ -62,6 +62,16 @@ pub async fn create_steps(
     steps: usize,
     tasks: usize,
 ) -> Result<Vec<(RunId, String)>> {
+    create_steps_for(store, steps, tasks, FUNCTION).await
+}
+
+/// [`create_steps`], pinned to `function`.
+pub async fn create_steps_for(
+    store: &Arc<DieselStore>,
+    steps: usize,
+    tasks: usize,
+    function: &'static str,
+) -> Result<Vec<(RunId, String)>> {
     let runs = steps.div_ceil(STEPS_PER_RUN);
     let tasks = tasks.clamp(1, 8);
     let mut set: JoinSet<flowstate_core::Result<Vec<(RunId, String)>>> = JoinSet::new();
@@ -79,7 +89,7 @@ pub async fn create_steps(
                 for index in first..(first + STEPS_PER_RUN).min(steps) {
                     let name = format!("step-{index}");
                     store
-                        .insert_step(NewStep::new(run, name.clone(), FUNCTION, json!({})))
+                        .insert_step(NewStep::new(run, name.clone(), function, json!({})))
                         .await?;
                     made.push((run, name));
                 }

@@ -1,0 +1,377 @@
+//! [`GroupCommit`]: completions from many tasks written by one
+//! [`BatchStepStore::complete_batch`] per flush.
+//!
+//! Callers put `(step, completion, reply)` on a bounded tokio `mpsc` queue.
+//! One flusher task takes whatever is queued (at least one item, at most
+//! `max_batch`), writes it as one batch and answers each caller on its own
+//! `oneshot`, then takes the next: a flush starts when the queue is no longer
+//! empty and the previous flush has returned. There is no timer, so an idle
+//! queue adds no latency, and a busy one fills its batches by itself while
+//! the previous write is on the wire.
+//!
+//! Nothing is acknowledged before the store answered: a caller's future
+//! resolves with its own item's result once the batch holding it returned,
+//! and a failed flush fails every caller in it.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use flowstate_core::{BatchStepStore, Completion, Error, Result, StepId};
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument as _;
+
+/// The most items one flush writes unless told otherwise.
+pub const DEFAULT_MAX_BATCH: usize = 256;
+
+/// The most completions a queue holds, however large `max_batch` is.
+const MAX_QUEUE: usize = 1 << 20;
+
+/// What sits on the queue.
+enum Message {
+    /// A completion to write, and where to answer.
+    Item {
+        step: StepId,
+        completion: Completion,
+        reply: oneshot::Sender<Result<()>>,
+    },
+    /// Stop taking items: flush what is queued, then end.
+    Close,
+}
+
+/// The source of the [`Error::Backend`] a commit answers once its
+/// [`GroupCommit`] is closed: the item was not queued, nothing was written.
+/// [`is_closed`] recognises it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupCommitClosed;
+
+impl fmt::Display for GroupCommitClosed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the group commit is closed; the completion was not queued")
+    }
+}
+
+impl StdError for GroupCommitClosed {}
+
+/// The source of the [`Error::Backend`] every caller of a failed flush gets:
+/// [`flowstate_core::Error`] is not `Clone`, so each caller gets a copy of
+/// the flush's message and of its [`Error::is_retryable`] (the outer
+/// `Backend` error carries the same `retryable`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlushFailed {
+    /// The flush's error, as it displayed.
+    pub message: String,
+    /// Whether the flush's error was retryable.
+    pub retryable: bool,
+    /// How many items the failed flush held.
+    pub items: usize,
+}
+
+impl fmt::Display for FlushFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the flush of {} completion(s) failed: {}",
+            self.items, self.message
+        )
+    }
+}
+
+impl StdError for FlushFailed {}
+
+impl FlushFailed {
+    /// The error one caller of the failed flush gets.
+    fn into_error(self) -> Error {
+        Error::backend("complete_batch", self.retryable, self)
+    }
+}
+
+/// The answer to a queued completion ([`GroupCommit::submit`]): resolves
+/// once the flush holding it returned, as [`GroupCommit::commit`] does.
+/// Dropping it does not withdraw the item.
+#[derive(Debug)]
+#[must_use = "the item is written either way; its answer is only here"]
+pub struct Pending(oneshot::Receiver<Result<()>>);
+
+impl Future for Pending {
+    type Output = Result<()>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll(cx).map(|answer| {
+            answer.unwrap_or_else(|_| {
+                // The flusher ended without answering: it panicked inside
+                // the store. Whether the item was written is unknown.
+                Err(FlushFailed {
+                    message: "the flusher stopped before the store answered".to_owned(),
+                    retryable: false,
+                    items: 0,
+                }
+                .into_error())
+            })
+        })
+    }
+}
+
+/// Whether `err` is the answer of a commit to a closed [`GroupCommit`].
+pub fn is_closed(err: &Error) -> bool {
+    match err {
+        Error::Backend { source, .. } => source.is::<GroupCommitClosed>(),
+        _ => false,
+    }
+}
+
+/// The error of a commit to a closed queue.
+fn closed() -> Error {
+    Error::backend("group_commit", false, GroupCommitClosed)
+}
+
+/// Counters a [`GroupCommit`] keeps, shared with its flusher.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    flushes: AtomicU64,
+    items: AtomicU64,
+    failed_flushes: AtomicU64,
+}
+
+impl Counters {
+    /// The counters as they are now.
+    pub(crate) fn snapshot(&self) -> CommitStats {
+        CommitStats {
+            flushes: self.flushes.load(Ordering::Relaxed),
+            items: self.items.load(Ordering::Relaxed),
+            failed_flushes: self.failed_flushes.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// What a [`GroupCommit`] has written so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CommitStats {
+    /// `complete_batch` calls made, failed ones included.
+    pub flushes: u64,
+    /// Items handed to those calls.
+    pub items: u64,
+    /// Flushes that answered `Err` (every caller in them failed).
+    pub failed_flushes: u64,
+}
+
+/// A write-combining queue of completions for one store (see the module
+/// doc). Cloning it is cheap: every clone feeds the same flusher, and
+/// [`GroupCommit::close`] on any clone closes them all.
+pub struct GroupCommit<S> {
+    queue: mpsc::Sender<Message>,
+    done: watch::Receiver<bool>,
+    counters: Arc<Counters>,
+    max_batch: usize,
+    store: std::marker::PhantomData<fn() -> S>,
+}
+
+impl<S> Clone for GroupCommit<S> {
+    fn clone(&self) -> Self {
+        Self {
+            queue: self.queue.clone(),
+            done: self.done.clone(),
+            counters: Arc::clone(&self.counters),
+            max_batch: self.max_batch,
+            store: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<S> fmt::Debug for GroupCommit<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GroupCommit")
+            .field("max_batch", &self.max_batch)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: BatchStepStore + 'static> GroupCommit<S> {
+    /// A queue over `store` flushing at most [`DEFAULT_MAX_BATCH`] items at
+    /// a time. Spawns the flusher on the current tokio runtime (panics
+    /// outside one).
+    pub fn new(store: Arc<S>) -> Self {
+        Self::with_max_batch(store, DEFAULT_MAX_BATCH)
+    }
+
+    /// A queue over `store` flushing at most `max_batch` items at a time
+    /// (`0` reads as `1`). The queue holds up to four batches (at most
+    /// 2^20 items); a commit beyond that waits for room.
+    pub fn with_max_batch(store: Arc<S>, max_batch: usize) -> Self {
+        let max_batch = max_batch.max(1);
+        let (queue, receiver) = mpsc::channel(max_batch.saturating_mul(4).min(MAX_QUEUE));
+        let (finished, done) = watch::channel(false);
+        let counters = Arc::new(Counters::default());
+        tokio::spawn(flusher(
+            store,
+            receiver,
+            max_batch,
+            Arc::clone(&counters),
+            finished,
+        ));
+        Self {
+            queue,
+            done,
+            counters,
+            max_batch,
+            store: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<S> GroupCommit<S> {
+    /// Writes `completion` for `step` in the next flush, and answers once
+    /// that flush returned: `Ok` only when the item is durable; the item's
+    /// own error when the store refused it alone (an illegal move, an
+    /// unknown step, a payload over the limits); a [`FlushFailed`] copy of
+    /// the flush's error when the whole flush failed (then nothing in it was
+    /// written); [`GroupCommitClosed`] (see [`is_closed`]) once closed.
+    ///
+    /// Dropping the future after the item was queued does not withdraw it:
+    /// it is written with its flush, unanswered.
+    pub async fn commit(&self, step: StepId, completion: Completion) -> Result<()> {
+        self.submit(step, completion).await?.await
+    }
+
+    /// Queues `completion` for `step` and answers as soon as it is queued
+    /// (waiting only for room), with the [`Pending`] answer that
+    /// [`GroupCommit::commit`] would wait for: a caller can queue its next
+    /// item while this one's flush is on the wire. Fails with
+    /// [`GroupCommitClosed`] once closed.
+    pub async fn submit(&self, step: StepId, completion: Completion) -> Result<Pending> {
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send(Message::Item {
+                step,
+                completion,
+                reply,
+            })
+            .await
+            .map_err(|_| closed())?;
+        Ok(Pending(answer))
+    }
+
+    /// Stops taking commits, flushes everything already queued, and returns
+    /// once the flusher has ended. Commits after it fail with
+    /// [`GroupCommitClosed`]; a second close just waits for the first.
+    pub async fn close(&self) {
+        // Fails only when the flusher already stopped taking items.
+        let _ = self.queue.send(Message::Close).await;
+        let mut done = self.done.clone();
+        // An error means the flusher is gone (it dropped its end): also done.
+        let _ = done.wait_for(|finished| *finished).await;
+    }
+
+    /// How many messages (completions, and a close once asked for) are
+    /// queued and not yet taken by the flusher.
+    pub fn queued(&self) -> usize {
+        self.queue.max_capacity() - self.queue.capacity()
+    }
+
+    /// The most items one flush writes.
+    pub fn max_batch(&self) -> usize {
+        self.max_batch
+    }
+
+    /// What has been written so far.
+    pub fn stats(&self) -> CommitStats {
+        self.counters.snapshot()
+    }
+
+    /// The counters, for a pool's handle to read.
+    pub(crate) fn counters(&self) -> Arc<Counters> {
+        Arc::clone(&self.counters)
+    }
+}
+
+/// The flusher: takes what is queued, writes it, answers, again; ends when
+/// the queue is closed (or every sender is gone) and drained.
+async fn flusher<S: BatchStepStore>(
+    store: Arc<S>,
+    mut receiver: mpsc::Receiver<Message>,
+    max_batch: usize,
+    counters: Arc<Counters>,
+    finished: watch::Sender<bool>,
+) {
+    let mut messages = Vec::with_capacity(max_batch);
+    let mut items = Vec::with_capacity(max_batch);
+    let mut replies = Vec::with_capacity(max_batch);
+    while receiver.recv_many(&mut messages, max_batch).await > 0 {
+        for message in messages.drain(..) {
+            match message {
+                Message::Item {
+                    step,
+                    completion,
+                    reply,
+                } => {
+                    items.push((step, completion));
+                    replies.push(reply);
+                }
+                // What is already queued is still received and flushed;
+                // recv_many answers 0 once it is drained.
+                Message::Close => receiver.close(),
+            }
+        }
+        if items.is_empty() {
+            continue;
+        }
+        flush(&*store, &mut items, &mut replies, &counters).await;
+    }
+    let _ = finished.send(true);
+}
+
+/// Writes `items` as one batch and answers `replies`, one each, in order.
+async fn flush<S: BatchStepStore>(
+    store: &S,
+    items: &mut Vec<(StepId, Completion)>,
+    replies: &mut Vec<oneshot::Sender<Result<()>>>,
+    counters: &Counters,
+) {
+    let count = items.len();
+    counters.flushes.fetch_add(1, Ordering::Relaxed);
+    counters.items.fetch_add(count as u64, Ordering::Relaxed);
+    let span = tracing::debug_span!("flowstate.pool.flush", items = count);
+    let batch = std::mem::replace(items, Vec::with_capacity(count));
+    let answered = store.complete_batch(batch).instrument(span.clone()).await;
+    let _entered = span.enter();
+    match answered {
+        Ok(results) if results.len() == count => {
+            for (reply, result) in replies.drain(..).zip(results) {
+                // A caller that stopped waiting is not an error.
+                let _ = reply.send(result);
+            }
+        }
+        Ok(results) => {
+            counters.failed_flushes.fetch_add(1, Ordering::Relaxed);
+            let failed = FlushFailed {
+                message: format!(
+                    "the store answered {} results for {count} items",
+                    results.len()
+                ),
+                retryable: false,
+                items: count,
+            };
+            tracing::error!(%failed, "flush answered the wrong number of results");
+            for reply in replies.drain(..) {
+                let _ = reply.send(Err(failed.clone().into_error()));
+            }
+        }
+        Err(err) => {
+            counters.failed_flushes.fetch_add(1, Ordering::Relaxed);
+            let failed = FlushFailed {
+                message: err.to_string(),
+                retryable: err.is_retryable(),
+                items: count,
+            };
+            tracing::warn!(error = %err, items = count, "flush failed; every caller in it fails");
+            for reply in replies.drain(..) {
+                let _ = reply.send(Err(failed.clone().into_error()));
+            }
+        }
+    }
+}

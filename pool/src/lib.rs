@@ -1,0 +1,57 @@
+//! flowstate-pool: a worker pool for engines that want one, over the
+//! [`BatchStepStore`](flowstate_core::BatchStepStore) port.
+//!
+//! This crate doesn't decide which step a worker gets, nor whether a write
+//! is legal: the store does, with the database's exclusion behind it. It
+//! holds no lock that decides anything about steps. What it adds is the
+//! machinery around the port:
+//!
+//! - [`GroupCommit`]: a write-combining queue per store. Completions from
+//!   many tasks are coalesced into one
+//!   [`complete_batch`](flowstate_core::BatchStepStore::complete_batch) per
+//!   flush; a flush starts when the previous one returns, so an idle queue
+//!   adds no latency and no timer runs. Each caller's future resolves only
+//!   once its own item's write has returned, with that item's own result.
+//! - [`WorkerPool`]: a claimer that takes batches of claimable steps,
+//!   bounded in-flight work, N worker tasks running a host-supplied handler,
+//!   completions through a [`GroupCommit`], and a graceful shutdown that
+//!   returns [`PoolStats`].
+//!
+//! Both are tokio tasks and emit `tracing` spans (one per flush, one per
+//! claim). The only timer is the pool's idle backoff after an empty claim.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use flowstate_core::{Completion, NewRun, NewStep, RunStore, Step, StepStore};
+//! use flowstate_pool::{PoolConfig, WorkerPool};
+//! use flowstate_testkit::MemoryStore;
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> flowstate_core::Result<()> {
+//! let store = Arc::new(MemoryStore::new());
+//! let run = store.create_run(NewRun::new("checkout", json!({}))).await?.record.id;
+//! store.insert_step(NewStep::new(run, "charge", "payments.charge", json!({}))).await?;
+//!
+//! let (ran, mut done) = tokio::sync::mpsc::unbounded_channel();
+//! let pool = WorkerPool::start(Arc::clone(&store), &PoolConfig::default(), move |step: Step| {
+//!     let ran = ran.clone();
+//!     async move {
+//!         let _ = ran.send(step.name.clone());
+//!         Completion::Succeeded(json!({ "charged": true }))
+//!     }
+//! });
+//! assert_eq!(done.recv().await.as_deref(), Some("charge"));
+//! let stats = pool.shutdown().await;
+//! assert_eq!((stats.claimed, stats.succeeded), (1, 1));
+//! # Ok(())
+//! # }
+//! ```
+
+mod commit;
+mod worker;
+
+pub use commit::{
+    CommitStats, DEFAULT_MAX_BATCH, FlushFailed, GroupCommit, GroupCommitClosed, Pending, is_closed,
+};
+pub use worker::{IdleBackoff, PoolConfig, PoolHandle, PoolStats, WorkerPool};
