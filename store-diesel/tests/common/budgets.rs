@@ -32,8 +32,34 @@ pub async fn check(dialect: Dialect, table: &[Budget]) {
         .store(StoreConfig::default().statement_log(log.clone()))
         .await;
     let sent = scenario(&store, &log).await;
+    drop(store);
+    db.drop_database().await;
     let mut problems = Vec::new();
     for (op, statements) in &sent {
+        if STEP_READS.contains(op)
+            && statements
+                .iter()
+                .any(|s| s.contains("flowstate_step_history"))
+        {
+            problems.push(format!("{op} touched the history table: {statements:#?}"));
+        }
+    }
+    assert!(problems.is_empty(), "{dialect}:\n{}", problems.join("\n"));
+    assert_budgets(dialect, "step", table, &sent);
+}
+
+/// Asserts that every operation of `sent` sent exactly the statements
+/// `table` lists for it (their first words, in order), and that `table`
+/// names only operations that ran; the panic lists every difference.
+/// `what` names the table in the message.
+pub fn assert_budgets(
+    dialect: Dialect,
+    what: &str,
+    table: &[Budget],
+    sent: &[(&'static str, Vec<String>)],
+) {
+    let mut problems = Vec::new();
+    for (op, statements) in sent {
         let verbs: Vec<&str> = statements
             .iter()
             .map(|s| s.split_whitespace().next().unwrap_or(""))
@@ -45,24 +71,15 @@ pub async fn check(dialect: Dialect, table: &[Budget]) {
             }
             Some(_) => {}
         }
-        if STEP_READS.contains(op)
-            && statements
-                .iter()
-                .any(|s| s.contains("flowstate_step_history"))
-        {
-            problems.push(format!("{op} touched the history table: {statements:#?}"));
-        }
     }
     for (name, _) in table {
         if !sent.iter().any(|(op, _)| op == name) {
             problems.push(format!("{name}: in the table but not run"));
         }
     }
-    drop(store);
-    db.drop_database().await;
     assert!(
         problems.is_empty(),
-        "{dialect} budgets:\n{}",
+        "{dialect} {what} budgets:\n{}",
         problems.join("\n")
     );
 }

@@ -17,7 +17,7 @@ use flowstate_core::{
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
 use serde_json::json;
 
-use super::budgets::Budget;
+use super::budgets::{Budget, assert_budgets};
 use super::db::TestDb;
 
 /// Runs the event scenario on a fresh `dialect` database and asserts that
@@ -30,32 +30,9 @@ pub async fn check_events(dialect: Dialect, table: &[Budget]) {
         .store(StoreConfig::default().statement_log(log.clone()))
         .await;
     let sent = scenario(&store, &log).await;
-    let mut problems = Vec::new();
-    for (op, statements) in &sent {
-        let verbs: Vec<&str> = statements
-            .iter()
-            .map(|s| s.split_whitespace().next().unwrap_or(""))
-            .collect();
-        match table.iter().find(|(name, _)| name == op) {
-            None => problems.push(format!("{op}: not in the table; sent {verbs:?}")),
-            Some((_, expected)) if *expected != verbs.as_slice() => {
-                problems.push(format!("{op}: expected {expected:?}, sent {statements:#?}"));
-            }
-            Some(_) => {}
-        }
-    }
-    for (name, _) in table {
-        if !sent.iter().any(|(op, _)| op == name) {
-            problems.push(format!("{name}: in the table but not run"));
-        }
-    }
     drop(store);
     db.drop_database().await;
-    assert!(
-        problems.is_empty(),
-        "{dialect} event budgets:\n{}",
-        problems.join("\n")
-    );
+    assert_budgets(dialect, "event", table, &sent);
 }
 
 /// A workflow with two activations of `app.tick`, then every event
