@@ -61,6 +61,15 @@ pub enum Error {
         /// The function the claim named.
         claimed: String,
     },
+    /// A lease write carried a fencing token that no longer holds the run's
+    /// lease (it was taken over, released or ran out); nothing was written.
+    #[error("run {run}: lease of token {token} is lost")]
+    LeaseLost {
+        /// The run.
+        run: RunId,
+        /// The stale token.
+        token: u64,
+    },
     /// The input was refused before anything was written.
     #[error(transparent)]
     InvalidInput(#[from] InvalidInput),
@@ -188,6 +197,7 @@ mod tests {
             }
             .is_retryable()
         );
+        assert!(!Error::LeaseLost { run, token: 3 }.is_retryable());
         assert!(Error::PoolTimeout { waited_ms: 5 }.is_retryable());
         assert!(Error::backend("claim_step", true, "connection reset").is_retryable());
         assert!(!Error::backend("insert_step", false, "unique violation").is_retryable());

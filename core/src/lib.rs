@@ -19,6 +19,7 @@
 //! | [`claim`] | what a claim does for each step status ([`ClaimDecision`]) |
 //! | [`retry`] | retry policy per step, attempt numbering |
 //! | [`schedule`] | `next_run_at`, `is_due`, stale-run reaping, leases |
+//! | [`lease`] | run leases: fencing tokens, failure limit, one clock ([`ports::RunLeaseStore`]) |
 //! | [`backoff`] | the shared per-run redispatch backoff, event dispatch backoff |
 //! | [`idempotency`] | idempotency keys for materialised runs |
 //! | [`limits`] | the limits every backend applies to names, keys, delays and JSON |
@@ -34,6 +35,8 @@ pub mod claim;
 pub mod error;
 pub mod idempotency;
 pub mod ids;
+pub mod lease;
+mod lease_ports;
 pub mod limits;
 pub mod ports;
 pub mod records;
@@ -47,8 +50,9 @@ pub use backoff::{EventDispatchBackoff, EventDispatchOutcome, RedispatchBackoff}
 pub use claim::{ClaimDecision, ClaimInput, NotClaimable};
 pub use error::{Error, Result};
 pub use ids::{HistoryId, RunId, StepId, VersionId};
+pub use lease::{LeaseState, Release, Released, RunLease, RunOutcome};
 pub use limits::{EncodedStep, InputLimits};
-pub use ports::{RunStore, StepStore, Store, VersionStore};
+pub use ports::{RunLeaseStore, RunStore, StepStore, Store, VersionStore};
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,
     Step, StepAttempt, StepSummary, StepTransition, WorkflowVersion,

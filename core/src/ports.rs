@@ -34,6 +34,8 @@ use crate::records::{
 };
 use crate::status::{RetryStart, RunStatus};
 use crate::summary;
+
+pub use crate::lease_ports::RunLeaseStore;
 // Named by the docs' links only.
 #[cfg(doc)]
 use crate::{error::Error, status::StepStatus};

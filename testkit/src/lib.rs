@@ -26,16 +26,22 @@
 pub mod cases;
 mod clock;
 mod harness;
+mod lease_harness;
+mod lease_suite;
 mod memory;
 mod suite;
 
 pub use clock::ManualClock;
 pub use harness::{Harness, MemoryHarness};
+pub use lease_harness::{LeaseHarness, SkewedClock};
 pub use memory::MemoryStore;
 
 /// Every case the suite stamps, as `group::case` (a function
 /// `cases::group::case`), in stamping order.
 pub const CASES: &[&str] = crate::__cases!(names);
+
+/// Every case [`lease_suite!`] stamps, as `group::case`.
+pub const LEASE_CASES: &[&str] = crate::__lease_cases!(names);
 
 /// What the macros' expansions use; not part of the API.
 #[doc(hidden)]

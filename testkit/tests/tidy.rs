@@ -41,6 +41,7 @@ fn every_case_is_stamped_and_every_stamped_case_exists() {
     defined.sort();
     let mut stamped: Vec<String> = flowstate_testkit::CASES
         .iter()
+        .chain(flowstate_testkit::LEASE_CASES)
         .map(|c| (*c).to_owned())
         .collect();
     stamped.sort();

@@ -15,6 +15,8 @@ pub mod claim;
 pub mod claim_races;
 pub mod graph;
 pub mod history;
+pub mod lease_races;
+pub mod leases;
 pub mod retries;
 pub mod run_list;
 pub mod run_races;

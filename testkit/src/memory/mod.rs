@@ -7,6 +7,7 @@
 //! input limits) and a [`Clock`] for every timestamp, and passes the same
 //! conformance suite as every other backend.
 
+mod leases;
 mod runs;
 mod steps;
 mod versions;
@@ -33,8 +34,11 @@ use serde_json::{Map, Value};
 /// ```
 #[derive(Debug)]
 pub struct MemoryStore {
-    tables: Mutex<Tables>,
+    tables: Arc<Mutex<Tables>>,
     clock: Arc<dyn Clock>,
+    /// The store's own clock for leases (see `leases.rs`): shared by every
+    /// handle on the same tables, whatever each handle's `clock` says.
+    lease_clock: Arc<dyn Clock>,
     limits: InputLimits,
 }
 
@@ -48,6 +52,7 @@ struct Tables {
     step_by_name: HashMap<(RunId, String), StepId>,
     history: HashMap<(StepId, u32), StepAttempt>,
     versions: HashMap<(String, String), WorkflowVersion>,
+    leases: HashMap<RunId, leases::LeaseRow>,
 }
 
 impl MemoryStore {
@@ -59,7 +64,8 @@ impl MemoryStore {
     /// An empty store reading `clock`, with the default limits.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
         Self {
-            tables: Mutex::new(Tables::default()),
+            tables: Arc::new(Mutex::new(Tables::default())),
+            lease_clock: Arc::clone(&clock),
             clock,
             limits: InputLimits::default(),
         }

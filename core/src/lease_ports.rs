@@ -1,0 +1,98 @@
+//! [`RunLeaseStore`]: runs taken by workers on many machines, under leases
+//! with fencing tokens (re-exported from [`ports`](crate::ports)).
+//!
+//! The rules (which statuses may be leased, when failures fail a run, what
+//! input is accepted) are in [`lease`](crate::lease); this is the port a
+//! backend implements to carry them out atomically.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::ids::RunId;
+use crate::lease::{LeaseState, Release, Released, RunLease, RunOutcome};
+use crate::ports::RunStore;
+// Named by the docs' links only.
+#[cfg(doc)]
+use crate::{error::Error, lease, status::RunStatus};
+
+/// Runs leased to workers, with fencing tokens.
+///
+/// **One clock.** Every expiry is measured on the store's lease clock, never
+/// on the caller's (see [`lease`](crate::lease#one-clock-for-leases)): a
+/// backend on a database server uses the server's clock, so workers whose
+/// clocks disagree by minutes still never hold one run at once. A backend
+/// must not compute an expiry from a time the worker sent.
+///
+/// **Runnable.** A claim takes only a *runnable* run: its status is not
+/// settled ([`lease::leasable_statuses`]) and its lease is free or expired
+/// (expiry is exclusive: a lease is gone at the instant it expires). A run
+/// with a cancel requested is settled as cancelled by the claim that finds
+/// it, and not handed out.
+///
+/// **Fencing.** Each claim raises the run's token by one. [`Self::renew`],
+/// [`Self::finish`] and [`Self::release`] succeed only for the token of the
+/// current, unexpired lease; any other is [`Error::LeaseLost`] and writes
+/// nothing.
+pub trait RunLeaseStore: RunStore {
+    /// Leases one runnable run to `worker` for `lease_for`, the oldest
+    /// first (by creation, then id). Of any number of concurrent claims,
+    /// each runnable run goes to at most one. `None` when there is nothing
+    /// to take. Bad input ([`crate::InputLimits::check_lease`]) is
+    /// [`Error::InvalidInput`].
+    fn claim_run(
+        &self,
+        worker: &str,
+        lease_for: Duration,
+    ) -> impl Future<Output = Result<Option<RunLease>>> + Send;
+
+    /// Leases up to `n` runnable runs to `worker`, as [`Self::claim_run`]
+    /// does one: oldest first, none of them handed to a concurrent claim.
+    fn claim_runs(
+        &self,
+        worker: &str,
+        n: u32,
+        lease_for: Duration,
+    ) -> impl Future<Output = Result<Vec<RunLease>>> + Send;
+
+    /// Extends the lease of `token` to `lease_for` from now (the store's
+    /// now). A lease taken over, released or run out is
+    /// [`Error::LeaseLost`]; an unknown run is [`Error::RunNotFound`].
+    fn renew(
+        &self,
+        run: RunId,
+        token: u64,
+        lease_for: Duration,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Settles the run as `outcome` says and frees its lease, if `token`
+    /// still holds it; otherwise [`Error::LeaseLost`] and nothing is
+    /// written.
+    fn finish(
+        &self,
+        run: RunId,
+        token: u64,
+        outcome: RunOutcome,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Frees the lease of `token` without settling the run, counting
+    /// consecutive failures as [`Release`] says: a failure that reaches its
+    /// limit fails the run with the reason recorded. A stale token is
+    /// [`Error::LeaseLost`] and writes nothing.
+    fn release(
+        &self,
+        run: RunId,
+        token: u64,
+        release: Release,
+    ) -> impl Future<Output = Result<Released>> + Send;
+
+    /// Asks for the run to stop: the next claim that finds it runnable
+    /// settles it as cancelled instead of handing it out. Idempotent; a
+    /// settled run is left as it is. An unknown run is
+    /// [`Error::RunNotFound`].
+    fn request_cancel(&self, run: RunId) -> impl Future<Output = Result<()>> + Send;
+
+    /// Reads the run's lease bookkeeping. An unknown run is
+    /// [`Error::RunNotFound`].
+    fn lease_state(&self, run: RunId) -> impl Future<Output = Result<LeaseState>> + Send;
+}

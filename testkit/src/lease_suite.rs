@@ -1,0 +1,56 @@
+//! [`lease_suite!`](crate::lease_suite): the cases of
+//! [`RunLeaseStore`](flowstate_core::RunLeaseStore), stamped for any
+//! [`LeaseHarness`](crate::LeaseHarness), and their one list.
+//!
+//! A separate suite from [`conformance_suite!`](crate::conformance_suite),
+//! because leases are a port of their own: a backend without them still
+//! runs the conformance suite unchanged.
+
+/// Stamps every lease case into a multi-threaded tokio test, as
+/// [`conformance_suite!`](crate::conformance_suite) does, for a factory of a
+/// [`LeaseHarness`](crate::LeaseHarness):
+///
+/// ```
+/// use flowstate_testkit::MemoryHarness;
+///
+/// flowstate_testkit::lease_suite!(memory_leases, async { MemoryHarness::new() });
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! lease_suite {
+    ($suite:ident, $factory:expr $(,)?) => {
+        $crate::__lease_cases! { stamp $suite, $factory }
+    };
+}
+
+/// The one list of lease cases, by group.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __lease_cases {
+    ($($mode:tt)*) => {
+        $crate::__expand_cases! { [$($mode)*]
+            leases {
+                claim_takes_the_oldest_runnable_run,
+                claim_leaves_settled_and_leased_runs,
+                claim_with_nothing_runnable_is_none,
+                token_rises_with_every_claim,
+                expired_lease_is_taken_over,
+                renew_keeps_the_lease,
+                finish_settles_the_run,
+                release_yield_frees_and_resets_failures,
+                failure_limit_fails_the_run,
+                failure_limit_is_overridable,
+                cancel_is_settled_at_the_next_claim,
+                claim_runs_takes_a_batch,
+                lease_calls_on_unknown_runs,
+                bad_lease_input_is_refused,
+            }
+            lease_races {
+                claim_race_2_workers,
+                claim_race_16_workers,
+                claim_runs_race_16_workers,
+                skewed_clocks_never_share_a_run,
+            }
+        }
+    };
+}
