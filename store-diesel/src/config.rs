@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use flowstate_core::{Clock, InputLimits, SystemClock};
 
+use crate::lease_clock::LeaseClockOffset;
 use crate::statement_log::StatementLog;
 
 /// Settings for opening a [`DieselStore`](crate::DieselStore).
@@ -24,6 +25,9 @@ pub struct StoreConfig {
     /// Where every statement sent is recorded, if anywhere (tests and the
     /// bench use it to count statements per operation).
     pub statement_log: Option<Arc<StatementLog>>,
+    /// Added to the database's clock in every lease statement (see
+    /// [`crate::lease_clock`]): zero unless a test moves it.
+    pub lease_clock_offset: LeaseClockOffset,
 }
 
 impl Default for StoreConfig {
@@ -35,6 +39,7 @@ impl Default for StoreConfig {
             limits: InputLimits::default(),
             clock: Arc::new(SystemClock),
             statement_log: None,
+            lease_clock_offset: LeaseClockOffset::default(),
         }
     }
 }
@@ -65,6 +70,14 @@ impl StoreConfig {
     #[must_use]
     pub fn limits(mut self, limits: InputLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// The same settings measuring leases with `offset` added to the
+    /// database's clock (share one offset between every store of a test).
+    #[must_use]
+    pub fn lease_clock_offset(mut self, offset: LeaseClockOffset) -> Self {
+        self.lease_clock_offset = offset;
         self
     }
 

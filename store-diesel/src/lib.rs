@@ -32,6 +32,13 @@
 //!   by the tests through [`StatementLog`].
 //! - Ids are 36-character text, timestamps `BIGINT` microseconds since the
 //!   epoch (UTC) on every dialect, so values round-trip exactly.
+//! - Run leases ([`RunLeaseStore`](flowstate_core::RunLeaseStore)) expire on
+//!   the database's clock, read in the SQL of every lease statement, never
+//!   on the clock of the worker that sends it ([`lease_clock`]): workers on
+//!   machines whose clocks disagree still never hold one run at once. The
+//!   claim is `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED)`
+//!   on PostgreSQL (one statement) and MySQL (a transaction), one
+//!   `BEGIN IMMEDIATE` write on SQLite.
 //!
 //! How it is built: one schema (`schema.rs`, with a `Json` SQL type that
 //! hides the dialects' one difference), one set of row structs, and every
@@ -45,6 +52,7 @@
 //! | --- | --- | --- |
 //! | claim, transition, retry, insert_step | PostgreSQL | one CTE each (`UPDATE`/`INSERT ... RETURNING` inside `WITH`, history upsert, diagnosis): diesel has no writable CTEs, so each would be 2-3 round trips against a budget of 1 |
 //! | claim `UPDATE` | MySQL, SQLite | `CASE`s that read the old status before `status` is assigned (MySQL's left-to-right `SET`); SQLite's adds `RETURNING *` |
+//! | run claim | PostgreSQL, SQLite | PostgreSQL's is one statement (a writable CTE settling cancelled runs, then `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING *`); SQLite's names its partial index with `INDEXED BY`, which the DSL cannot say |
 //! | history upserts | all | `INSERT ... SELECT` from the step row just written, `ON CONFLICT DO UPDATE` / `ON DUPLICATE KEY UPDATE`: no insert-from-select upsert in the DSL on every dialect |
 //! | guarded step `UPDATE`s | MySQL, SQLite | built from core's tables in the same scaffold as the history upsert they pair with, so guard and history cannot drift apart |
 //!
@@ -65,9 +73,11 @@ mod cached;
 pub mod config;
 pub mod error;
 mod guard;
+pub mod lease_clock;
 pub mod migrate;
 mod pool;
 mod rows;
+mod rows_leases;
 mod schema;
 mod sql;
 pub mod statement_log;
@@ -83,6 +93,7 @@ mod sqlite;
 
 pub use config::StoreConfig;
 pub use error::{Error, Result};
+pub use lease_clock::LeaseClockOffset;
 pub use statement_log::StatementLog;
 pub use store::{DieselStore, ReservedConnection};
 pub use url::{DatabaseUrl, Dialect};

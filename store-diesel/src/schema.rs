@@ -84,10 +84,11 @@ json_as_text!(diesel::mysql::Mysql);
 json_as_text!(diesel::sqlite::Sqlite);
 
 diesel::table! {
-    use diesel::sql_types::{BigInt, Nullable, Text};
+    use diesel::sql_types::{BigInt, Bool, Nullable, Text};
     use super::Json;
 
-    /// Runs.
+    /// Runs; the `lease_*`, `failures`, `failure_reason` and
+    /// `cancel_requested` columns are the run leases' (`store/leases.rs`).
     flowstate_runs (id) {
         id -> Text,
         workflow -> Text,
@@ -98,6 +99,12 @@ diesel::table! {
         idempotency_key -> Nullable<Text>,
         created_at -> BigInt,
         updated_at -> BigInt,
+        lease_owner -> Nullable<Text>,
+        lease_token -> BigInt,
+        lease_expires_at -> Nullable<BigInt>,
+        failures -> BigInt,
+        failure_reason -> Nullable<Text>,
+        cancel_requested -> Bool,
     }
 }
 

@@ -37,13 +37,15 @@ macro_rules! __lease_cases {
                 expired_lease_is_taken_over,
                 renew_keeps_the_lease,
                 finish_settles_the_run,
+                claim_runs_takes_a_batch,
+                lease_calls_on_unknown_runs,
+                bad_lease_input_is_refused,
+            }
+            lease_releases {
                 release_yield_frees_and_resets_failures,
                 failure_limit_fails_the_run,
                 failure_limit_is_overridable,
                 cancel_is_settled_at_the_next_claim,
-                claim_runs_takes_a_batch,
-                lease_calls_on_unknown_runs,
-                bad_lease_input_is_refused,
             }
             lease_races {
                 claim_race_2_workers,

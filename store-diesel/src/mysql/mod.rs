@@ -15,11 +15,13 @@
 //! a PAD SPACE collation on MySQL and MariaDB alike).
 
 mod claim;
+mod leases;
 mod sql;
 mod steps;
 mod transition;
 
 pub(crate) use claim::claim;
+pub(crate) use leases::claim_runs;
 pub(crate) use steps::insert_step;
 pub(crate) use transition::guarded_move;
 

@@ -14,11 +14,13 @@
 //! transaction is ever opened, and the pool sends no ping on checkout.
 
 mod claim;
+mod leases;
 mod sql;
 mod steps;
 mod transition;
 
 pub(crate) use claim::claim;
+pub(crate) use leases::claim_runs;
 pub(crate) use steps::insert_step;
 pub(crate) use transition::guarded_move;
 

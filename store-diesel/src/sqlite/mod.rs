@@ -28,11 +28,13 @@
 //!   `SyncConnectionWrapper` does so).
 
 mod claim;
+mod leases;
 mod sql;
 mod steps;
 mod transition;
 
 pub(crate) use claim::claim;
+pub(crate) use leases::claim_runs;
 pub(crate) use steps::insert_step;
 pub(crate) use transition::guarded_move;
 

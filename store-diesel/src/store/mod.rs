@@ -11,6 +11,8 @@
 //! `sql.rs`).
 
 pub(crate) mod conflict;
+mod leases;
+pub(crate) use leases::{db_time, leasable_texts};
 mod runs;
 pub(crate) use runs::IDEMPOTENT_TRIES;
 mod state;

@@ -9,4 +9,5 @@ pub mod budgets;
 pub mod corrupt;
 pub mod db;
 pub mod harness;
+pub mod lease_budgets;
 pub mod records;

@@ -13,7 +13,13 @@ use crate::common::db::TestDb;
 use crate::common::records;
 use crate::support::{self, TextRow, count};
 
-const VERSION: &str = "20261130000001";
+/// Every embedded migration's version, oldest first.
+const VERSIONS: [&str; 2] = ["20261130000001", "20261201000001"];
+
+/// [`VERSIONS`] as `migrate::up` answers them.
+fn versions() -> Vec<String> {
+    VERSIONS.iter().map(|v| (*v).to_owned()).collect()
+}
 const UP_SQL: &str =
     include_str!("../../migrations/mysql/2026-11-30-000001_create_flowstate/up.sql");
 const TABLES: [&str; 5] = [
@@ -73,10 +79,10 @@ async fn tables(conn: &mut AsyncMysqlConnection, db: &str) -> Vec<String> {
 async fn a_fresh_database_takes_one_migration_and_a_second_up_is_a_no_op() {
     let db = TestDb::empty(Dialect::Mysql).await;
     let before = migrate::status(&db.url).await.unwrap();
-    assert_eq!(before.len(), 1);
+    assert_eq!(before.len(), VERSIONS.len());
     assert_eq!(
         (before[0].version.as_str(), before[0].applied),
-        (VERSION, false)
+        (VERSIONS[0], false)
     );
     assert!(
         before[0].name.contains("create_flowstate"),
@@ -84,15 +90,12 @@ async fn a_fresh_database_takes_one_migration_and_a_second_up_is_a_no_op() {
         before[0]
     );
 
-    assert_eq!(
-        migrate::up(&db.url).await.unwrap(),
-        vec![VERSION.to_owned()]
-    );
+    assert_eq!(migrate::up(&db.url).await.unwrap(), versions());
     let mut conn = support::connection(&db).await;
     assert_eq!(tables(&mut conn, &db.name).await, TABLES);
     let status = migrate::status(&db.url).await.unwrap();
-    assert_eq!(status.len(), 1);
-    assert!(status[0].applied);
+    assert_eq!(status.len(), VERSIONS.len());
+    assert!(status.iter().all(|m| m.applied));
 
     assert_eq!(migrate::up(&db.url).await.unwrap(), Vec::<String>::new());
     assert!(migrate::status(&db.url).await.unwrap()[0].applied);
@@ -111,7 +114,7 @@ async fn down_then_up_gives_the_same_schema() {
 
     assert_eq!(
         migrate::down(&db.url, usize::MAX).await.unwrap(),
-        vec![VERSION.to_owned()]
+        versions().into_iter().rev().collect::<Vec<_>>()
     );
     assert!(
         tables(&mut conn, &db.name).await.is_empty(),
@@ -123,10 +126,7 @@ async fn down_then_up_gives_the_same_schema() {
         "nothing left to revert"
     );
 
-    assert_eq!(
-        migrate::up(&db.url).await.unwrap(),
-        vec![VERSION.to_owned()]
-    );
+    assert_eq!(migrate::up(&db.url).await.unwrap(), versions());
     assert_eq!(catalog(&mut conn, &db.name).await, before);
     db.drop_database().await;
 }
@@ -144,10 +144,7 @@ async fn up_finishes_a_half_applied_schema() {
     conn.batch_execute(first_table).await.unwrap();
     assert_eq!(tables(&mut conn, &db.name).await, ["flowstate_runs"]);
 
-    assert_eq!(
-        migrate::up(&db.url).await.unwrap(),
-        vec![VERSION.to_owned()]
-    );
+    assert_eq!(migrate::up(&db.url).await.unwrap(), versions());
     let mut reference_conn = support::connection(&reference).await;
     assert_eq!(
         catalog(&mut conn, &db.name).await,

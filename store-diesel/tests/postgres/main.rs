@@ -9,6 +9,7 @@ mod common;
 
 mod budgets;
 mod explain;
+mod lease_plans;
 mod migrations;
 mod pool;
 mod prepared;
@@ -19,6 +20,11 @@ use flowstate_store_diesel::Dialect;
 
 flowstate_testkit::conformance_suite!(
     conformance,
+    common::harness::DieselHarness::create(Dialect::Postgres)
+);
+
+flowstate_testkit::lease_suite!(
+    leases,
     common::harness::DieselHarness::create(Dialect::Postgres)
 );
 

@@ -42,19 +42,26 @@ async fn catalog(url: &str) -> String {
 async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
     let url = support::fresh_database().await;
     let status = migrate::status(&url).await.unwrap();
-    assert_eq!(status.len(), 1, "{status:?}");
-    assert!(!status[0].applied, "nothing is applied on a fresh database");
+    assert!(
+        status.iter().all(|s| !s.applied),
+        "nothing is applied on a fresh database"
+    );
     assert!(status[0].name.contains("create_flowstate"), "{status:?}");
+    assert!(
+        status.iter().any(|s| s.name.contains("run_leases")),
+        "{status:?}"
+    );
+    let versions: Vec<String> = status.iter().map(|s| s.version.clone()).collect();
 
     let applied = migrate::up(&url).await.unwrap();
-    assert_eq!(applied, [status[0].version.clone()]);
+    assert_eq!(applied, versions);
     assert_eq!(
         migrate::up(&url).await.unwrap(),
         Vec::<String>::new(),
         "a second up must be a no-op"
     );
     let status = migrate::status(&url).await.unwrap();
-    assert!(status[0].applied, "{status:?}");
+    assert!(status.iter().all(|s| s.applied), "{status:?}");
 
     let before = catalog(&url).await;
     for column in [
@@ -63,6 +70,8 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_steps.current_attempt bigint NO 1 ",
         "flowstate_step_history.attempt bigint NO",
         "flowstate_workflow_versions.graph jsonb NO",
+        "flowstate_runs.lease_token bigint NO 0 ",
+        "flowstate_runs.cancel_requested boolean NO false ",
     ] {
         assert!(before.contains(column), "{column} missing:\n{before}");
     }
@@ -78,12 +87,15 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_steps_run_name_key",
         "flowstate_workflow_versions_workflow_hash_key",
         "flowstate_runs_idempotency_key_key",
+        "flowstate_runs_claimable_idx",
+        "flowstate_runs_cancel_requested_idx",
     ] {
         assert!(before.contains(index), "index {index} missing:\n{before}");
     }
 
     let reverted = migrate::down(&url, usize::MAX).await.unwrap();
-    assert_eq!(reverted, [status[0].version.clone()]);
+    let newest_first: Vec<String> = versions.iter().rev().cloned().collect();
+    assert_eq!(reverted, newest_first);
     assert_eq!(
         catalog(&url).await,
         "\n--\n\n--\n\n--\n",
@@ -96,7 +108,7 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "nothing left to revert"
     );
 
-    assert_eq!(migrate::up(&url).await.unwrap().len(), 1);
+    assert_eq!(migrate::up(&url).await.unwrap(), versions);
     assert_eq!(
         catalog(&url).await,
         before,

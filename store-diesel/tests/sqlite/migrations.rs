@@ -58,11 +58,14 @@ fn catalog(db: &TestDb) -> Catalog {
     Catalog { objects, columns }
 }
 
+/// Every embedded migration's version, oldest first.
+const VERSIONS: [&str; 2] = ["20261130000001", "20261201000001"];
+
 #[tokio::test]
 async fn a_fresh_database_gets_one_migration_and_a_second_up_is_a_no_op() {
     let db = TestDb::empty();
     let applied = migrate::up(&db.url()).await.unwrap();
-    assert_eq!(applied, ["20261130000001"]);
+    assert_eq!(applied, VERSIONS);
     assert_eq!(migrate::up(&db.url()).await.unwrap(), Vec::<String>::new());
 }
 
@@ -105,6 +108,14 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
             "(parent_id, created_at, id)",
         ),
         ("flowstate_runs_created", "(created_at, id)"),
+        (
+            "flowstate_runs_claimable_idx",
+            "(created_at, id)\n    WHERE status IN ('running', 'suspended') AND cancel_requested = 0",
+        ),
+        (
+            "flowstate_runs_cancel_requested_idx",
+            "(created_at, id)\n    WHERE status IN ('running', 'suspended') AND cancel_requested = 1",
+        ),
         ("flowstate_steps_run_name", "(run_id, name)"),
         ("flowstate_steps_run_status", "(run_id, status)"),
         ("flowstate_step_history_step_attempt", "(step_id, attempt)"),
@@ -153,7 +164,8 @@ async fn down_then_up_leaves_the_same_schema() {
         5
     );
     let reverted = migrate::down(&db.url(), usize::MAX).await.unwrap();
-    assert_eq!(reverted, ["20261130000001"]);
+    let newest_first: Vec<&str> = VERSIONS.iter().rev().copied().collect();
+    assert_eq!(reverted, newest_first);
     let empty = catalog(&db);
     assert!(
         empty.objects.is_empty() && empty.columns.is_empty(),
@@ -163,7 +175,7 @@ async fn down_then_up_leaves_the_same_schema() {
         migrate::down(&db.url(), 1).await.unwrap(),
         Vec::<String>::new()
     );
-    assert_eq!(migrate::up(&db.url()).await.unwrap(), ["20261130000001"]);
+    assert_eq!(migrate::up(&db.url()).await.unwrap(), VERSIONS);
     assert_eq!(catalog(&db), before);
 }
 
@@ -171,8 +183,8 @@ async fn down_then_up_leaves_the_same_schema() {
 async fn status_lists_the_migration_applied_or_not() {
     let db = TestDb::empty();
     let listed = migrate::status(&db.url()).await.unwrap();
-    assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].version, "20261130000001");
+    let versions: Vec<&str> = listed.iter().map(|m| m.version.as_str()).collect();
+    assert_eq!(versions, VERSIONS);
     assert!(
         listed[0].name.contains("create_flowstate"),
         "{}",
@@ -181,6 +193,6 @@ async fn status_lists_the_migration_applied_or_not() {
     assert!(!listed[0].applied);
     migrate::up(&db.url()).await.unwrap();
     assert!(migrate::status(&db.url()).await.unwrap()[0].applied);
-    migrate::down(&db.url(), 1).await.unwrap();
+    migrate::down(&db.url(), usize::MAX).await.unwrap();
     assert!(!migrate::status(&db.url()).await.unwrap()[0].applied);
 }

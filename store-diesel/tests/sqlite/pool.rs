@@ -88,12 +88,11 @@ async fn opening_creates_the_parent_directory() {
     assert!(nested.is_file(), "no database file at {}", nested.display());
     drop(store);
     // The directory holds a real database: migrations apply to it.
-    assert_eq!(
-        flowstate_store_diesel::migrate::up(&url)
+    assert!(
+        !flowstate_store_diesel::migrate::up(&url)
             .await
             .unwrap()
-            .len(),
-        1
+            .is_empty()
     );
     std::fs::remove_dir_all(&root).unwrap();
 }

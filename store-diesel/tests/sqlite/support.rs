@@ -30,7 +30,7 @@ impl TestDb {
         let applied = flowstate_store_diesel::migrate::up(&db.url())
             .await
             .unwrap_or_else(|err| panic!("cannot migrate {}: {err}", db.url()));
-        assert_eq!(applied.len(), 1, "a fresh database gets the one migration");
+        assert!(!applied.is_empty(), "a fresh database gets every migration");
         db
     }
 

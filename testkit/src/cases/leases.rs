@@ -8,10 +8,8 @@
 use std::time::Duration;
 
 use flowstate_core::error::InvalidInput;
-use flowstate_core::lease::{LONGEST_LEASE, MAX_CONSECUTIVE_FAILURES};
-use flowstate_core::{
-    Error, Release, Released, RunId, RunLeaseStore, RunOutcome, RunStatus, RunStore,
-};
+use flowstate_core::lease::LONGEST_LEASE;
+use flowstate_core::{Error, Release, RunId, RunLeaseStore, RunOutcome, RunStatus, RunStore};
 
 use super::support::{assert_err, new_run, run_in};
 use crate::LeaseHarness;
@@ -20,11 +18,14 @@ use crate::LeaseHarness;
 /// unless it moves the lease clock.
 pub(crate) const LEASE: Duration = Duration::from_secs(5 * 60);
 
+/// Less than [`LEASE`]: moving the lease clock this far expires nothing.
+pub(crate) const ALMOST_LEASE: Duration = Duration::from_secs(4 * 60);
+
 /// More than [`LEASE`]: moving the lease clock this far expires a lease.
 pub(crate) const PAST_LEASE: Duration = Duration::from_secs(6 * 60);
 
 /// A claim of one run by `worker`, which must find one.
-async fn claim<H: LeaseHarness>(h: &H, worker: &str) -> flowstate_core::RunLease {
+pub(crate) async fn claim<H: LeaseHarness>(h: &H, worker: &str) -> flowstate_core::RunLease {
     h.store()
         .claim_run(worker, LEASE)
         .await
@@ -66,7 +67,7 @@ pub async fn claim_leaves_settled_and_leased_runs<H: LeaseHarness>(h: &H) {
     assert_eq!(lease.run.id, suspended.id);
     assert_eq!(lease.run.status, RunStatus::Suspended);
     assert!(h.store().claim_run("w2", LEASE).await.unwrap().is_none());
-    h.advance_lease_clock(LEASE - Duration::from_secs(60)).await;
+    h.advance_lease_clock(ALMOST_LEASE).await;
     assert!(
         h.store().claim_run("w2", LEASE).await.unwrap().is_none(),
         "a lease was taken before it ran out"
@@ -145,7 +146,7 @@ pub async fn expired_lease_is_taken_over<H: LeaseHarness>(h: &H) {
 pub async fn renew_keeps_the_lease<H: LeaseHarness>(h: &H) {
     let run = new_run(h).await;
     let lease = claim(h, "w1").await;
-    h.advance_lease_clock(LEASE - Duration::from_secs(60)).await;
+    h.advance_lease_clock(ALMOST_LEASE).await;
     h.store().renew(run.id, lease.token, LEASE).await.unwrap();
     h.advance_lease_clock(Duration::from_secs(120)).await;
     assert!(
@@ -197,146 +198,6 @@ pub async fn finish_settles_the_run<H: LeaseHarness>(h: &H) {
         );
     }
     assert!(h.store().claim_run("w2", LEASE).await.unwrap().is_none());
-}
-
-/// A yield frees the lease at once (another worker claims the run before
-/// it would have expired) and clears the failure count.
-pub async fn release_yield_frees_and_resets_failures<H: LeaseHarness>(h: &H) {
-    let run = new_run(h).await;
-    let lease = claim(h, "w1").await;
-    let released = h
-        .store()
-        .release(run.id, lease.token, Release::failure("flaky"))
-        .await
-        .unwrap();
-    assert_eq!(
-        released,
-        Released {
-            status: RunStatus::Running,
-            failures: 1
-        }
-    );
-    let lease = claim(h, "w2").await;
-    assert_eq!(lease.failures, 1);
-    let released = h
-        .store()
-        .release(run.id, lease.token, Release::Yield)
-        .await
-        .unwrap();
-    assert_eq!(released.failures, 0);
-    let lease = claim(h, "w3").await;
-    assert_eq!((lease.run.id, lease.failures), (run.id, 0));
-    assert_err!(
-        h.store()
-            .release(run.id, lease.token - 1, Release::Yield)
-            .await,
-        Error::LeaseLost { .. }
-    );
-}
-
-/// Releases that fail [`MAX_CONSECUTIVE_FAILURES`] times in a row fail the
-/// run, with the last reason recorded; it is never claimed again.
-pub async fn failure_limit_fails_the_run<H: LeaseHarness>(h: &H) {
-    let run = new_run(h).await;
-    for n in 1..=MAX_CONSECUTIVE_FAILURES {
-        let lease = claim(h, "w1").await;
-        let released = h
-            .store()
-            .release(run.id, lease.token, Release::failure(format!("boom {n}")))
-            .await
-            .unwrap();
-        let expected = if n == MAX_CONSECUTIVE_FAILURES {
-            RunStatus::Failed
-        } else {
-            RunStatus::Running
-        };
-        assert_eq!(
-            released,
-            Released {
-                status: expected,
-                failures: n
-            }
-        );
-    }
-    assert_eq!(
-        h.store().get_run(run.id).await.unwrap().status,
-        RunStatus::Failed
-    );
-    let state = h.store().lease_state(run.id).await.unwrap();
-    let last = format!("boom {MAX_CONSECUTIVE_FAILURES}");
-    assert_eq!(state.failure_reason.as_deref(), Some(last.as_str()));
-    assert!(h.store().claim_run("w2", LEASE).await.unwrap().is_none());
-}
-
-/// A release may name its own limit.
-pub async fn failure_limit_is_overridable<H: LeaseHarness>(h: &H) {
-    let run = new_run(h).await;
-    let lease = claim(h, "w1").await;
-    let once = Release::failure("first").with_limit(2);
-    let released = h
-        .store()
-        .release(run.id, lease.token, once.clone())
-        .await
-        .unwrap();
-    assert_eq!(released.status, RunStatus::Running);
-    let lease = claim(h, "w1").await;
-    let released = h.store().release(run.id, lease.token, once).await.unwrap();
-    assert_eq!(
-        released,
-        Released {
-            status: RunStatus::Failed,
-            failures: 2
-        }
-    );
-}
-
-/// A cancel request (twice: it is idempotent) is carried out by the next
-/// claim that finds the run free: the run is cancelled, not handed out,
-/// and its holder's lease, taken before the request, is then lost.
-pub async fn cancel_is_settled_at_the_next_claim<H: LeaseHarness>(h: &H) {
-    let run = new_run(h).await;
-    let lease = claim(h, "w1").await;
-    h.store().request_cancel(run.id).await.unwrap();
-    h.store().request_cancel(run.id).await.unwrap();
-    assert!(
-        h.store()
-            .lease_state(run.id)
-            .await
-            .unwrap()
-            .cancel_requested
-    );
-    assert!(
-        h.store().claim_run("w2", LEASE).await.unwrap().is_none(),
-        "the lease holds until it runs out"
-    );
-    h.advance_lease_clock(PAST_LEASE).await;
-    assert!(h.store().claim_run("w2", LEASE).await.unwrap().is_none());
-    assert_eq!(
-        h.store().get_run(run.id).await.unwrap().status,
-        RunStatus::Cancelled
-    );
-    assert!(
-        !h.store()
-            .lease_state(run.id)
-            .await
-            .unwrap()
-            .cancel_requested
-    );
-    assert_err!(
-        h.store()
-            .finish(run.id, lease.token, RunOutcome::Completed)
-            .await,
-        Error::LeaseLost { .. }
-    );
-    // A settled run stays as it is.
-    h.store().request_cancel(run.id).await.unwrap();
-    assert!(
-        !h.store()
-            .lease_state(run.id)
-            .await
-            .unwrap()
-            .cancel_requested
-    );
 }
 
 /// A batch claim takes up to `n` runs, oldest first, and leaves the rest.

@@ -16,6 +16,7 @@ pub mod claim_races;
 pub mod graph;
 pub mod history;
 pub mod lease_races;
+pub mod lease_releases;
 pub mod leases;
 pub mod retries;
 pub mod run_list;

@@ -25,6 +25,7 @@ pub(super) struct LeaseRow {
 impl MemoryStore {
     /// Another handle on the same tables and lease clock, stamping rows
     /// from `clock`: a worker on another machine, whose clock may be off.
+    #[must_use]
     pub fn sharing_with_clock(&self, clock: Arc<dyn Clock>) -> Self {
         Self {
             tables: Arc::clone(&self.tables),
@@ -139,9 +140,7 @@ impl RunLeaseStore for MemoryStore {
         let row = Self::held(&mut tables, run, token, now)?;
         row.state.worker = None;
         row.state.expires_at = None;
-        if let Some(reason) = outcome.reason() {
-            row.state.failure_reason = Some(reason.to_owned());
-        }
+        row.state.failure_reason = outcome.reason().map(ToOwned::to_owned);
         let record = tables.runs.get_mut(&run).expect("held checked it");
         record.status = outcome.status();
         record.updated_at = stamp;
@@ -158,16 +157,13 @@ impl RunLeaseStore for MemoryStore {
         let row = Self::held(&mut tables, run, token, now)?;
         row.state.worker = None;
         row.state.expires_at = None;
-        let failed = match release {
-            Release::Failure { reason, limit } => {
-                row.state.failures += 1;
-                row.state.failure_reason = Some(reason);
-                fails_run(row.state.failures, limit)
-            }
-            _ => {
-                row.state.failures = 0;
-                false
-            }
+        let failed = if let Release::Failure { reason, limit } = release {
+            row.state.failures += 1;
+            row.state.failure_reason = Some(reason);
+            fails_run(row.state.failures, limit)
+        } else {
+            row.state.failures = 0;
+            false
         };
         let failures = row.state.failures;
         let record = tables.runs.get_mut(&run).expect("held checked it");

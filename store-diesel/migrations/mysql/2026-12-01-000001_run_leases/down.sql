@@ -1,0 +1,7 @@
+ALTER TABLE flowstate_runs
+    DROP COLUMN lease_owner,
+    DROP COLUMN lease_token,
+    DROP COLUMN lease_expires_at,
+    DROP COLUMN failures,
+    DROP COLUMN failure_reason,
+    DROP COLUMN cancel_requested;

@@ -1,0 +1,9 @@
+DROP INDEX flowstate_runs_cancel_requested_idx;
+DROP INDEX flowstate_runs_claimable_idx;
+ALTER TABLE flowstate_runs
+    DROP COLUMN lease_owner,
+    DROP COLUMN lease_token,
+    DROP COLUMN lease_expires_at,
+    DROP COLUMN failures,
+    DROP COLUMN failure_reason,
+    DROP COLUMN cancel_requested;

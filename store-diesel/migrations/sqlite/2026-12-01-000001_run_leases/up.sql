@@ -1,0 +1,19 @@
+-- Run leases (see SCHEMA.md): who holds a run, until when on the clock of
+-- the process that embeds SQLite, the fencing token of the last claim,
+-- consecutive failures and the last reason, and a pending cancel request
+-- (0 or 1: the table is STRICT, which has no BOOLEAN).
+ALTER TABLE flowstate_runs ADD COLUMN lease_owner TEXT;
+ALTER TABLE flowstate_runs ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE flowstate_runs ADD COLUMN lease_expires_at INTEGER;
+ALTER TABLE flowstate_runs ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE flowstate_runs ADD COLUMN failure_reason TEXT;
+ALTER TABLE flowstate_runs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;
+-- The claim's scans, oldest first: unsettled runs free of a cancel request,
+-- and (few) unsettled runs with one. Settled runs, most of the table in
+-- time, are in neither. The cancel term also keeps the runs listing off
+-- them: its status filter alone does not imply their predicates, so it
+-- keeps `flowstate_runs_status_created_idx`.
+CREATE INDEX flowstate_runs_claimable_idx ON flowstate_runs (created_at, id)
+    WHERE status IN ('running', 'suspended') AND cancel_requested = 0;
+CREATE INDEX flowstate_runs_cancel_requested_idx ON flowstate_runs (created_at, id)
+    WHERE status IN ('running', 'suspended') AND cancel_requested = 1;
