@@ -172,6 +172,11 @@ pub struct LeaseState {
     pub failure_reason: Option<String>,
     /// Whether a cancel was requested and not yet carried out.
     pub cancel_requested: bool,
+    /// When a sleeping or waiting run becomes runnable without a signal, on
+    /// the store's lease clock ([`crate::wait`]).
+    pub wake_at: Option<Timestamp>,
+    /// The signal a waiting run waits on.
+    pub waiting_on: Option<String>,
 }
 
 impl InputLimits {

@@ -19,6 +19,7 @@
 //! | [`claim`] | what a claim does for each step status ([`ClaimDecision`]) |
 //! | [`retry`] | retry policy per step, attempt numbering |
 //! | [`schedule`] | `next_run_at`, `is_due`, stale-run reaping, leases |
+//! | [`wait`] | sleeps and named signals of leased runs ([`ports::RunWaitStore`]) |
 //! | [`lease`] | run leases: fencing tokens, failure limit, one clock ([`ports::RunLeaseStore`]) |
 //! | [`backoff`] | the shared per-run redispatch backoff, event dispatch backoff |
 //! | [`idempotency`] | idempotency keys for materialised runs |
@@ -45,6 +46,7 @@ pub mod schedule;
 pub mod status;
 pub mod summary;
 pub mod time;
+pub mod wait;
 
 pub use backoff::{EventDispatchBackoff, EventDispatchOutcome, RedispatchBackoff};
 pub use claim::{ClaimDecision, ClaimInput, NotClaimable};
@@ -52,7 +54,7 @@ pub use error::{Error, Result};
 pub use ids::{HistoryId, RunId, StepId, VersionId};
 pub use lease::{LeaseState, Release, Released, RunLease, RunOutcome};
 pub use limits::{EncodedStep, InputLimits};
-pub use ports::{RunLeaseStore, RunStore, StepStore, Store, VersionStore};
+pub use ports::{RunLeaseStore, RunStore, RunWaitStore, StepStore, Store, VersionStore};
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,
     Step, StepAttempt, StepSummary, StepTransition, WorkflowVersion,
@@ -60,3 +62,4 @@ pub use records::{
 pub use retry::RetryPolicy;
 pub use status::{RetryStart, RunStatus, StatusKind, StepStatus};
 pub use time::{Clock, SystemClock, Timestamp};
+pub use wait::Wait;

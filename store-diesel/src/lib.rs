@@ -80,6 +80,7 @@ mod rows;
 mod rows_leases;
 mod schema;
 mod sql;
+mod sql_waits;
 pub mod statement_log;
 mod store;
 pub mod url;

@@ -18,6 +18,8 @@ pub(crate) struct LeaseRow {
     pub failures: i64,
     pub failure_reason: Option<String>,
     pub cancel_requested: bool,
+    pub wake_at: Option<i64>,
+    pub waiting_on: Option<String>,
 }
 
 impl From<LeaseRow> for LeaseState {
@@ -29,6 +31,8 @@ impl From<LeaseRow> for LeaseState {
             failures: u32::try_from(row.failures).unwrap_or(u32::MAX),
             failure_reason: row.failure_reason,
             cancel_requested: row.cancel_requested,
+            wake_at: row.wake_at.map(Timestamp::from_micros),
+            waiting_on: row.waiting_on,
         }
     }
 }

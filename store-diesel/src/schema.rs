@@ -105,6 +105,8 @@ diesel::table! {
         failures -> BigInt,
         failure_reason -> Nullable<Text>,
         cancel_requested -> Bool,
+        wake_at -> Nullable<BigInt>,
+        waiting_on -> Nullable<Text>,
     }
 }
 
@@ -177,7 +179,21 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::{BigInt, Text};
+    use super::Json;
+
+    /// Signals sent to runs, one per (run, name) until taken.
+    flowstate_run_signals (run_id, name) {
+        run_id -> Text,
+        name -> Text,
+        payload -> Json,
+        sent_at -> BigInt,
+    }
+}
+
 diesel::joinable!(flowstate_run_state -> flowstate_runs (run_id));
+diesel::joinable!(flowstate_run_signals -> flowstate_runs (run_id));
 diesel::joinable!(flowstate_steps -> flowstate_runs (run_id));
 diesel::joinable!(flowstate_step_history -> flowstate_steps (step_id));
 diesel::allow_tables_to_appear_in_same_query!(
@@ -186,4 +202,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     flowstate_steps,
     flowstate_step_history,
     flowstate_workflow_versions,
+    flowstate_run_signals,
 );

@@ -6,7 +6,9 @@
 //! because leases are a port of their own: a backend without them still
 //! runs the conformance suite unchanged.
 
-/// Stamps every lease case into a multi-threaded tokio test, as
+/// Stamps every lease case (leases, releases, waits and signals: the
+/// backend implements [`RunWaitStore`](flowstate_core::RunWaitStore) too)
+/// into a multi-threaded tokio test, as
 /// [`conformance_suite!`](crate::conformance_suite) does, for a factory of a
 /// [`LeaseHarness`](crate::LeaseHarness):
 ///
@@ -46,6 +48,14 @@ macro_rules! __lease_cases {
                 failure_limit_fails_the_run,
                 failure_limit_is_overridable,
                 cancel_is_settled_at_the_next_claim,
+            }
+            lease_waits {
+                sleeping_run_is_left_alone_until_its_time,
+                signal_wakes_a_waiting_run,
+                signal_before_wait_is_not_lost,
+                wait_deadline_wakes_the_run,
+                wake_expired_clears_waits_past_their_time,
+                wait_and_signal_refusals,
             }
             lease_races {
                 claim_race_2_workers,

@@ -6,7 +6,8 @@
 //! `flowstate_runs_status_created`), which locks what it answers and skips
 //! what other claims hold; then the `UPDATE` of exactly those ids, and the
 //! runs read back, in the same transaction. Runs with a cancel requested
-//! are taken and settled the same way, before. The time is the server's
+//! are taken and settled the same way, before. Sleeping and waiting runs
+//! are left out by [`crate::sql_waits::awake`]. The time is the server's
 //! ([`crate::lease_clock`]).
 
 use std::time::Duration;
@@ -72,6 +73,7 @@ async fn pick(
                 .is_null()
                 .or(runs::lease_expires_at.le(db_time!(conn, claim.offset))),
         )
+        .filter(awake(conn, claim.offset))
         .filter(runs::cancel_requested.eq(cancel))
         .order((runs::created_at, runs::id))
         .limit(claim.n)
@@ -80,6 +82,24 @@ async fn pick(
         .skip_locked()
         .load(conn)
         .await
+}
+
+/// [`crate::sql_waits::awake`] at the database's time plus `offset`.
+fn awake(
+    conn: &AsyncMysqlConnection,
+    offset: i64,
+) -> diesel::expression::SqlLiteral<
+    diesel::sql_types::Bool,
+    diesel::expression::UncheckedBind<
+        diesel::expression::SqlLiteral<diesel::sql_types::Bool>,
+        diesel::dsl::AsExprOf<i64, diesel::sql_types::BigInt>,
+    >,
+> {
+    let text = crate::sql_waits::awake(&format!("({} + \u{0})", crate::lease_clock::now_sql(conn)));
+    let (before, after) = text.split_once('\u{0}').expect("one time in the condition");
+    diesel::dsl::sql::<diesel::sql_types::Bool>(before)
+        .bind::<diesel::sql_types::BigInt, _>(offset)
+        .sql(after)
 }
 
 /// The claim's transaction: the runs it leased, as written.
@@ -98,6 +118,8 @@ async fn claim_once(
                     runs::lease_owner.eq(None::<String>),
                     runs::lease_expires_at.eq(None::<i64>),
                     runs::cancel_requested.eq(false),
+                    runs::wake_at.eq(None::<i64>),
+                    runs::waiting_on.eq(None::<String>),
                 ))
                 .execute(conn)
                 .await?;
@@ -111,6 +133,8 @@ async fn claim_once(
                 runs::lease_token.eq(runs::lease_token + 1),
                 runs::lease_owner.eq(claim.worker),
                 runs::lease_expires_at.eq(db_time!(conn, claim.until)),
+                runs::wake_at.eq(None::<i64>),
+                runs::waiting_on.eq(None::<String>),
             ))
             .execute(conn)
             .await?;

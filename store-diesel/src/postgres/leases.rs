@@ -39,7 +39,9 @@ static CLAIM_RUNS: LazyLock<String> = LazyLock::new(|| {
         .collect::<Vec<_>>()
         .join(", ");
     let runnable = format!(
-        "status IN ({statuses}) AND (lease_expires_at IS NULL OR lease_expires_at <= {now} + $2)"
+        "status IN ({statuses}) AND (lease_expires_at IS NULL OR lease_expires_at <= {now} + $2) \
+         AND {awake}",
+        awake = crate::sql_waits::awake(&format!("{now} + $2")),
     );
     let pick = |cancel: &str| {
         format!(
@@ -50,9 +52,9 @@ static CLAIM_RUNS: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH cancelled AS (UPDATE flowstate_runs SET status = '{cancelled}', updated_at = $1, \
            lease_token = lease_token + 1, lease_owner = NULL, lease_expires_at = NULL, \
-           cancel_requested = FALSE WHERE id IN ({cancel_pick}) RETURNING id) \
+           cancel_requested = FALSE, wake_at = NULL, waiting_on = NULL WHERE id IN ({cancel_pick}) RETURNING id) \
          UPDATE flowstate_runs SET lease_token = lease_token + 1, lease_owner = $4, \
-           lease_expires_at = {now} + $5 WHERE id IN ({claim_pick}) RETURNING *",
+           lease_expires_at = {now} + $5, wake_at = NULL, waiting_on = NULL WHERE id IN ({claim_pick}) RETURNING *",
         cancelled = RunStatus::Cancelled.as_str(),
         cancel_pick = pick(""),
         claim_pick = pick("NOT "),

@@ -26,7 +26,7 @@ use crate::rows_leases::{LeasedRunRow, claimed};
 use crate::store::leasable_texts;
 
 /// The `IN (SELECT ...)` of runnable runs with (`1`) or without (`0`) a
-/// cancel requested. Binds: the lease clock offset, how many.
+/// cancel requested. Binds: the lease clock offset (twice), how many.
 ///
 /// `INDEXED BY` names the partial index the predicate matches: without
 /// statistics the planner may prefer `flowstate_runs_status_created` and
@@ -46,7 +46,8 @@ fn pick(cancel: u8) -> String {
     format!(
         "SELECT id FROM flowstate_runs INDEXED BY {index} WHERE status IN ({statuses}) \
          AND (lease_expires_at IS NULL OR lease_expires_at <= {now} + ?) \
-         AND cancel_requested = {cancel} ORDER BY created_at, id LIMIT ?"
+         AND {awake} AND cancel_requested = {cancel} ORDER BY created_at, id LIMIT ?",
+        awake = crate::sql_waits::awake(&format!("{now} + ?")),
     )
 }
 
@@ -54,7 +55,8 @@ fn pick(cancel: u8) -> String {
 static CANCEL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "UPDATE flowstate_runs SET status = '{}', updated_at = ?, lease_token = lease_token + 1, \
-         lease_owner = NULL, lease_expires_at = NULL, cancel_requested = 0 \
+         lease_owner = NULL, lease_expires_at = NULL, cancel_requested = 0, \
+         wake_at = NULL, waiting_on = NULL \
          WHERE id IN ({}) RETURNING id",
         RunStatus::Cancelled.as_str(),
         pick(1)
@@ -65,7 +67,8 @@ static CANCEL: LazyLock<String> = LazyLock::new(|| {
 static CLAIM: LazyLock<String> = LazyLock::new(|| {
     format!(
         "UPDATE flowstate_runs SET lease_token = lease_token + 1, lease_owner = ?, \
-         lease_expires_at = {} + ? WHERE id IN ({}) RETURNING *",
+         lease_expires_at = {} + ?, wake_at = NULL, waiting_on = NULL \
+         WHERE id IN ({}) RETURNING *",
         <SqliteConn as DbClock>::NOW_US,
         pick(0)
     )
@@ -88,12 +91,14 @@ pub(crate) async fn claim_runs(
         let _cancelled: Vec<Written> = diesel::sql_query(CANCEL.as_str())
             .bind::<BigInt, _>(now)
             .bind::<BigInt, _>(offset)
+            .bind::<BigInt, _>(offset)
             .bind::<BigInt, _>(i64::from(n))
             .cached()
             .load(conn)?;
         let rows: Vec<LeasedRunRow> = diesel::sql_query(CLAIM.as_str())
             .bind::<Text, _>(&worker)
             .bind::<BigInt, _>(until)
+            .bind::<BigInt, _>(offset)
             .bind::<BigInt, _>(offset)
             .bind::<BigInt, _>(i64::from(n))
             .cached()

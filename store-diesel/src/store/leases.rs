@@ -41,7 +41,7 @@ pub(crate) use db_time;
 
 /// The row of run `$id` if `$token` holds its lease now: the token matches,
 /// a holder is set, the run is not settled and the lease has not run out.
-macro_rules! held {
+macro_rules! held_impl {
     ($conn:expr, $id:expr, $token:expr, $offset:expr) => {
         runs::table
             .filter(runs::id.eq($id))
@@ -51,6 +51,7 @@ macro_rules! held {
             .filter(runs::lease_expires_at.gt(db_time!($conn, $offset)))
     };
 }
+pub(crate) use held_impl as held;
 
 /// The stored texts of [`leasable_statuses`], for `IN` guards.
 pub(crate) fn leasable_texts() -> Vec<&'static str> {
@@ -62,14 +63,19 @@ pub(crate) fn leasable_texts() -> Vec<&'static str> {
 
 /// A fencing token as stored (tokens never exceed `i64::MAX`: each claim
 /// adds one); a larger one can hold no lease and matches nothing.
-fn stored_token(token: u64) -> i64 {
+pub(super) fn stored_token(token: u64) -> i64 {
     i64::try_from(token).unwrap_or(-1)
 }
 
 impl DieselStore {
     /// Why a guarded lease write of `token` matched nothing: the run is
     /// missing, or the lease is lost (error path only).
-    async fn lease_refused<T>(&self, op: &'static str, run: RunId, token: u64) -> Result<T> {
+    pub(super) async fn lease_refused<T>(
+        &self,
+        op: &'static str,
+        run: RunId,
+        token: u64,
+    ) -> Result<T> {
         let id = run.to_string();
         let found: Option<String> = on_connection!(self, op, |conn| runs::table
             .find(&id)
@@ -85,7 +91,7 @@ impl DieselStore {
     }
 
     /// The lease clock offset, in microseconds.
-    fn lease_offset(&self) -> i64 {
+    pub(super) fn lease_offset(&self) -> i64 {
         self.config.lease_clock_offset.micros()
     }
 }

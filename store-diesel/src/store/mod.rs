@@ -12,6 +12,7 @@
 
 pub(crate) mod conflict;
 mod leases;
+mod waits;
 pub(crate) use leases::{db_time, leasable_texts};
 mod runs;
 pub(crate) use runs::IDEMPOTENT_TRIES;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flowstate_core::{NewRun, Release, RunLeaseStore, RunOutcome, RunStore};
+use flowstate_core::{NewRun, Release, RunLeaseStore, RunOutcome, RunStore, RunWaitStore, Wait};
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
 use serde_json::json;
 
@@ -114,7 +114,31 @@ async fn scenario(
         .expect("a run");
     capture!("request_cancel", store.request_cancel(next.run.id));
     capture!("lease_state", store.lease_state(next.run.id));
+    capture!(
+        "signal",
+        store.signal(next.run.id, "s", &json!({"ok": true}))
+    );
+    capture!(
+        "wait",
+        store.wait(next.run.id, next.token, Wait::For(Duration::from_secs(60)))
+    );
+    capture!("wake_expired", store.wake_expired());
     let empty = capture!("claim_run none", store.claim_run("w", lease));
     assert!(empty.is_none());
+    let batch_run = batch[0].run.id;
+    let taken = capture!(
+        "take_signal none",
+        store.take_signal(batch_run, batch[0].token, "s")
+    );
+    assert_eq!(taken, None);
+    store
+        .signal(batch_run, "s", &json!(2))
+        .await
+        .expect("signal");
+    let taken = capture!(
+        "take_signal",
+        store.take_signal(batch_run, batch[0].token, "s")
+    );
+    assert_eq!(taken, Some(json!(2)));
     sent
 }

@@ -91,6 +91,12 @@ const LEASE_BUDGETS: &[Budget] = &[
     ("finish", &["UPDATE"]),
     ("request_cancel", &["UPDATE"]),
     ("lease_state", &["SELECT"]),
+    ("signal", &["INSERT"]),
+    ("wait", &["UPDATE"]),
+    ("wake_expired", &["UPDATE"]),
+    // No `DELETE ... RETURNING`: the payload read locked, then deleted.
+    ("take_signal", &["BEGIN", "SELECT", "DELETE", "COMMIT"]),
+    ("take_signal none", &["BEGIN", "SELECT", "COMMIT", "SELECT"]),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

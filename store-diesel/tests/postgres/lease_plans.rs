@@ -1,7 +1,8 @@
 //! The run claim's plan on 100k runs, 99% of them settled: the statement
 //! the store really sends (from its `StatementLog`) is prepared and
 //! `EXPLAIN EXECUTE`d, and both of its scans must walk their partial
-//! indexes in order: no `Seq Scan`, no `Sort` of the unsettled runs.
+//! indexes in order: no `Seq Scan` of the runs, no `Sort` of the unsettled
+//! runs.
 
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ struct PlanLine {
 
 /// 100k runs: one in a hundred running (a tenth of those with a cancel
 /// requested), the rest completed, failed or cancelled; some running runs
-/// leased until far in the future.
+/// leased until far in the future, some waiting on a signal; 10k signals.
 const LOAD: &str = "
 INSERT INTO flowstate_runs (id, workflow, status, input, created_at, updated_at,
                             cancel_requested, lease_owner, lease_expires_at, lease_token)
@@ -34,6 +35,10 @@ SELECT 'run-' || lpad(g::text, 8, '0'), 'wf',
        CASE WHEN g % 300 = 0 THEN 9000000000000000 END,
        CASE WHEN g % 300 = 0 THEN 1 ELSE 0 END
 FROM generate_series(1, 100000) AS g;
+UPDATE flowstate_runs SET waiting_on = 'sig' WHERE status = 'running' AND right(id, 3) = '500';
+INSERT INTO flowstate_run_signals (run_id, name, payload, sent_at)
+SELECT 'run-' || lpad(g::text, 8, '0'), 'sig', '{}'::jsonb, g
+FROM generate_series(1, 100000, 10) AS g;
 ANALYZE;
 ";
 
@@ -88,9 +93,12 @@ async fn the_claim_walks_its_partial_indexes_on_100k_runs() {
         if std::env::var_os("FLOWSTATE_PRINT_PLANS").is_some() {
             eprintln!("{sql}\n{plan}\n");
         }
+        // The runs table is never scanned whole. The pending signals (taken
+        // ones are deleted) may be read once into a hash when the planner
+        // expects many waiting runs to check: its choice, by cost.
         assert!(
-            !plan.contains("Seq Scan"),
-            "a scan of the whole table:\n{plan}"
+            !plan.contains("Seq Scan on flowstate_runs "),
+            "a scan of the whole runs table:\n{plan}"
         );
         assert!(
             !plan.contains("Sort"),

@@ -73,6 +73,11 @@ const LEASE_BUDGETS: &[Budget] = &[
     ("finish", &["UPDATE"]),
     ("request_cancel", &["UPDATE"]),
     ("lease_state", &["SELECT"]),
+    ("signal", &["INSERT"]),
+    ("wait", &["UPDATE"]),
+    ("wake_expired", &["UPDATE"]),
+    ("take_signal", &["DELETE"]),
+    ("take_signal none", &["DELETE", "SELECT"]),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,7 @@ use diesel::sql_types::Text;
 use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection, sql_query};
 use std::time::Duration;
 
-use flowstate_core::ports::{RunLeaseStore, RunStore, StepStore, VersionStore};
+use flowstate_core::ports::{RunLeaseStore, RunStore, RunWaitStore, StepStore, VersionStore};
 use flowstate_core::{NewRun, NewWorkflowVersion, Release, RunQuery, RunStatus, StepTransition};
 use serde_json::json;
 
@@ -123,6 +123,20 @@ async fn every_statement_searches_an_index() {
     store.claim_runs("w", 2, minute).await.unwrap();
     store.lease_state(parent.id).await.unwrap();
     store.request_cancel(parent.id).await.unwrap();
+    let other = store
+        .create_run(NewRun::new("wf", json!(1)))
+        .await
+        .unwrap()
+        .record;
+    store.signal(other.id, "s", &json!(1)).await.unwrap();
+    let lease = store.claim_run("w", minute).await.unwrap().expect("other");
+    store.take_signal(other.id, lease.token, "s").await.unwrap();
+    store.take_signal(other.id, lease.token, "s").await.unwrap();
+    store
+        .wait(other.id, lease.token, flowstate_core::Wait::For(minute))
+        .await
+        .unwrap();
+    store.wake_expired().await.unwrap();
     store.delete_run(run.id).await.unwrap();
     let mut statements = log.statements();
     statements.sort();

@@ -17,6 +17,7 @@ pub mod graph;
 pub mod history;
 pub mod lease_races;
 pub mod lease_releases;
+pub mod lease_waits;
 pub mod leases;
 pub mod retries;
 pub mod run_list;

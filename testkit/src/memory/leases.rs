@@ -11,8 +11,9 @@ use std::time::Duration;
 use flowstate_core::lease::{fails_run, leasable_statuses};
 use flowstate_core::{
     Clock, Error, LeaseState, Release, Released, Result, RunId, RunLease, RunLeaseStore,
-    RunOutcome, RunStatus, Timestamp,
+    RunOutcome, RunStatus, RunWaitStore, Timestamp, Wait,
 };
+use serde_json::Value;
 
 use super::{MemoryStore, Tables};
 
@@ -20,6 +21,25 @@ use super::{MemoryStore, Tables};
 #[derive(Clone, Debug, Default)]
 pub(super) struct LeaseRow {
     state: LeaseState,
+}
+
+impl LeaseRow {
+    /// Whether no lease holds the run at `now`.
+    fn is_free(&self, now: Timestamp) -> bool {
+        self.state.expires_at.is_none_or(|expires| expires <= now)
+    }
+}
+
+impl Tables {
+    /// Whether a run in `state` is not asleep or waiting at `now`: its
+    /// time has come, or the signal it waits on is there.
+    fn is_awake(&self, run: RunId, state: &LeaseState, now: Timestamp) -> bool {
+        let time_come = state.wake_at.is_some_and(|at| at <= now);
+        match &state.waiting_on {
+            Some(name) => time_come || self.signals.contains_key(&(run, name.clone())),
+            None => state.wake_at.is_none() || time_come,
+        }
+    }
 }
 
 impl MemoryStore {
@@ -56,8 +76,7 @@ impl MemoryStore {
                 tables
                     .leases
                     .get(&run.id)
-                    .and_then(|row| row.state.expires_at)
-                    .is_none_or(|expires| expires <= now)
+                    .is_none_or(|row| row.is_free(now) && tables.is_awake(run.id, &row.state, now))
             })
             .map(|run| (run.created_at, run.id))
             .collect();
@@ -71,6 +90,8 @@ impl MemoryStore {
             let run = runs.get_mut(&id).expect("listed above");
             let row = leases.entry(id).or_default();
             row.state.token += 1;
+            row.state.wake_at = None;
+            row.state.waiting_on = None;
             if row.state.cancel_requested {
                 row.state.cancel_requested = false;
                 row.state.worker = None;
@@ -193,5 +214,53 @@ impl RunLeaseStore for MemoryStore {
             .get(&run)
             .map(|row| row.state.clone())
             .unwrap_or_default())
+    }
+}
+
+impl RunWaitStore for MemoryStore {
+    async fn wait(&self, run: RunId, token: u64, wait: Wait) -> Result<()> {
+        self.limits.check_wait(&wait)?;
+        let now = self.lease_clock.now();
+        let mut tables = self.lock();
+        let row = Self::held(&mut tables, run, token, now)?;
+        row.state.worker = None;
+        row.state.expires_at = None;
+        row.state.wake_at = wait.wake_after().map(|after| now.plus(after));
+        row.state.waiting_on = wait.signal_name().map(ToOwned::to_owned);
+        Ok(())
+    }
+
+    async fn signal(&self, run: RunId, name: &str, payload: &Value) -> Result<()> {
+        self.limits.check_key("signal name", name)?;
+        self.limits.encode("signal payload", payload)?;
+        let mut tables = self.lock();
+        tables.run(run)?;
+        tables
+            .signals
+            .insert((run, name.to_owned()), payload.clone());
+        Ok(())
+    }
+
+    async fn take_signal(&self, run: RunId, token: u64, name: &str) -> Result<Option<Value>> {
+        self.limits.check_key("signal name", name)?;
+        let now = self.lease_clock.now();
+        let mut tables = self.lock();
+        Self::held(&mut tables, run, token, now)?;
+        Ok(tables.signals.remove(&(run, name.to_owned())))
+    }
+
+    async fn wake_expired(&self) -> Result<u64> {
+        let now = self.lease_clock.now();
+        let mut tables = self.lock();
+        let Tables { runs, leases, .. } = &mut *tables;
+        let mut woken = 0;
+        for (id, row) in leases.iter_mut() {
+            if runs.contains_key(id) && row.state.wake_at.is_some_and(|at| at <= now) {
+                row.state.wake_at = None;
+                row.state.waiting_on = None;
+                woken += 1;
+            }
+        }
+        Ok(woken)
     }
 }

@@ -53,6 +53,7 @@ struct Tables {
     history: HashMap<(StepId, u32), StepAttempt>,
     versions: HashMap<(String, String), WorkflowVersion>,
     leases: HashMap<RunId, leases::LeaseRow>,
+    signals: HashMap<(RunId, String), Value>,
 }
 
 impl MemoryStore {

@@ -1,13 +1,26 @@
 -- Run leases (see store-diesel/SCHEMA.md): who holds a run, until when on
 -- the database's clock, the fencing token of the last claim, consecutive
--- failures and the last reason, and a pending cancel request.
+-- failures and the last reason, a pending cancel request, and the wait of
+-- a sleeping run (until when, on the same clock, and on which signal).
+-- Signals are rows of their own, kept until the lease holder takes them.
 ALTER TABLE flowstate_runs
     ADD COLUMN lease_owner      TEXT COLLATE "C",
     ADD COLUMN lease_token      BIGINT NOT NULL DEFAULT 0,
     ADD COLUMN lease_expires_at BIGINT,
     ADD COLUMN failures         BIGINT NOT NULL DEFAULT 0,
     ADD COLUMN failure_reason   TEXT,
-    ADD COLUMN cancel_requested BOOLEAN NOT NULL DEFAULT FALSE;
+    ADD COLUMN cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+    ADD COLUMN wake_at          BIGINT,
+    ADD COLUMN waiting_on       TEXT COLLATE "C";
+
+CREATE TABLE flowstate_run_signals (
+    run_id  TEXT COLLATE "C" NOT NULL REFERENCES flowstate_runs (id) ON DELETE CASCADE,
+    name    TEXT COLLATE "C" NOT NULL,
+    payload JSONB NOT NULL,
+    sent_at BIGINT NOT NULL,
+    PRIMARY KEY (run_id, name)
+);
+
 -- The claim's scans, oldest first: unsettled runs free of a cancel request,
 -- and (few) unsettled runs with one. Settled runs, most of the table in
 -- time, are in neither. The cancel term also keeps the runs listing off

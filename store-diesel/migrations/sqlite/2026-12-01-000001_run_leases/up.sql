@@ -1,13 +1,26 @@
 -- Run leases (see SCHEMA.md): who holds a run, until when on the clock of
 -- the process that embeds SQLite, the fencing token of the last claim,
 -- consecutive failures and the last reason, and a pending cancel request
--- (0 or 1: the table is STRICT, which has no BOOLEAN).
+-- (0 or 1: the table is STRICT, which has no BOOLEAN), and the wait of a
+-- sleeping run (until when, on the same clock, and on which signal).
+-- Signals are rows of their own, kept until the lease holder takes them.
 ALTER TABLE flowstate_runs ADD COLUMN lease_owner TEXT;
 ALTER TABLE flowstate_runs ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE flowstate_runs ADD COLUMN lease_expires_at INTEGER;
 ALTER TABLE flowstate_runs ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE flowstate_runs ADD COLUMN failure_reason TEXT;
 ALTER TABLE flowstate_runs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE flowstate_runs ADD COLUMN wake_at INTEGER;
+ALTER TABLE flowstate_runs ADD COLUMN waiting_on TEXT;
+
+CREATE TABLE flowstate_run_signals (
+    run_id  TEXT    NOT NULL REFERENCES flowstate_runs (id) ON DELETE CASCADE,
+    name    TEXT    NOT NULL,
+    payload TEXT    NOT NULL CHECK (json_valid(payload)),
+    sent_at INTEGER NOT NULL,
+    PRIMARY KEY (run_id, name)
+) STRICT;
+
 -- The claim's scans, oldest first: unsettled runs free of a cancel request,
 -- and (few) unsettled runs with one. Settled runs, most of the table in
 -- time, are in neither. The cancel term also keeps the runs listing off
