@@ -10,10 +10,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::children::NewChild;
 use crate::error::Result;
 use crate::ids::RunId;
 use crate::lease::{LeaseState, Release, Released, RunLease, RunOutcome};
 use crate::ports::RunStore;
+use crate::records::{Inserted, Run};
 use crate::wait::Wait;
 // Named by the docs' links only.
 #[cfg(doc)]
@@ -137,4 +139,20 @@ pub trait RunWaitStore: RunLeaseStore {
     /// clearing it, and answers how many. Claims take such runs anyway;
     /// this is for a sweep that wants them marked awake.
     fn wake_expired(&self) -> impl Future<Output = Result<u64>> + Send;
+}
+
+/// Child runs created in bulk, on top of leases and waits: a parent holding
+/// its lease creates its children, then waits on them with
+/// [`Wait::Children`]; [`RunStore::count_children`] counts them by status.
+pub trait ChildRunStore: RunWaitStore {
+    /// Creates the children of `parent` in one call, each at most once per
+    /// key whatever number of calls race ([`crate::children::child_key`]):
+    /// answers every child in the order given, `inserted: false` for one
+    /// that existed. A parent that does not exist is
+    /// [`Error::RunNotFound`] and nothing is created.
+    fn create_children(
+        &self,
+        parent: RunId,
+        children: Vec<NewChild>,
+    ) -> impl Future<Output = Result<Vec<Inserted<Run>>>> + Send;
 }

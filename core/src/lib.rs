@@ -19,6 +19,7 @@
 //! | [`claim`] | what a claim does for each step status ([`ClaimDecision`]) |
 //! | [`retry`] | retry policy per step, attempt numbering |
 //! | [`schedule`] | `next_run_at`, `is_due`, stale-run reaping, leases |
+//! | [`children`] | child runs created in bulk, keyed per parent ([`ports::ChildRunStore`]) |
 //! | [`wait`] | sleeps and named signals of leased runs ([`ports::RunWaitStore`]) |
 //! | [`lease`] | run leases: fencing tokens, failure limit, one clock ([`ports::RunLeaseStore`]) |
 //! | [`backoff`] | the shared per-run redispatch backoff, event dispatch backoff |
@@ -32,6 +33,7 @@
 
 pub mod backend;
 pub mod backoff;
+pub mod children;
 pub mod claim;
 pub mod error;
 pub mod idempotency;
@@ -49,12 +51,15 @@ pub mod time;
 pub mod wait;
 
 pub use backoff::{EventDispatchBackoff, EventDispatchOutcome, RedispatchBackoff};
+pub use children::NewChild;
 pub use claim::{ClaimDecision, ClaimInput, NotClaimable};
 pub use error::{Error, Result};
 pub use ids::{HistoryId, RunId, StepId, VersionId};
 pub use lease::{LeaseState, Release, Released, RunLease, RunOutcome};
 pub use limits::{EncodedStep, InputLimits};
-pub use ports::{RunLeaseStore, RunStore, RunWaitStore, StepStore, Store, VersionStore};
+pub use ports::{
+    ChildRunStore, RunLeaseStore, RunStore, RunWaitStore, StepStore, Store, VersionStore,
+};
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,
     Step, StepAttempt, StepSummary, StepTransition, WorkflowVersion,

@@ -32,7 +32,18 @@ pub enum Wait {
         /// How long to wait at most; `None` waits for ever.
         timeout: Option<Duration>,
     },
+    /// Runnable again once every child of the run is settled (at once if
+    /// it has none), or once `timeout` (if any) has passed.
+    Children {
+        /// How long to wait at most; `None` waits for ever.
+        timeout: Option<Duration>,
+    },
 }
+
+/// What [`LeaseState::waiting_on`](crate::LeaseState::waiting_on) holds for
+/// a run waiting on its children: the empty name, which no signal can have
+/// ([`InputLimits::check_key`] refuses it).
+pub const CHILDREN: &str = "";
 
 impl Wait {
     /// Wait for signal `name` with no deadline.
@@ -47,6 +58,16 @@ impl Wait {
     pub fn signal_name(&self) -> Option<&str> {
         match self {
             Self::Signal { name, .. } => Some(name),
+            Self::For(_) | Self::Children { .. } => None,
+        }
+    }
+
+    /// What a store records the run as waiting on: the signal's name,
+    /// [`CHILDREN`], or nothing for a sleep.
+    pub fn waiting_on(&self) -> Option<&str> {
+        match self {
+            Self::Signal { name, .. } => Some(name),
+            Self::Children { .. } => Some(CHILDREN),
             Self::For(_) => None,
         }
     }
@@ -55,7 +76,7 @@ impl Wait {
     pub fn wake_after(&self) -> Option<Duration> {
         match self {
             Self::For(after) => Some(*after),
-            Self::Signal { timeout, .. } => *timeout,
+            Self::Signal { timeout, .. } | Self::Children { timeout } => *timeout,
         }
     }
 }

@@ -6,8 +6,9 @@
 //! because leases are a port of their own: a backend without them still
 //! runs the conformance suite unchanged.
 
-/// Stamps every lease case (leases, releases, waits and signals: the
-/// backend implements [`RunWaitStore`](flowstate_core::RunWaitStore) too)
+/// Stamps every lease case (leases, releases, waits and signals, child
+/// runs: the backend implements [`ChildRunStore`](flowstate_core::ChildRunStore)
+/// and so every lease port)
 /// into a multi-threaded tokio test, as
 /// [`conformance_suite!`](crate::conformance_suite) does, for a factory of a
 /// [`LeaseHarness`](crate::LeaseHarness):
@@ -56,6 +57,12 @@ macro_rules! __lease_cases {
                 wait_deadline_wakes_the_run,
                 wake_expired_clears_waits_past_their_time,
                 wait_and_signal_refusals,
+            }
+            lease_children {
+                create_children_is_idempotent_per_key,
+                create_children_of_unknown_parent,
+                create_children_race_16,
+                parent_waits_until_children_settle,
             }
             lease_races {
                 claim_race_2_workers,

@@ -14,12 +14,14 @@
 //! byte: `utf8mb4_bin` would still treat `"a"` and `"a "` as one key (it is
 //! a PAD SPACE collation on MySQL and MariaDB alike).
 
+mod children;
 mod claim;
 mod leases;
 mod sql;
 mod steps;
 mod transition;
 
+pub(crate) use children::insert_children;
 pub(crate) use claim::claim;
 pub(crate) use leases::claim_runs;
 pub(crate) use steps::insert_step;

@@ -13,12 +13,14 @@
 //! Every statement is prepared once per connection ([`crate::cached`]); no
 //! transaction is ever opened, and the pool sends no ping on checkout.
 
+mod children;
 mod claim;
 mod leases;
 mod sql;
 mod steps;
 mod transition;
 
+pub(crate) use children::insert_children;
 pub(crate) use claim::claim;
 pub(crate) use leases::claim_runs;
 pub(crate) use steps::insert_step;

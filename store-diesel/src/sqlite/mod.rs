@@ -27,12 +27,14 @@
 //!   mid-statement waits for its statement in place (diesel-async's
 //!   `SyncConnectionWrapper` does so).
 
+mod children;
 mod claim;
 mod leases;
 mod sql;
 mod steps;
 mod transition;
 
+pub(crate) use children::insert_children;
 pub(crate) use claim::claim;
 pub(crate) use leases::claim_runs;
 pub(crate) use steps::insert_step;

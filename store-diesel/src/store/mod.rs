@@ -10,6 +10,7 @@
 //! modules has the same files (`claim.rs`, `transition.rs`, `steps.rs`,
 //! `sql.rs`).
 
+mod children;
 pub(crate) mod conflict;
 mod leases;
 mod waits;

@@ -34,7 +34,7 @@ impl RunWaitStore for DieselStore {
         self.config.limits.check_wait(&wait)?;
         let (id, offset) = (run.to_string(), self.lease_offset());
         let stored = stored_token(token);
-        let name = wait.signal_name().map(ToOwned::to_owned);
+        let name = wait.waiting_on().map(ToOwned::to_owned);
         let wake = wait
             .wake_after()
             .map(|after| offset.saturating_add(lease_micros(after)));

@@ -6,7 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flowstate_core::{NewRun, Release, RunLeaseStore, RunOutcome, RunStore, RunWaitStore, Wait};
+use flowstate_core::{
+    ChildRunStore, NewChild, NewRun, Release, RunLeaseStore, RunOutcome, RunStore, RunWaitStore,
+    Wait,
+};
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
 use serde_json::json;
 
@@ -140,5 +143,16 @@ async fn scenario(
         store.take_signal(batch_run, batch[0].token, "s")
     );
     assert_eq!(taken, Some(json!(2)));
+    let kids = || {
+        vec![
+            NewChild::new("a", "child", json!(1)),
+            NewChild::new("b", "child", json!(2)),
+        ]
+    };
+    capture!("create_children", store.create_children(batch_run, kids()));
+    capture!(
+        "create_children again",
+        store.create_children(batch_run, kids())
+    );
     sent
 }

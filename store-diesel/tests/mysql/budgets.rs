@@ -97,6 +97,8 @@ const LEASE_BUDGETS: &[Budget] = &[
     // No `DELETE ... RETURNING`: the payload read locked, then deleted.
     ("take_signal", &["BEGIN", "SELECT", "DELETE", "COMMIT"]),
     ("take_signal none", &["BEGIN", "SELECT", "COMMIT", "SELECT"]),
+    ("create_children", &["INSERT", "SELECT"]),
+    ("create_children again", &["INSERT", "SELECT"]),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

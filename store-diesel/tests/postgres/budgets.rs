@@ -60,6 +60,8 @@ const LEASE_BUDGETS: &[Budget] = &[
     ("wake_expired", &["UPDATE"]),
     ("take_signal", &["DELETE"]),
     ("take_signal none", &["DELETE", "SELECT"]),
+    ("create_children", &["INSERT", "SELECT"]),
+    ("create_children again", &["INSERT", "SELECT"]),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -78,6 +78,15 @@ const LEASE_BUDGETS: &[Budget] = &[
     ("wake_expired", &["UPDATE"]),
     ("take_signal", &["DELETE"]),
     ("take_signal none", &["DELETE", "SELECT"]),
+    // One insert per child (no multi-row upsert on SQLite), one write.
+    (
+        "create_children",
+        &["BEGIN", "INSERT", "INSERT", "COMMIT", "SELECT"],
+    ),
+    (
+        "create_children again",
+        &["BEGIN", "INSERT", "INSERT", "COMMIT", "SELECT"],
+    ),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

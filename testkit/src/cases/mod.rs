@@ -15,6 +15,7 @@ pub mod claim;
 pub mod claim_races;
 pub mod graph;
 pub mod history;
+pub mod lease_children;
 pub mod lease_races;
 pub mod lease_releases;
 pub mod lease_waits;

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flowstate_core::lease::{fails_run, leasable_statuses};
+use flowstate_core::wait::CHILDREN;
 use flowstate_core::{
-    Clock, Error, LeaseState, Release, Released, Result, RunId, RunLease, RunLeaseStore,
-    RunOutcome, RunStatus, RunWaitStore, Timestamp, Wait,
+    ChildRunStore, Clock, Error, Inserted, LeaseState, NewChild, Release, Released, Result, Run,
+    RunId, RunLease, RunLeaseStore, RunOutcome, RunStatus, RunWaitStore, Timestamp, Wait,
 };
 use serde_json::Value;
 
@@ -36,6 +37,13 @@ impl Tables {
     fn is_awake(&self, run: RunId, state: &LeaseState, now: Timestamp) -> bool {
         let time_come = state.wake_at.is_some_and(|at| at <= now);
         match &state.waiting_on {
+            Some(name) if name == CHILDREN => {
+                time_come
+                    || self
+                        .runs
+                        .values()
+                        .all(|child| child.parent != Some(run) || child.status.is_settled())
+            }
             Some(name) => time_come || self.signals.contains_key(&(run, name.clone())),
             None => state.wake_at.is_none() || time_come,
         }
@@ -226,7 +234,7 @@ impl RunWaitStore for MemoryStore {
         row.state.worker = None;
         row.state.expires_at = None;
         row.state.wake_at = wait.wake_after().map(|after| now.plus(after));
-        row.state.waiting_on = wait.signal_name().map(ToOwned::to_owned);
+        row.state.waiting_on = wait.waiting_on().map(ToOwned::to_owned);
         Ok(())
     }
 
@@ -262,5 +270,38 @@ impl RunWaitStore for MemoryStore {
             }
         }
         Ok(woken)
+    }
+}
+
+impl ChildRunStore for MemoryStore {
+    async fn create_children(
+        &self,
+        parent: RunId,
+        children: Vec<NewChild>,
+    ) -> Result<Vec<Inserted<Run>>> {
+        let runs = self.limits.encode_children(parent, children)?;
+        let now = self.now();
+        let mut tables = self.lock();
+        tables.run(parent)?;
+        let mut created = Vec::with_capacity(runs.len());
+        for (run, _) in runs {
+            let key = run.idempotency_key.clone().expect("children are keyed");
+            if let Some(existing) = tables.run_by_key.get(&key) {
+                created.push(Inserted {
+                    record: tables.runs[existing].clone(),
+                    inserted: false,
+                });
+                continue;
+            }
+            let record = run.into_run(RunId::generate(), now);
+            tables.run_by_key.insert(key, record.id);
+            tables.runs.insert(record.id, record.clone());
+            tables.run_state.insert(record.id, serde_json::Map::new());
+            created.push(Inserted {
+                record,
+                inserted: true,
+            });
+        }
+        Ok(created)
     }
 }
