@@ -70,6 +70,14 @@ pub enum Error {
         /// The stale token.
         token: u64,
     },
+    /// No effect of that key was begun in the run; nothing was written.
+    #[error("run {run} has no effect {key:?}")]
+    EffectNotFound {
+        /// The run.
+        run: RunId,
+        /// The effect key asked for.
+        key: String,
+    },
     /// The input was refused before anything was written.
     #[error(transparent)]
     InvalidInput(#[from] InvalidInput),

@@ -20,6 +20,7 @@
 //! | [`retry`] | retry policy per step, attempt numbering |
 //! | [`schedule`] | `next_run_at`, `is_due`, stale-run reaping, leases |
 //! | [`children`] | child runs created in bulk, keyed per parent ([`ports::ChildRunStore`]) |
+//! | [`effects`] | the effect journal: begin, settle, stranded ([`ports::EffectJournal`]) |
 //! | [`wait`] | sleeps and named signals of leased runs ([`ports::RunWaitStore`]) |
 //! | [`lease`] | run leases: fencing tokens, failure limit, one clock ([`ports::RunLeaseStore`]) |
 //! | [`backoff`] | the shared per-run redispatch backoff, event dispatch backoff |
@@ -35,6 +36,7 @@ pub mod backend;
 pub mod backoff;
 pub mod children;
 pub mod claim;
+pub mod effects;
 pub mod error;
 pub mod idempotency;
 pub mod ids;
@@ -53,12 +55,14 @@ pub mod wait;
 pub use backoff::{EventDispatchBackoff, EventDispatchOutcome, RedispatchBackoff};
 pub use children::NewChild;
 pub use claim::{ClaimDecision, ClaimInput, NotClaimable};
+pub use effects::{EffectBegin, StrandedEffect};
 pub use error::{Error, Result};
 pub use ids::{HistoryId, RunId, StepId, VersionId};
 pub use lease::{LeaseState, Release, Released, RunLease, RunOutcome};
 pub use limits::{EncodedStep, InputLimits};
 pub use ports::{
-    ChildRunStore, RunLeaseStore, RunStore, RunWaitStore, StepStore, Store, VersionStore,
+    ChildRunStore, EffectJournal, RunLeaseStore, RunStore, RunWaitStore, StepStore, Store,
+    VersionStore,
 };
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,

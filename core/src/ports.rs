@@ -35,7 +35,7 @@ use crate::records::{
 use crate::status::{RetryStart, RunStatus};
 use crate::summary;
 
-pub use crate::lease_ports::{ChildRunStore, RunLeaseStore, RunWaitStore};
+pub use crate::lease_ports::{ChildRunStore, EffectJournal, RunLeaseStore, RunWaitStore};
 // Named by the docs' links only.
 #[cfg(doc)]
 use crate::{error::Error, status::StepStatus};

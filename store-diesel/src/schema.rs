@@ -192,6 +192,21 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::{BigInt, Nullable, Text};
+    use super::Json;
+
+    /// The effect journal, one row per (run, effect key).
+    flowstate_effects (run_id, effect_key) {
+        run_id -> Text,
+        effect_key -> Text,
+        began_by -> Text,
+        outcome -> Nullable<Json>,
+        began_at -> BigInt,
+        settled_at -> Nullable<BigInt>,
+    }
+}
+
 diesel::joinable!(flowstate_run_state -> flowstate_runs (run_id));
 diesel::joinable!(flowstate_run_signals -> flowstate_runs (run_id));
 diesel::joinable!(flowstate_steps -> flowstate_runs (run_id));
@@ -203,4 +218,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     flowstate_step_history,
     flowstate_workflow_versions,
     flowstate_run_signals,
+    flowstate_effects,
 );

@@ -7,8 +7,9 @@
 //! runs the conformance suite unchanged.
 
 /// Stamps every lease case (leases, releases, waits and signals, child
-/// runs: the backend implements [`ChildRunStore`](flowstate_core::ChildRunStore)
-/// and so every lease port)
+/// runs, the effect journal: the backend implements
+/// [`ChildRunStore`](flowstate_core::ChildRunStore) and
+/// [`EffectJournal`](flowstate_core::EffectJournal))
 /// into a multi-threaded tokio test, as
 /// [`conformance_suite!`](crate::conformance_suite) does, for a factory of a
 /// [`LeaseHarness`](crate::LeaseHarness):
@@ -63,6 +64,12 @@ macro_rules! __lease_cases {
                 create_children_of_unknown_parent,
                 create_children_race_16,
                 parent_waits_until_children_settle,
+            }
+            effects {
+                begin_starts_once_and_a_replay_reads_the_outcome,
+                begin_effect_race_32,
+                stranded_effects_are_old_and_unsettled,
+                effect_refusals,
             }
             lease_races {
                 claim_race_2_workers,

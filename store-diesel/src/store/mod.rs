@@ -12,6 +12,7 @@
 
 mod children;
 pub(crate) mod conflict;
+mod effects;
 mod leases;
 mod waits;
 pub(crate) use leases::{db_time, leasable_texts};

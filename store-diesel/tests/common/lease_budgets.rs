@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flowstate_core::{
-    ChildRunStore, NewChild, NewRun, Release, RunLeaseStore, RunOutcome, RunStore, RunWaitStore,
-    Wait,
+    ChildRunStore, EffectBegin, EffectJournal, NewChild, NewRun, Release, RunLeaseStore,
+    RunOutcome, RunStore, RunWaitStore, Wait,
 };
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
 use serde_json::json;
@@ -153,6 +153,21 @@ async fn scenario(
     capture!(
         "create_children again",
         store.create_children(batch_run, kids())
+    );
+    let begun = capture!("begin_effect", store.begin_effect(batch_run, "charge"));
+    assert_eq!(begun, EffectBegin::Started);
+    capture!(
+        "settle_effect",
+        store.settle_effect(batch_run, "charge", &json!({"id": 1}))
+    );
+    let replayed = capture!(
+        "begin_effect replayed",
+        store.begin_effect(batch_run, "charge")
+    );
+    assert!(matches!(replayed, EffectBegin::Settled(_)));
+    capture!(
+        "stranded_effects",
+        store.stranded_effects(Duration::from_secs(60))
     );
     sent
 }

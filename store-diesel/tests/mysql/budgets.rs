@@ -99,6 +99,10 @@ const LEASE_BUDGETS: &[Budget] = &[
     ("take_signal none", &["BEGIN", "SELECT", "COMMIT", "SELECT"]),
     ("create_children", &["INSERT", "SELECT"]),
     ("create_children again", &["INSERT", "SELECT"]),
+    ("begin_effect", &["INSERT", "SELECT"]),
+    ("settle_effect", &["UPDATE"]),
+    ("begin_effect replayed", &["INSERT", "SELECT"]),
+    ("stranded_effects", &["SELECT"]),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

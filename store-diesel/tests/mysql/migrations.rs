@@ -22,7 +22,8 @@ fn versions() -> Vec<String> {
 }
 const UP_SQL: &str =
     include_str!("../../migrations/mysql/2026-11-30-000001_create_flowstate/up.sql");
-const TABLES: [&str; 6] = [
+const TABLES: [&str; 7] = [
+    "flowstate_effects",
     "flowstate_run_signals",
     "flowstate_run_state",
     "flowstate_runs",
@@ -172,6 +173,8 @@ async fn every_index_of_the_schema_is_there() {
     .map(|r| r.v)
     .collect();
     let expected = [
+        "flowstate_effects(run_id, effect_key) unique",
+        "flowstate_effects(settled_at, began_at)",
         "flowstate_run_signals(run_id, name) unique",
         "flowstate_run_state(run_id, state_key) unique",
         "flowstate_runs(id) unique",

@@ -89,6 +89,9 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_runs_idempotency_key_key",
         "flowstate_runs_claimable_idx",
         "flowstate_runs_cancel_requested_idx",
+        "flowstate_run_signals_pkey",
+        "flowstate_effects_pkey",
+        "flowstate_effects_stranded_idx",
     ] {
         assert!(before.contains(index), "index {index} missing:\n{before}");
     }

@@ -87,6 +87,10 @@ const LEASE_BUDGETS: &[Budget] = &[
         "create_children again",
         &["BEGIN", "INSERT", "INSERT", "COMMIT", "SELECT"],
     ),
+    ("begin_effect", &["INSERT", "SELECT"]),
+    ("settle_effect", &["UPDATE"]),
+    ("begin_effect replayed", &["INSERT", "SELECT"]),
+    ("stranded_effects", &["SELECT"]),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

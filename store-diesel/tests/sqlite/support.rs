@@ -8,7 +8,8 @@ use std::sync::Arc;
 use flowstate_store_diesel::{DieselStore, StatementLog, StoreConfig};
 
 /// The flowstate tables, in the order SCHEMA.md lists them.
-pub const TABLES: [&str; 6] = [
+pub const TABLES: [&str; 7] = [
+    "flowstate_effects",
     "flowstate_runs",
     "flowstate_run_signals",
     "flowstate_run_state",

@@ -13,6 +13,7 @@ pub mod bad_input;
 pub mod bad_names;
 pub mod claim;
 pub mod claim_races;
+pub mod effects;
 pub mod graph;
 pub mod history;
 pub mod lease_children;

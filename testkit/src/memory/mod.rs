@@ -7,6 +7,7 @@
 //! input limits) and a [`Clock`] for every timestamp, and passes the same
 //! conformance suite as every other backend.
 
+mod effects;
 mod leases;
 mod runs;
 mod steps;
@@ -54,6 +55,7 @@ struct Tables {
     versions: HashMap<(String, String), WorkflowVersion>,
     leases: HashMap<RunId, leases::LeaseRow>,
     signals: HashMap<(RunId, String), Value>,
+    effects: HashMap<(RunId, String), effects::EffectRow>,
 }
 
 impl MemoryStore {

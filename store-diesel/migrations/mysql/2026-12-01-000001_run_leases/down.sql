@@ -1,3 +1,4 @@
+DROP TABLE IF EXISTS flowstate_effects;
 DROP TABLE IF EXISTS flowstate_run_signals;
 ALTER TABLE flowstate_runs
     DROP COLUMN lease_owner,

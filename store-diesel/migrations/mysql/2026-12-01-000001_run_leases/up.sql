@@ -19,6 +19,21 @@ CREATE TABLE IF NOT EXISTS flowstate_run_signals (
         REFERENCES flowstate_runs (id) ON DELETE CASCADE
 ) ENGINE = InnoDB DEFAULT CHARACTER SET = utf8mb4 COLLATE = utf8mb4_bin;
 
+-- The effect journal: one row per (run, effect key), begun by the call
+-- whose `began_by` it holds, settled once `outcome` is set.
+CREATE TABLE IF NOT EXISTS flowstate_effects (
+    run_id CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    effect_key VARBINARY(255) NOT NULL,
+    began_by CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    outcome JSON NULL,
+    began_at BIGINT NOT NULL,
+    settled_at BIGINT NULL,
+    PRIMARY KEY (run_id, effect_key),
+    KEY flowstate_effects_stranded (settled_at, began_at),
+    CONSTRAINT flowstate_effects_run_fk FOREIGN KEY (run_id)
+        REFERENCES flowstate_runs (id) ON DELETE CASCADE
+) ENGINE = InnoDB DEFAULT CHARACTER SET = utf8mb4 COLLATE = utf8mb4_bin;
+
 ALTER TABLE flowstate_runs
     ADD COLUMN lease_owner VARBINARY(255) NULL,
     ADD COLUMN lease_token BIGINT NOT NULL DEFAULT 0,

@@ -1,3 +1,4 @@
+DROP TABLE flowstate_effects;
 DROP TABLE flowstate_run_signals;
 DROP INDEX flowstate_runs_cancel_requested_idx;
 DROP INDEX flowstate_runs_claimable_idx;

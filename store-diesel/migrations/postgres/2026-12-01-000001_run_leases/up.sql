@@ -30,3 +30,18 @@ CREATE INDEX flowstate_runs_claimable_idx ON flowstate_runs (created_at, id)
     WHERE status IN ('running', 'suspended') AND NOT cancel_requested;
 CREATE INDEX flowstate_runs_cancel_requested_idx ON flowstate_runs (created_at, id)
     WHERE status IN ('running', 'suspended') AND cancel_requested;
+
+-- The effect journal: one row per (run, effect key), begun by the call
+-- whose `began_by` it holds, settled once `outcome` is set.
+CREATE TABLE flowstate_effects (
+    run_id     TEXT COLLATE "C" NOT NULL REFERENCES flowstate_runs (id) ON DELETE CASCADE,
+    effect_key TEXT COLLATE "C" NOT NULL,
+    began_by   TEXT COLLATE "C" NOT NULL,
+    outcome    JSONB,
+    began_at   BIGINT NOT NULL,
+    settled_at BIGINT,
+    PRIMARY KEY (run_id, effect_key)
+);
+-- Stranded effects, oldest first: only the unsettled ones.
+CREATE INDEX flowstate_effects_stranded_idx ON flowstate_effects (began_at)
+    WHERE settled_at IS NULL;

@@ -30,3 +30,18 @@ CREATE INDEX flowstate_runs_claimable_idx ON flowstate_runs (created_at, id)
     WHERE status IN ('running', 'suspended') AND cancel_requested = 0;
 CREATE INDEX flowstate_runs_cancel_requested_idx ON flowstate_runs (created_at, id)
     WHERE status IN ('running', 'suspended') AND cancel_requested = 1;
+
+-- The effect journal: one row per (run, effect key), begun by the call
+-- whose `began_by` it holds, settled once `outcome` is set.
+CREATE TABLE flowstate_effects (
+    run_id     TEXT    NOT NULL REFERENCES flowstate_runs (id) ON DELETE CASCADE,
+    effect_key TEXT    NOT NULL,
+    began_by   TEXT    NOT NULL,
+    outcome    TEXT    CHECK (outcome IS NULL OR json_valid(outcome)),
+    began_at   INTEGER NOT NULL,
+    settled_at INTEGER,
+    PRIMARY KEY (run_id, effect_key)
+) STRICT;
+-- Stranded effects, oldest first: only the unsettled ones.
+CREATE INDEX flowstate_effects_stranded_idx ON flowstate_effects (began_at)
+    WHERE settled_at IS NULL;
