@@ -94,6 +94,23 @@ pub enum Error {
     /// The event was never recorded.
     #[error("event {0} not found")]
     EventNotFound(EventId),
+    /// A lease write carried a fencing token that no longer holds the run's
+    /// lease (it was taken over, released or ran out); nothing was written.
+    #[error("run {run}: lease of token {token} is lost")]
+    LeaseLost {
+        /// The run.
+        run: RunId,
+        /// The stale token.
+        token: u64,
+    },
+    /// No effect of that key was begun in the run; nothing was written.
+    #[error("run {run} has no effect {key:?}")]
+    EffectNotFound {
+        /// The run.
+        run: RunId,
+        /// The effect key asked for.
+        key: String,
+    },
     /// The input was refused before anything was written.
     #[error(transparent)]
     InvalidInput(#[from] InvalidInput),
@@ -221,6 +238,7 @@ mod tests {
             }
             .is_retryable()
         );
+        assert!(!Error::LeaseLost { run, token: 3 }.is_retryable());
         assert!(Error::PoolTimeout { waited_ms: 5 }.is_retryable());
         assert!(Error::backend("claim_step", true, "connection reset").is_retryable());
         assert!(!Error::backend("insert_step", false, "unique violation").is_retryable());

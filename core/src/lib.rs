@@ -19,6 +19,10 @@
 //! | [`claim`] | what a claim does for each step status ([`ClaimDecision`]) |
 //! | [`retry`] | retry policy per step, attempt numbering |
 //! | [`schedule`] | `next_run_at`, `is_due`, stale-run reaping, leases |
+//! | [`children`] | child runs created in bulk, keyed per parent ([`ports::ChildRunStore`]) |
+//! | [`effects`] | the effect journal: begin, settle, stranded ([`ports::EffectJournal`]) |
+//! | [`wait`] | sleeps and named signals of leased runs ([`ports::RunWaitStore`]) |
+//! | [`lease`] | run leases: fencing tokens, failure limit, one clock ([`ports::RunLeaseStore`]) |
 //! | [`backoff`] | the shared per-run redispatch backoff, event dispatch backoff |
 //! | [`batch`] | batch claims and completions for worker pools: what a batch takes |
 //! | [`idempotency`] | idempotency keys for materialised runs |
@@ -34,12 +38,16 @@
 pub mod backend;
 pub mod backoff;
 pub mod batch;
+pub mod children;
 pub mod claim;
+pub mod effects;
 pub mod error;
 pub mod events;
 mod events_ports;
 pub mod idempotency;
 pub mod ids;
+pub mod lease;
+mod lease_ports;
 pub mod limits;
 pub mod ports;
 pub mod records;
@@ -50,10 +58,13 @@ pub mod summary;
 pub mod time;
 pub mod virtual_user_ports;
 pub mod virtual_users;
+pub mod wait;
 
 pub use backoff::{EventDispatchBackoff, EventDispatchOutcome, RedispatchBackoff};
 pub use batch::{BatchClaim, Completion};
+pub use children::NewChild;
 pub use claim::{ClaimDecision, ClaimInput, NotClaimable};
+pub use effects::{EffectBegin, StrandedEffect};
 pub use error::{Error, Result};
 pub use events::{
     Activation, Delivery, Dispatch, Emission, Event, EventFilter, NewActivation, NewEvent,
@@ -63,9 +74,11 @@ pub use ids::{
     ActivationId, EventId, HistoryId, PublishedVersionId, RunId, StepId, VersionId,
     VirtualUserRunId, WorkflowId,
 };
+pub use lease::{LeaseState, Release, Released, RunLease, RunOutcome};
 pub use limits::{EncodedStep, InputLimits};
 pub use ports::{
-    BatchStepStore, DefinitionStore, EventStore, RunStore, StepStore, Store, VersionStore,
+    BatchStepStore, ChildRunStore, DefinitionStore, EffectJournal, EventStore, RunLeaseStore,
+    RunStore, RunWaitStore, StepStore, Store, VersionStore,
 };
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,
@@ -79,3 +92,4 @@ pub use virtual_users::{
     NewSchedule, Schedule, TranscriptEntry, TranscriptPage, VirtualUserRun, VirtualUserRunQuery,
     VirtualUserRunStatus,
 };
+pub use wait::Wait;

@@ -38,6 +38,8 @@ use crate::summary;
 pub use crate::virtual_user_ports::{ScheduleStore, VirtualUserRunStore};
 
 pub use crate::events_ports::{DefinitionStore, EventStore};
+
+pub use crate::lease_ports::{ChildRunStore, EffectJournal, RunLeaseStore, RunWaitStore};
 // Named by the docs' links only.
 #[cfg(doc)]
 use crate::{error::Error, status::StepStatus};

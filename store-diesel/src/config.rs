@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use flowstate_core::{Clock, InputLimits, SystemClock};
 
+use crate::lease_clock::LeaseClockOffset;
 use crate::statement_log::StatementLog;
 
 /// Settings for opening a [`DieselStore`](crate::DieselStore).
@@ -30,6 +31,9 @@ pub struct StoreConfig {
     /// [`DieselStore::batch_execute`](crate::DieselStore::batch_execute) on a
     /// database that holds no flowstate tables (a server's admin database).
     pub check_schema: bool,
+    /// Added to the database's clock in every lease statement (see
+    /// [`crate::lease_clock`]): zero unless a test moves it.
+    pub lease_clock_offset: LeaseClockOffset,
 }
 
 impl Default for StoreConfig {
@@ -42,6 +46,7 @@ impl Default for StoreConfig {
             clock: Arc::new(SystemClock),
             statement_log: None,
             check_schema: true,
+            lease_clock_offset: LeaseClockOffset::default(),
         }
     }
 }
@@ -80,6 +85,14 @@ impl StoreConfig {
     #[must_use]
     pub fn without_schema_check(mut self) -> Self {
         self.check_schema = false;
+        self
+    }
+
+    /// The same settings measuring leases with `offset` added to the
+    /// database's clock (share one offset between every store of a test).
+    #[must_use]
+    pub fn lease_clock_offset(mut self, offset: LeaseClockOffset) -> Self {
+        self.lease_clock_offset = offset;
         self
     }
 

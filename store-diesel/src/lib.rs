@@ -42,6 +42,13 @@
 //!   `create_run`'s own insert; a deferred dispatch locks the event
 //!   (`FOR UPDATE SKIP LOCKED`; SQLite's `BEGIN IMMEDIATE`) so each
 //!   delivery gets exactly one run.
+//! - Run leases ([`RunLeaseStore`](flowstate_core::RunLeaseStore)) expire on
+//!   the database's clock, read in the SQL of every lease statement, never
+//!   on the clock of the worker that sends it ([`lease_clock`]): workers on
+//!   machines whose clocks disagree still never hold one run at once. The
+//!   claim is `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED)`
+//!   on PostgreSQL (one statement) and MySQL (a transaction), one
+//!   `BEGIN IMMEDIATE` write on SQLite.
 //!
 //! How it is built: one schema (`schema.rs`, with a `Json` SQL type that
 //! hides the dialects' one difference), one set of row structs, and every
@@ -55,6 +62,7 @@
 //! | --- | --- | --- |
 //! | claim, transition, retry, insert_step | PostgreSQL | one CTE each (`UPDATE`/`INSERT ... RETURNING` inside `WITH`, history upsert, diagnosis): diesel has no writable CTEs, so each would be 2-3 round trips against a budget of 1 |
 //! | claim `UPDATE` | MySQL, SQLite | `CASE`s that read the old status before `status` is assigned (MySQL's left-to-right `SET`); SQLite's adds `RETURNING *` |
+//! | run claim | PostgreSQL, SQLite | PostgreSQL's is one statement (a writable CTE settling cancelled runs, then `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING *`); SQLite's names its partial index with `INDEXED BY`, which the DSL cannot say |
 //! | history upserts | all | `INSERT ... SELECT` from the step row just written, `ON CONFLICT DO UPDATE` / `ON DUPLICATE KEY UPDATE`: no insert-from-select upsert in the DSL on every dialect |
 //! | guarded step `UPDATE`s | MySQL, SQLite | built from core's tables in the same scaffold as the history upsert they pair with, so guard and history cannot drift apart |
 //! | batch claim (`claim_batch`) | all | `FOR UPDATE SKIP LOCKED` in a writable CTE (PostgreSQL, one statement) or a locking pick (MySQL), the claim's `CASE`s, and history ids zipped to the claimed rows (`row_number()` over an array, or a `CASE` per id) |
@@ -77,13 +85,17 @@ mod cached;
 pub mod config;
 pub mod error;
 mod guard;
+mod guard_children;
+pub mod lease_clock;
 pub mod migrate;
 mod pool;
 mod rows;
 mod rows_events;
+mod rows_leases;
 mod rows_virtual_users;
 mod schema;
 mod sql;
+mod sql_waits;
 pub mod statement_log;
 mod store;
 pub mod url;
@@ -97,6 +109,7 @@ mod sqlite;
 
 pub use config::StoreConfig;
 pub use error::{Error, Result};
+pub use lease_clock::LeaseClockOffset;
 pub use statement_log::StatementLog;
 pub use store::{DieselStore, ReservedConnection};
 pub use url::{DatabaseUrl, Dialect};

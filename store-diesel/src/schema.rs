@@ -84,10 +84,11 @@ json_as_text!(diesel::mysql::Mysql);
 json_as_text!(diesel::sqlite::Sqlite);
 
 diesel::table! {
-    use diesel::sql_types::{BigInt, Nullable, Text};
+    use diesel::sql_types::{BigInt, Bool, Nullable, Text};
     use super::Json;
 
-    /// Runs.
+    /// Runs; the `lease_*`, `failures`, `failure_reason` and
+    /// `cancel_requested` columns are the run leases' (`store/leases.rs`).
     flowstate_runs (id) {
         id -> Text,
         workflow -> Text,
@@ -98,6 +99,14 @@ diesel::table! {
         idempotency_key -> Nullable<Text>,
         created_at -> BigInt,
         updated_at -> BigInt,
+        lease_owner -> Nullable<Text>,
+        lease_token -> BigInt,
+        lease_expires_at -> Nullable<BigInt>,
+        failures -> BigInt,
+        failure_reason -> Nullable<Text>,
+        cancel_requested -> Bool,
+        wake_at -> Nullable<BigInt>,
+        waiting_on -> Nullable<Text>,
     }
 }
 
@@ -170,7 +179,36 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::{BigInt, Text};
+    use super::Json;
+
+    /// Signals sent to runs, one per (run, name) until taken.
+    flowstate_run_signals (run_id, name) {
+        run_id -> Text,
+        name -> Text,
+        payload -> Json,
+        sent_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::{BigInt, Nullable, Text};
+    use super::Json;
+
+    /// The effect journal, one row per (run, effect key).
+    flowstate_effects (run_id, effect_key) {
+        run_id -> Text,
+        effect_key -> Text,
+        began_by -> Text,
+        outcome -> Nullable<Json>,
+        began_at -> BigInt,
+        settled_at -> Nullable<BigInt>,
+    }
+}
+
 diesel::joinable!(flowstate_run_state -> flowstate_runs (run_id));
+diesel::joinable!(flowstate_run_signals -> flowstate_runs (run_id));
 diesel::joinable!(flowstate_steps -> flowstate_runs (run_id));
 diesel::joinable!(flowstate_step_history -> flowstate_steps (step_id));
 diesel::allow_tables_to_appear_in_same_query!(
@@ -184,6 +222,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     flowstate_activations,
     flowstate_events,
     flowstate_event_deliveries,
+    flowstate_run_signals,
+    flowstate_effects,
 );
 
 diesel::table! {

@@ -168,6 +168,13 @@ impl MemoryHarness {
     }
 }
 
+impl MemoryHarness {
+    /// The clock the store reads, shared.
+    pub(crate) fn clock_arc(&self) -> Arc<ManualClock> {
+        Arc::clone(&self.clock)
+    }
+}
+
 impl Default for MemoryHarness {
     fn default() -> Self {
         Self::new()

@@ -33,6 +33,8 @@
 pub mod cases;
 mod clock;
 mod harness;
+mod lease_harness;
+mod lease_suite;
 mod memory;
 mod suite;
 mod suite_events;
@@ -41,6 +43,7 @@ mod virtual_users_suite;
 pub use cases::event_support::EventBackend;
 pub use clock::ManualClock;
 pub use harness::{Harness, MemoryHarness, RowCounts};
+pub use lease_harness::{LeaseHarness, SkewedClock};
 pub use memory::MemoryStore;
 
 /// Every case the suite stamps, as `group::case` (a function
@@ -56,6 +59,8 @@ pub const VIRTUAL_USER_CASES: &[&str] = crate::__virtual_user_cases!(names);
 /// [`EventStore`](flowstate_core::EventStore), for a backend with those
 /// ports too.
 pub const EVENT_CASES: &[&str] = crate::__event_cases!(names);
+/// Every case [`lease_suite!`] stamps, as `group::case`.
+pub const LEASE_CASES: &[&str] = crate::__lease_cases!(names);
 
 /// What the macros' expansions use; not part of the API.
 #[doc(hidden)]

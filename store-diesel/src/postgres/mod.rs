@@ -14,14 +14,18 @@
 //! transaction is ever opened, and the pool sends no ping on checkout.
 
 mod batch;
+mod children;
 mod claim;
 mod events;
+mod leases;
 mod sql;
 mod steps;
 mod transition;
 
 pub(crate) use batch::{claim_batch, complete_batch};
+pub(crate) use children::insert_children;
 pub(crate) use claim::claim;
+pub(crate) use leases::claim_runs;
 pub(crate) use steps::insert_step;
 pub(crate) use transition::guarded_move;
 

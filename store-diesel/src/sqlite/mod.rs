@@ -28,15 +28,19 @@
 //!   `SyncConnectionWrapper` does so).
 
 mod batch;
+mod children;
 mod claim;
 mod events;
+mod leases;
 mod sql;
 mod steps;
 mod transition;
 mod virtual_users;
 
 pub(crate) use batch::{claim_batch, complete_batch};
+pub(crate) use children::insert_children;
 pub(crate) use claim::claim;
+pub(crate) use leases::claim_runs;
 pub(crate) use steps::insert_step;
 pub(crate) use transition::guarded_move;
 pub(crate) use virtual_users::append_transcript;

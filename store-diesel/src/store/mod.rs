@@ -12,9 +12,14 @@
 
 mod batch;
 pub(crate) use batch::BatchItem;
+mod children;
 pub(crate) mod conflict;
 mod definitions;
+mod effects;
 pub(crate) mod events;
+mod leases;
+mod waits;
+pub(crate) use leases::{db_time, leasable_texts};
 mod runs;
 pub(crate) use runs::{IDEMPOTENT_TRIES, InsertKeyedRun};
 mod state;

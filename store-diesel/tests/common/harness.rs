@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use flowstate_core::{RunId, StepId};
-use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
-use flowstate_testkit::{Harness, ManualClock, RowCounts};
+use flowstate_store_diesel::{Dialect, DieselStore, LeaseClockOffset, StoreConfig};
+use flowstate_testkit::{Harness, LeaseHarness, ManualClock, RowCounts, SkewedClock};
 
 use super::db::TestDb;
 
@@ -19,6 +19,8 @@ pub struct DieselHarness {
     store: Arc<DieselStore>,
     clock: Arc<ManualClock>,
     db: TestDb,
+    /// The lease clock offset every store of this harness shares.
+    lease_offset: LeaseClockOffset,
 }
 
 impl DieselHarness {
@@ -27,9 +29,11 @@ impl DieselHarness {
     pub async fn create(dialect: Dialect) -> Self {
         let db = TestDb::migrated(dialect).await;
         let clock = Arc::new(ManualClock::new());
+        let lease_offset = LeaseClockOffset::default();
         let config = StoreConfig::default()
             .pool_size(CONNECTIONS)
-            .clock(clock.clone());
+            .clock(clock.clone())
+            .lease_clock_offset(lease_offset.clone());
         let store = db.store(config).await;
         let opening: Vec<_> = (0..CONNECTIONS)
             .map(|_| store.reserve_connection())
@@ -41,6 +45,7 @@ impl DieselHarness {
             store: Arc::new(store),
             clock,
             db,
+            lease_offset,
         }
     }
 }
@@ -133,5 +138,20 @@ fn history_fault(dialect: Dialect, fail: bool) -> &'static [&'static str] {
             "DROP TRIGGER fst_fail_history_insert",
             "DROP TRIGGER fst_fail_history_update",
         ],
+    }
+}
+
+impl LeaseHarness for DieselHarness {
+    async fn advance_lease_clock(&self, by: std::time::Duration) {
+        self.lease_offset.advance(by);
+    }
+
+    async fn skewed_store(&self, skew_micros: i64) -> Arc<DieselStore> {
+        let clock = Arc::new(SkewedClock::new(self.clock.clone(), skew_micros));
+        let config = StoreConfig::default()
+            .pool_size(4)
+            .clock(clock)
+            .lease_clock_offset(self.lease_offset.clone());
+        Arc::new(self.db.store(config).await)
     }
 }

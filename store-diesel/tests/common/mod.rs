@@ -12,6 +12,7 @@ pub mod corrupt;
 pub mod db;
 pub mod events_rollback;
 pub mod harness;
+pub mod lease_budgets;
 pub mod records;
 pub mod schema_check;
 pub mod virtual_user_budgets;

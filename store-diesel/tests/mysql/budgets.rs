@@ -4,6 +4,7 @@
 use flowstate_store_diesel::Dialect;
 
 use crate::common::budgets::{Budget, check};
+use crate::common::lease_budgets::check_leases;
 
 /// What each operation sends on MySQL.
 const BUDGETS: &[Budget] = &[
@@ -157,4 +158,45 @@ const EVENT_BUDGETS: &[Budget] = &[
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_event_operation_sends_its_budget() {
     crate::common::budgets_events::check_events(Dialect::Mysql, EVENT_BUDGETS).await;
+}
+
+/// What each lease operation sends on Mysql.
+const LEASE_BUDGETS: &[Budget] = &[
+    // The runs with a cancel requested, then the claimable runs, each
+    // `SELECT ... FOR UPDATE SKIP LOCKED`; the `UPDATE`s of what was taken
+    // (the cancel one skipped when there is none); the leased runs read back.
+    (
+        "claim_run",
+        &["BEGIN", "SELECT", "SELECT", "UPDATE", "SELECT", "COMMIT"],
+    ),
+    (
+        "claim_runs",
+        &["BEGIN", "SELECT", "SELECT", "UPDATE", "SELECT", "COMMIT"],
+    ),
+    ("claim_run none", &["BEGIN", "SELECT", "SELECT", "COMMIT"]),
+    ("renew", &["UPDATE"]),
+    ("renew lost", &["UPDATE", "SELECT"]),
+    // No `RETURNING`: the status and count after, in the same transaction.
+    ("release failure", &["BEGIN", "UPDATE", "SELECT", "COMMIT"]),
+    ("release yield", &["BEGIN", "UPDATE", "SELECT", "COMMIT"]),
+    ("finish", &["UPDATE"]),
+    ("request_cancel", &["UPDATE"]),
+    ("lease_state", &["SELECT"]),
+    ("signal", &["INSERT"]),
+    ("wait", &["UPDATE"]),
+    ("wake_expired", &["UPDATE"]),
+    // No `DELETE ... RETURNING`: the payload read locked, then deleted.
+    ("take_signal", &["BEGIN", "SELECT", "DELETE", "COMMIT"]),
+    ("take_signal none", &["BEGIN", "SELECT", "COMMIT", "SELECT"]),
+    ("create_children", &["INSERT", "SELECT"]),
+    ("create_children again", &["INSERT", "SELECT"]),
+    ("begin_effect", &["INSERT", "SELECT"]),
+    ("settle_effect", &["UPDATE"]),
+    ("begin_effect replayed", &["INSERT", "SELECT"]),
+    ("stranded_effects", &["SELECT"]),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_lease_operation_sends_its_budget() {
+    check_leases(Dialect::Mysql, LEASE_BUDGETS).await;
 }

@@ -15,11 +15,13 @@ use crate::support::{self, TextRow, count};
 
 const UP_SQL: &str =
     include_str!("../../migrations/mysql/2026-11-30-000001_create_flowstate/up.sql");
-const TABLES: [&str; 13] = [
+const TABLES: [&str; 15] = [
     "flowstate_activations",
+    "flowstate_effects",
     "flowstate_event_deliveries",
     "flowstate_events",
     "flowstate_published_versions",
+    "flowstate_run_signals",
     "flowstate_run_state",
     "flowstate_runs",
     "flowstate_step_history",
@@ -179,6 +181,9 @@ async fn every_index_of_the_schema_is_there() {
     .map(|r| r.v)
     .collect();
     let expected = [
+        "flowstate_effects(run_id, effect_key) unique",
+        "flowstate_effects(settled_at, began_at)",
+        "flowstate_run_signals(run_id, name) unique",
         "flowstate_run_state(run_id, state_key) unique",
         "flowstate_runs(id) unique",
         "flowstate_runs(created_at, id)",

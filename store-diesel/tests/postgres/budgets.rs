@@ -4,6 +4,7 @@
 use flowstate_store_diesel::Dialect;
 
 use crate::common::budgets::{Budget, check};
+use crate::common::lease_budgets::check_leases;
 
 /// What each operation sends on PostgreSQL.
 const BUDGETS: &[Budget] = &[
@@ -118,4 +119,35 @@ const EVENT_BUDGETS: &[Budget] = &[
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_event_operation_sends_its_budget() {
     crate::common::budgets_events::check_events(Dialect::Postgres, EVENT_BUDGETS).await;
+}
+
+/// What each lease operation sends on Postgres.
+const LEASE_BUDGETS: &[Budget] = &[
+    // One statement, win or lose: the cancel sweep and the claim are one CTE.
+    ("claim_run", &["WITH"]),
+    ("claim_runs", &["WITH"]),
+    ("claim_run none", &["WITH"]),
+    ("renew", &["UPDATE"]),
+    ("renew lost", &["UPDATE", "SELECT"]),
+    ("release failure", &["UPDATE"]),
+    ("release yield", &["UPDATE"]),
+    ("finish", &["UPDATE"]),
+    ("request_cancel", &["UPDATE"]),
+    ("lease_state", &["SELECT"]),
+    ("signal", &["INSERT"]),
+    ("wait", &["UPDATE"]),
+    ("wake_expired", &["UPDATE"]),
+    ("take_signal", &["DELETE"]),
+    ("take_signal none", &["DELETE", "SELECT"]),
+    ("create_children", &["INSERT", "SELECT"]),
+    ("create_children again", &["INSERT", "SELECT"]),
+    ("begin_effect", &["INSERT", "SELECT"]),
+    ("settle_effect", &["UPDATE"]),
+    ("begin_effect replayed", &["INSERT", "SELECT"]),
+    ("stranded_effects", &["SELECT"]),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_lease_operation_sends_its_budget() {
+    check_leases(Dialect::Postgres, LEASE_BUDGETS).await;
 }

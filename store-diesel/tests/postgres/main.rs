@@ -10,6 +10,7 @@ mod common;
 mod budgets;
 mod explain;
 mod explain_events;
+mod lease_plans;
 mod migrations;
 mod pool;
 mod prepared;
@@ -51,3 +52,8 @@ flowstate_testkit::events_suite!(
 async fn a_failed_dispatch_keeps_the_event() {
     common::events_rollback::a_failed_dispatch_keeps_the_event(Dialect::Postgres).await;
 }
+
+flowstate_testkit::lease_suite!(
+    leases,
+    common::harness::DieselHarness::create(Dialect::Postgres)
+);

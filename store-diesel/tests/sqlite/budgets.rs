@@ -4,6 +4,7 @@
 use flowstate_store_diesel::Dialect;
 
 use crate::common::budgets::{Budget, check};
+use crate::common::lease_budgets::check_leases;
 
 /// What each operation sends on SQLite.
 const BUDGETS: &[Budget] = &[
@@ -144,4 +145,42 @@ const EVENT_BUDGETS: &[Budget] = &[
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_event_operation_sends_its_budget() {
     crate::common::budgets_events::check_events(Dialect::Sqlite, EVENT_BUDGETS).await;
+}
+
+/// What each lease operation sends on Sqlite.
+const LEASE_BUDGETS: &[Budget] = &[
+    // One write transaction: the cancel sweep, then the claim.
+    ("claim_run", &["BEGIN", "UPDATE", "UPDATE", "COMMIT"]),
+    ("claim_runs", &["BEGIN", "UPDATE", "UPDATE", "COMMIT"]),
+    ("claim_run none", &["BEGIN", "UPDATE", "UPDATE", "COMMIT"]),
+    ("renew", &["UPDATE"]),
+    ("renew lost", &["UPDATE", "SELECT"]),
+    ("release failure", &["UPDATE"]),
+    ("release yield", &["UPDATE"]),
+    ("finish", &["UPDATE"]),
+    ("request_cancel", &["UPDATE"]),
+    ("lease_state", &["SELECT"]),
+    ("signal", &["INSERT"]),
+    ("wait", &["UPDATE"]),
+    ("wake_expired", &["UPDATE"]),
+    ("take_signal", &["DELETE"]),
+    ("take_signal none", &["DELETE", "SELECT"]),
+    // One insert per child (no multi-row upsert on SQLite), one write.
+    (
+        "create_children",
+        &["BEGIN", "INSERT", "INSERT", "COMMIT", "SELECT"],
+    ),
+    (
+        "create_children again",
+        &["BEGIN", "INSERT", "INSERT", "COMMIT", "SELECT"],
+    ),
+    ("begin_effect", &["INSERT", "SELECT"]),
+    ("settle_effect", &["UPDATE"]),
+    ("begin_effect replayed", &["INSERT", "SELECT"]),
+    ("stranded_effects", &["SELECT"]),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_lease_operation_sends_its_budget() {
+    check_leases(Dialect::Sqlite, LEASE_BUDGETS).await;
 }

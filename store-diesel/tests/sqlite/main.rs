@@ -49,3 +49,8 @@ flowstate_testkit::events_suite!(
 async fn a_failed_dispatch_keeps_the_event() {
     common::events_rollback::a_failed_dispatch_keeps_the_event(Dialect::Sqlite).await;
 }
+
+flowstate_testkit::lease_suite!(
+    leases,
+    common::harness::DieselHarness::create(Dialect::Sqlite)
+);

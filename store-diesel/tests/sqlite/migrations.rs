@@ -108,6 +108,14 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
             "(parent_id, created_at, id)",
         ),
         ("flowstate_runs_created", "(created_at, id)"),
+        (
+            "flowstate_runs_claimable_idx",
+            "(created_at, id)\n    WHERE status IN ('running', 'suspended') AND cancel_requested = 0",
+        ),
+        (
+            "flowstate_runs_cancel_requested_idx",
+            "(created_at, id)\n    WHERE status IN ('running', 'suspended') AND cancel_requested = 1",
+        ),
         ("flowstate_steps_run_name", "(run_id, name)"),
         ("flowstate_steps_run_status", "(run_id, status)"),
         (

@@ -3,8 +3,10 @@
 
 use diesel::sql_types::Text;
 use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection, sql_query};
-use flowstate_core::ports::{RunStore, StepStore, VersionStore};
-use flowstate_core::{NewRun, NewWorkflowVersion, RunQuery, RunStatus, StepTransition};
+use std::time::Duration;
+
+use flowstate_core::ports::{RunLeaseStore, RunStore, RunWaitStore, StepStore, VersionStore};
+use flowstate_core::{NewRun, NewWorkflowVersion, Release, RunQuery, RunStatus, StepTransition};
 use serde_json::json;
 
 use crate::common::records;
@@ -105,6 +107,36 @@ async fn every_statement_searches_an_index() {
     store.upsert_version(v.clone()).await.unwrap();
     store.upsert_version(v).await.unwrap();
     store.get_version("wf", "h").await.unwrap();
+    let minute = Duration::from_secs(60);
+    let lease = store
+        .claim_run("w", minute)
+        .await
+        .unwrap()
+        .expect("the parent");
+    store.renew(parent.id, lease.token, minute).await.unwrap();
+    store.renew(parent.id, 99, minute).await.unwrap_err();
+    store
+        .release(parent.id, lease.token, Release::failure("x"))
+        .await
+        .unwrap();
+    store.request_cancel(parent.id).await.unwrap();
+    store.claim_runs("w", 2, minute).await.unwrap();
+    store.lease_state(parent.id).await.unwrap();
+    store.request_cancel(parent.id).await.unwrap();
+    let other = store
+        .create_run(NewRun::new("wf", json!(1)))
+        .await
+        .unwrap()
+        .record;
+    store.signal(other.id, "s", &json!(1)).await.unwrap();
+    let lease = store.claim_run("w", minute).await.unwrap().expect("other");
+    store.take_signal(other.id, lease.token, "s").await.unwrap();
+    store.take_signal(other.id, lease.token, "s").await.unwrap();
+    store
+        .wait(other.id, lease.token, flowstate_core::Wait::For(minute))
+        .await
+        .unwrap();
+    store.wake_expired().await.unwrap();
     store.delete_run(run.id).await.unwrap();
     let mut statements = log.statements();
     statements.sort();
@@ -140,6 +172,24 @@ async fn every_statement_searches_an_index() {
                 [
                     "SEARCH flowstate_steps USING INDEX flowstate_steps_run_name (run_id=? AND name=?)"
                 ]
+            );
+        }
+        // The claim walks the claimable runs in index order, the cancel
+        // sweep the runs with a cancel requested: no sort, no scan.
+        if sql.starts_with("UPDATE flowstate_runs SET lease_token") {
+            assert!(!sorts, "{sql}\n{plan:#?}");
+            assert!(
+                plan.iter()
+                    .any(|s| s.contains("flowstate_runs_claimable_idx")),
+                "{sql}\n{plan:#?}"
+            );
+        }
+        if sql.starts_with("UPDATE flowstate_runs SET status = 'cancelled'") {
+            assert!(!sorts, "{sql}\n{plan:#?}");
+            assert!(
+                plan.iter()
+                    .any(|s| s.contains("flowstate_runs_cancel_requested_idx")),
+                "{sql}\n{plan:#?}"
             );
         }
         // Every page of runs (all, by status, by workflow, by both, by

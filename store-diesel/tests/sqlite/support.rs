@@ -8,8 +8,10 @@ use std::sync::Arc;
 use flowstate_store_diesel::{DieselStore, StatementLog, StoreConfig};
 
 /// The flowstate tables, in the order SCHEMA.md lists them.
-pub const TABLES: [&str; 13] = [
+pub const TABLES: [&str; 15] = [
+    "flowstate_effects",
     "flowstate_runs",
+    "flowstate_run_signals",
     "flowstate_run_state",
     "flowstate_steps",
     "flowstate_step_history",

@@ -9,7 +9,9 @@
 
 mod batch;
 mod definitions;
+mod effects;
 mod events;
+mod leases;
 mod runs;
 mod steps;
 mod versions;
@@ -39,8 +41,11 @@ use crate::harness::RowCounts;
 /// ```
 #[derive(Debug)]
 pub struct MemoryStore {
-    tables: Mutex<Tables>,
+    tables: Arc<Mutex<Tables>>,
     clock: Arc<dyn Clock>,
+    /// The store's own clock for leases (see `leases.rs`): shared by every
+    /// handle on the same tables, whatever each handle's `clock` says.
+    lease_clock: Arc<dyn Clock>,
     limits: InputLimits,
 }
 
@@ -58,6 +63,9 @@ struct Tables {
     history_writes_fail: bool,
     virtual_users: virtual_users::VirtualUserTables,
     events: events::EventTables,
+    leases: HashMap<RunId, leases::LeaseRow>,
+    signals: HashMap<(RunId, String), Value>,
+    effects: HashMap<(RunId, String), effects::EffectRow>,
 }
 
 impl MemoryStore {
@@ -69,7 +77,8 @@ impl MemoryStore {
     /// An empty store reading `clock`, with the default limits.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
         Self {
-            tables: Mutex::new(Tables::default()),
+            tables: Arc::new(Mutex::new(Tables::default())),
+            lease_clock: Arc::clone(&clock),
             clock,
             limits: InputLimits::default(),
         }

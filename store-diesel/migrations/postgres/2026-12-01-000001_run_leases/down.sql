@@ -1,0 +1,13 @@
+DROP TABLE flowstate_effects;
+DROP TABLE flowstate_run_signals;
+DROP INDEX flowstate_runs_cancel_requested_idx;
+DROP INDEX flowstate_runs_claimable_idx;
+ALTER TABLE flowstate_runs
+    DROP COLUMN lease_owner,
+    DROP COLUMN lease_token,
+    DROP COLUMN lease_expires_at,
+    DROP COLUMN failures,
+    DROP COLUMN failure_reason,
+    DROP COLUMN cancel_requested,
+    DROP COLUMN wake_at,
+    DROP COLUMN waiting_on;

@@ -1,0 +1,12 @@
+DROP TABLE flowstate_effects;
+DROP TABLE flowstate_run_signals;
+DROP INDEX flowstate_runs_cancel_requested_idx;
+DROP INDEX flowstate_runs_claimable_idx;
+ALTER TABLE flowstate_runs DROP COLUMN waiting_on;
+ALTER TABLE flowstate_runs DROP COLUMN wake_at;
+ALTER TABLE flowstate_runs DROP COLUMN cancel_requested;
+ALTER TABLE flowstate_runs DROP COLUMN failure_reason;
+ALTER TABLE flowstate_runs DROP COLUMN failures;
+ALTER TABLE flowstate_runs DROP COLUMN lease_expires_at;
+ALTER TABLE flowstate_runs DROP COLUMN lease_token;
+ALTER TABLE flowstate_runs DROP COLUMN lease_owner;

@@ -1,0 +1,34 @@
+//! Children on MySQL: one multi-row `INSERT` that skips the keys
+//! already taken.
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use super::Pool;
+use crate::config::StoreConfig;
+use crate::rows::RunRow;
+use crate::schema::flowstate_runs as runs;
+use crate::store::conflict::retry_conflicts;
+
+/// Inserts every child row of `parent` not already stored under its key;
+/// a missing parent is [`flowstate_core::Error::RunNotFound`].
+pub(crate) async fn insert_children(
+    pool: &Pool,
+    _config: &StoreConfig,
+    parent: flowstate_core::RunId,
+    rows: Vec<RunRow>,
+) -> flowstate_core::Result<usize> {
+    let mut conn = pool.get("create_children").await?;
+    retry_conflicts!(
+        "create_children",
+        diesel::insert_into(runs::table)
+            .values(&rows)
+            // `INSERT IGNORE` would also turn a missing parent into a warning.
+            .on_conflict(diesel::dsl::DuplicatedKeys)
+            .do_update()
+            .set(runs::id.eq(runs::id))
+            .execute(&mut *conn)
+            .await
+    )
+    .map_err(|err| crate::guard_children::missing_parent(parent, err))
+}

@@ -1,0 +1,148 @@
+//! The run claim on MySQL 8 / MariaDB 10.6+: one transaction.
+//!
+//! MySQL has no `UPDATE ... RETURNING` and cannot `UPDATE` a table it
+//! selects from in a subquery, so the runs are taken first:
+//! `SELECT id ... FOR UPDATE SKIP LOCKED` over the runnable runs (by
+//! `flowstate_runs_status_created`), which locks what it answers and skips
+//! what other claims hold; then the `UPDATE` of exactly those ids, and the
+//! runs read back, in the same transaction. Runs with a cancel requested
+//! are taken and settled the same way, before. Sleeping and waiting runs
+//! are left out by [`crate::sql_waits::awake`]. The time is the server's
+//! ([`crate::lease_clock`]).
+
+use std::time::Duration;
+
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+
+use flowstate_core::lease::lease_micros;
+use flowstate_core::{Result, RunLease, RunStatus};
+
+use super::Pool;
+use crate::config::StoreConfig;
+use crate::error::backend;
+use crate::rows_leases::{LeasedRunRow, claimed};
+use crate::schema::flowstate_runs as runs;
+use crate::store::conflict::retry_conflicts;
+use crate::store::{db_time, leasable_texts};
+
+/// What one claim binds.
+struct Claim<'a> {
+    worker: &'a str,
+    n: i64,
+    offset: i64,
+    until: i64,
+    now: i64,
+}
+
+/// [`RunLeaseStore::claim_runs`](flowstate_core::RunLeaseStore::claim_runs),
+/// its input already checked.
+pub(crate) async fn claim_runs(
+    pool: &Pool,
+    config: &StoreConfig,
+    worker: &str,
+    n: u32,
+    lease_for: Duration,
+) -> Result<Vec<RunLease>> {
+    let offset = config.lease_clock_offset.micros();
+    let claim = Claim {
+        worker,
+        n: i64::from(n),
+        offset,
+        until: offset.saturating_add(lease_micros(lease_for)),
+        now: config.clock.now().as_micros(),
+    };
+    let mut conn = pool.get("claim_run").await?;
+    let rows = retry_conflicts!("claim_run", claim_once(&mut conn, &claim).await)
+        .map_err(|err| backend("claim_run", err))?;
+    let leases = claimed(rows)?;
+    tracing::debug!(claimed = leases.len(), "runs claimed");
+    Ok(leases)
+}
+
+/// Up to `n` runnable runs with (or without) a cancel requested, locked.
+async fn pick(
+    conn: &mut AsyncMysqlConnection,
+    claim: &Claim<'_>,
+    cancel: bool,
+) -> QueryResult<Vec<String>> {
+    runs::table
+        .filter(runs::status.eq_any(leasable_texts()))
+        .filter(
+            runs::lease_expires_at
+                .is_null()
+                .or(runs::lease_expires_at.le(db_time!(conn, claim.offset))),
+        )
+        .filter(awake(conn, claim.offset))
+        .filter(runs::cancel_requested.eq(cancel))
+        .order((runs::created_at, runs::id))
+        .limit(claim.n)
+        .select(runs::id)
+        .for_update()
+        .skip_locked()
+        .load(conn)
+        .await
+}
+
+/// [`crate::sql_waits::awake`] at the database's time plus `offset`.
+fn awake(
+    conn: &AsyncMysqlConnection,
+    offset: i64,
+) -> diesel::expression::SqlLiteral<
+    diesel::sql_types::Bool,
+    diesel::expression::UncheckedBind<
+        diesel::expression::SqlLiteral<diesel::sql_types::Bool>,
+        diesel::dsl::AsExprOf<i64, diesel::sql_types::BigInt>,
+    >,
+> {
+    let text = crate::sql_waits::awake(&format!("({} + \u{0})", crate::lease_clock::now_sql(conn)));
+    let (before, after) = text.split_once('\u{0}').expect("one time in the condition");
+    diesel::dsl::sql::<diesel::sql_types::Bool>(before)
+        .bind::<diesel::sql_types::BigInt, _>(offset)
+        .sql(after)
+}
+
+/// The claim's transaction: the runs it leased, as written.
+async fn claim_once(
+    conn: &mut AsyncMysqlConnection,
+    claim: &Claim<'_>,
+) -> QueryResult<Vec<LeasedRunRow>> {
+    conn.transaction(async |conn| {
+        let cancelled = pick(conn, claim, true).await?;
+        if !cancelled.is_empty() {
+            diesel::update(runs::table.filter(runs::id.eq_any(&cancelled)))
+                .set((
+                    runs::status.eq(RunStatus::Cancelled.as_str()),
+                    runs::updated_at.eq(claim.now),
+                    runs::lease_token.eq(runs::lease_token + 1),
+                    runs::lease_owner.eq(None::<String>),
+                    runs::lease_expires_at.eq(None::<i64>),
+                    runs::cancel_requested.eq(false),
+                    runs::wake_at.eq(None::<i64>),
+                    runs::waiting_on.eq(None::<String>),
+                ))
+                .execute(conn)
+                .await?;
+        }
+        let ids = pick(conn, claim, false).await?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        diesel::update(runs::table.filter(runs::id.eq_any(&ids)))
+            .set((
+                runs::lease_token.eq(runs::lease_token + 1),
+                runs::lease_owner.eq(claim.worker),
+                runs::lease_expires_at.eq(db_time!(conn, claim.until)),
+                runs::wake_at.eq(None::<i64>),
+                runs::waiting_on.eq(None::<String>),
+            ))
+            .execute(conn)
+            .await?;
+        runs::table
+            .filter(runs::id.eq_any(&ids))
+            .select(LeasedRunRow::as_select())
+            .load(conn)
+            .await
+    })
+    .await
+}

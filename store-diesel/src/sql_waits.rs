@@ -1,0 +1,26 @@
+//! The one SQL spelling of "this run is awake", shared by the dialects'
+//! claims, so a claim and a wait can never disagree about who may run.
+
+use flowstate_core::wait::CHILDREN;
+
+/// The condition, on a row of `flowstate_runs`, that the run is not asleep
+/// or waiting at time `now` (an SQL expression read once): its time has
+/// come, or it neither sleeps nor waits, or the signal it waits on is
+/// there, or it waits on its children ([`CHILDREN`], a name no signal has)
+/// and none of them is unsettled. A `NULL` `wake_at` never compares true,
+/// and `name = NULL` matches no signal, so each case needs no more than
+/// this.
+pub(crate) fn awake(now: &str) -> String {
+    let unsettled = crate::store::leasable_texts()
+        .iter()
+        .map(|s| format!("'{s}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "(wake_at <= {now} OR (waiting_on IS NULL AND wake_at IS NULL) OR EXISTS \
+         (SELECT 1 FROM flowstate_run_signals s WHERE s.run_id = flowstate_runs.id \
+         AND s.name = flowstate_runs.waiting_on) OR (waiting_on = '{CHILDREN}' AND NOT EXISTS \
+         (SELECT 1 FROM flowstate_runs c WHERE c.parent_id = flowstate_runs.id \
+         AND c.status IN ({unsettled}))))"
+    )
+}

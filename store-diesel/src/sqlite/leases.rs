@@ -1,0 +1,112 @@
+//! The run claim on SQLite: one `BEGIN IMMEDIATE` transaction.
+//!
+//! SQLite has no `SKIP LOCKED` and needs none: the write lock, taken up
+//! front, makes the claims one at a time, and each sees every earlier one.
+//! 1. Settle up to `n` runnable runs with a cancel requested, as cancelled.
+//! 2. Lease up to `n` other runnable runs, `RETURNING *`.
+//!
+//! Both read the time as SQLite's `'now'` ([`crate::lease_clock`]) and
+//! walk the partial indexes `flowstate_runs_cancel_requested_idx` and
+//! `flowstate_runs_claimable_idx`.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use diesel::RunQueryDsl;
+use diesel::sql_types::{BigInt, Text};
+
+use flowstate_core::lease::lease_micros;
+use flowstate_core::{Result, RunLease, RunStatus};
+
+use super::{Pool, SqliteConn, Written, write};
+use crate::cached::CacheExt;
+use crate::config::StoreConfig;
+use crate::lease_clock::DbClock;
+use crate::rows_leases::{LeasedRunRow, claimed};
+use crate::store::leasable_texts;
+
+/// The `IN (SELECT ...)` of runnable runs with (`1`) or without (`0`) a
+/// cancel requested. Binds: the lease clock offset (twice), how many.
+///
+/// `INDEXED BY` names the partial index the predicate matches: without
+/// statistics the planner may prefer `flowstate_runs_status_created` and
+/// sort every unsettled run, which is the scan the index exists to avoid.
+fn pick(cancel: u8) -> String {
+    let index = if cancel == 1 {
+        "flowstate_runs_cancel_requested_idx"
+    } else {
+        "flowstate_runs_claimable_idx"
+    };
+    let now = <SqliteConn as DbClock>::NOW_US;
+    let statuses = leasable_texts()
+        .iter()
+        .map(|s| format!("'{s}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "SELECT id FROM flowstate_runs INDEXED BY {index} WHERE status IN ({statuses}) \
+         AND (lease_expires_at IS NULL OR lease_expires_at <= {now} + ?) \
+         AND {awake} AND cancel_requested = {cancel} ORDER BY created_at, id LIMIT ?",
+        awake = crate::sql_waits::awake(&format!("{now} + ?")),
+    )
+}
+
+/// Binds: the `updated_at` stamp, then [`pick`]'s.
+static CANCEL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE flowstate_runs SET status = '{}', updated_at = ?, lease_token = lease_token + 1, \
+         lease_owner = NULL, lease_expires_at = NULL, cancel_requested = 0, \
+         wake_at = NULL, waiting_on = NULL \
+         WHERE id IN ({}) RETURNING id",
+        RunStatus::Cancelled.as_str(),
+        pick(1)
+    )
+});
+
+/// Binds: the worker, the offset plus the lease length, then [`pick`]'s.
+static CLAIM: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE flowstate_runs SET lease_token = lease_token + 1, lease_owner = ?, \
+         lease_expires_at = {} + ?, wake_at = NULL, waiting_on = NULL \
+         WHERE id IN ({}) RETURNING *",
+        <SqliteConn as DbClock>::NOW_US,
+        pick(0)
+    )
+});
+
+/// [`RunLeaseStore::claim_runs`](flowstate_core::RunLeaseStore::claim_runs),
+/// its input already checked.
+pub(crate) async fn claim_runs(
+    pool: &Pool,
+    config: &StoreConfig,
+    worker: &str,
+    n: u32,
+    lease_for: Duration,
+) -> Result<Vec<RunLease>> {
+    let offset = config.lease_clock_offset.micros();
+    let now = config.clock.now().as_micros();
+    let worker = worker.to_owned();
+    let until = offset.saturating_add(lease_micros(lease_for));
+    let rows = write(pool, "claim_run", move |conn| {
+        let _cancelled: Vec<Written> = diesel::sql_query(CANCEL.as_str())
+            .bind::<BigInt, _>(now)
+            .bind::<BigInt, _>(offset)
+            .bind::<BigInt, _>(offset)
+            .bind::<BigInt, _>(i64::from(n))
+            .cached()
+            .load(conn)?;
+        let rows: Vec<LeasedRunRow> = diesel::sql_query(CLAIM.as_str())
+            .bind::<Text, _>(&worker)
+            .bind::<BigInt, _>(until)
+            .bind::<BigInt, _>(offset)
+            .bind::<BigInt, _>(offset)
+            .bind::<BigInt, _>(i64::from(n))
+            .cached()
+            .load(conn)?;
+        Ok(rows)
+    })
+    .await?;
+    let leases = claimed(rows)?;
+    tracing::debug!(claimed = leases.len(), "runs claimed");
+    Ok(leases)
+}

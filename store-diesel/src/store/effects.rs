@@ -1,0 +1,146 @@
+//! [`EffectJournal`] for [`DieselStore`], in the diesel DSL: a begin is an
+//! insert that skips a key already taken, then one read of the row; the
+//! begin whose id the row holds started the effect. A settle is one
+//! `UPDATE` guarded by `outcome IS NULL`.
+
+use std::time::Duration;
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use serde_json::Value;
+
+use flowstate_core::backend::decode_json;
+use flowstate_core::{EffectBegin, EffectJournal, Error, Result, RunId, StrandedEffect, Timestamp};
+
+use super::{DieselStore, by_returning, on_connection};
+use crate::error::{backend, is_foreign_key_violation};
+use crate::rows::parse_id;
+use crate::schema::{JsonText, flowstate_effects as effects};
+
+/// A row of `flowstate_effects`.
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = effects)]
+struct EffectRow {
+    run_id: String,
+    effect_key: String,
+    began_by: String,
+    outcome: Option<JsonText>,
+    began_at: i64,
+    settled_at: Option<i64>,
+}
+
+impl EffectJournal for DieselStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run, key = %key))]
+    async fn begin_effect(&self, run: RunId, key: &str) -> Result<EffectBegin> {
+        self.config.limits.check_effect_key(key)?;
+        let op = "begin_effect";
+        let mine = uuid::Uuid::now_v7().to_string();
+        let row = EffectRow {
+            run_id: run.to_string(),
+            effect_key: key.to_owned(),
+            began_by: mine.clone(),
+            outcome: None,
+            began_at: self.now(),
+            settled_at: None,
+        };
+        by_returning!(self, op, |conn| diesel::insert_into(effects::table)
+            .values(&row)
+            .on_conflict((effects::run_id, effects::effect_key))
+            .do_nothing()
+            .execute(conn)
+            .await,
+        mysql: |conn| diesel::insert_into(effects::table)
+            .values(&row)
+            .on_conflict(diesel::dsl::DuplicatedKeys)
+            .do_update()
+            .set(effects::run_id.eq(effects::run_id))
+            .execute(conn)
+            .await)
+        .map_err(|err| {
+            if is_foreign_key_violation(&err) {
+                Error::RunNotFound(run)
+            } else {
+                backend(op, err)
+            }
+        })?;
+        let stored: EffectRow = on_connection!(self, op, |conn| effects::table
+            .find((&row.run_id, &row.effect_key))
+            .select(EffectRow::as_select())
+            .first(conn)
+            .await)
+        .map_err(|err| backend(op, err))?;
+        Ok(match stored.outcome {
+            _ if stored.began_by == mine => EffectBegin::Started,
+            Some(outcome) => {
+                EffectBegin::Settled(decode_json("effect outcome", &row.run_id, &outcome.0)?)
+            }
+            None => EffectBegin::InFlight {
+                began_at: Timestamp::from_micros(stored.began_at),
+            },
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run, key = %key))]
+    async fn settle_effect(&self, run: RunId, key: &str, outcome: &Value) -> Result<()> {
+        self.config.limits.check_effect_key(key)?;
+        let op = "settle_effect";
+        let outcome = JsonText(self.config.limits.encode("effect outcome", outcome)?);
+        let (id, now) = (run.to_string(), self.now());
+        let settled = on_connection!(self, op, |conn| diesel::update(
+            effects::table
+                .filter(effects::run_id.eq(&id))
+                .filter(effects::effect_key.eq(key))
+                .filter(effects::outcome.is_null())
+        )
+        .set((
+            effects::outcome.eq(Some(&outcome)),
+            effects::settled_at.eq(Some(now)),
+        ))
+        .execute(conn)
+        .await)
+        .map_err(|err| backend(op, err))?;
+        if settled == 1 {
+            return Ok(());
+        }
+        // Settled already (a no-op), or never begun (error path only).
+        let found: Option<String> = on_connection!(self, op, |conn| effects::table
+            .find((&id, key))
+            .select(effects::run_id)
+            .first(conn)
+            .await
+            .optional())
+        .map_err(|err| backend(op, err))?;
+        match found {
+            Some(_) => Ok(()),
+            None => Err(Error::EffectNotFound {
+                run,
+                key: key.to_owned(),
+            }),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn stranded_effects(&self, older_than: Duration) -> Result<Vec<StrandedEffect>> {
+        let op = "stranded_effects";
+        let cutoff = Timestamp::from_micros(self.now())
+            .minus(older_than)
+            .as_micros();
+        let rows: Vec<(String, String, i64)> = on_connection!(self, op, |conn| effects::table
+            .filter(effects::settled_at.is_null())
+            .filter(effects::began_at.le(cutoff))
+            .order((effects::began_at, effects::run_id, effects::effect_key))
+            .select((effects::run_id, effects::effect_key, effects::began_at))
+            .load(conn)
+            .await)
+        .map_err(|err| backend(op, err))?;
+        rows.into_iter()
+            .map(|(run, key, began_at)| {
+                Ok(StrandedEffect {
+                    run: parse_id("effect run id", &run, &run)?,
+                    key,
+                    began_at: Timestamp::from_micros(began_at),
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,307 @@
+//! [`RunLeaseStore`] for [`DieselStore`]: renew, finish, release, cancel
+//! and the lease read, written once in the diesel DSL; the claim, which
+//! differs per dialect, is in `{postgres,mysql,sqlite}/leases.rs`.
+//!
+//! Every lease write is one `UPDATE` guarded by the fencing token, the
+//! holder being set, the run unsettled and the lease unexpired on the
+//! database's clock ([`crate::lease_clock`]); its affected rows decide.
+//! Only when it matched nothing is the run read, to tell
+//! [`Error::RunNotFound`] from [`Error::LeaseLost`].
+
+use std::time::Duration;
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use flowstate_core::lease::{leasable_statuses, lease_micros};
+use flowstate_core::{
+    Error, LeaseState, Release, Released, Result, RunId, RunLease, RunLeaseStore, RunOutcome,
+    RunStatus,
+};
+
+use super::{DieselStore, by_dialect, by_returning, on_connection};
+use crate::error::backend;
+use crate::rows::parse_status;
+use crate::rows_leases::LeaseRow;
+use crate::schema::flowstate_runs as runs;
+
+/// The database's time plus `$plus` microseconds (a bound `i64`), as a
+/// nullable `BIGINT` expression, for a connection `$conn` of any dialect.
+macro_rules! db_time {
+    ($conn:expr, $plus:expr) => {
+        diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::BigInt>>(&format!(
+            "({} + ",
+            $crate::lease_clock::now_sql(&*$conn)
+        ))
+        .bind::<diesel::sql_types::BigInt, _>($plus)
+        .sql(")")
+    };
+}
+pub(crate) use db_time;
+
+/// The row of run `$id` if `$token` holds its lease now: the token matches,
+/// a holder is set, the run is not settled and the lease has not run out.
+macro_rules! held_impl {
+    ($conn:expr, $id:expr, $token:expr, $offset:expr) => {
+        runs::table
+            .filter(runs::id.eq($id))
+            .filter(runs::lease_token.eq($token))
+            .filter(runs::lease_owner.is_not_null())
+            .filter(runs::status.eq_any(leasable_texts()))
+            .filter(runs::lease_expires_at.gt(db_time!($conn, $offset)))
+    };
+}
+pub(crate) use held_impl as held;
+
+/// The stored texts of [`leasable_statuses`], for `IN` guards.
+pub(crate) fn leasable_texts() -> Vec<&'static str> {
+    leasable_statuses()
+        .into_iter()
+        .map(RunStatus::as_str)
+        .collect()
+}
+
+/// A fencing token as stored (tokens never exceed `i64::MAX`: each claim
+/// adds one); a larger one can hold no lease and matches nothing.
+pub(super) fn stored_token(token: u64) -> i64 {
+    i64::try_from(token).unwrap_or(-1)
+}
+
+impl DieselStore {
+    /// Why a guarded lease write of `token` matched nothing: the run is
+    /// missing, or the lease is lost (error path only).
+    pub(super) async fn lease_refused<T>(
+        &self,
+        op: &'static str,
+        run: RunId,
+        token: u64,
+    ) -> Result<T> {
+        let id = run.to_string();
+        let found: Option<String> = on_connection!(self, op, |conn| runs::table
+            .find(&id)
+            .select(runs::id)
+            .first(conn)
+            .await
+            .optional())
+        .map_err(|err| backend(op, err))?;
+        Err(match found {
+            Some(_) => Error::LeaseLost { run, token },
+            None => Error::RunNotFound(run),
+        })
+    }
+
+    /// The lease clock offset, in microseconds.
+    pub(super) fn lease_offset(&self) -> i64 {
+        self.config.lease_clock_offset.micros()
+    }
+}
+
+impl RunLeaseStore for DieselStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(worker = %worker))]
+    async fn claim_run(&self, worker: &str, lease_for: Duration) -> Result<Option<RunLease>> {
+        self.config.limits.check_lease(worker, lease_for)?;
+        let leases: Vec<RunLease> = by_dialect!(self, claim_runs(worker, 1, lease_for))?;
+        Ok(leases.into_iter().next())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(worker = %worker, n))]
+    async fn claim_runs(&self, worker: &str, n: u32, lease_for: Duration) -> Result<Vec<RunLease>> {
+        self.config.limits.check_claim_batch(worker, n, lease_for)?;
+        by_dialect!(self, claim_runs(worker, n, lease_for))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]
+    async fn renew(&self, run: RunId, token: u64, lease_for: Duration) -> Result<()> {
+        self.config.limits.check_lease_for(lease_for)?;
+        let (id, offset) = (run.to_string(), self.lease_offset());
+        let until = offset.saturating_add(lease_micros(lease_for));
+        let renewed = on_connection!(self, "renew", |conn| diesel::update(held!(
+            conn,
+            &id,
+            stored_token(token),
+            offset
+        ))
+        .set(runs::lease_expires_at.eq(db_time!(conn, until)))
+        .execute(conn)
+        .await)
+        .map_err(|err| backend("renew", err))?;
+        if renewed == 0 {
+            return self.lease_refused("renew", run, token).await;
+        }
+        Ok(())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]
+    async fn finish(&self, run: RunId, token: u64, outcome: RunOutcome) -> Result<()> {
+        if let Some(reason) = outcome.reason() {
+            self.config.limits.check_reason(reason)?;
+        }
+        let (id, offset, now) = (run.to_string(), self.lease_offset(), self.now());
+        let finished = on_connection!(self, "finish", |conn| diesel::update(held!(
+            conn,
+            &id,
+            stored_token(token),
+            offset
+        ))
+        .set((
+            runs::status.eq(outcome.status().as_str()),
+            runs::updated_at.eq(now),
+            runs::lease_owner.eq(None::<String>),
+            runs::lease_expires_at.eq(None::<i64>),
+            runs::failure_reason.eq(outcome.reason()),
+        ))
+        .execute(conn)
+        .await)
+        .map_err(|err| backend("finish", err))?;
+        if finished == 0 {
+            return self.lease_refused("finish", run, token).await;
+        }
+        tracing::debug!(status = %outcome.status(), "run finished");
+        Ok(())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]
+    async fn release(&self, run: RunId, token: u64, release: Release) -> Result<Released> {
+        let (id, offset, now) = (run.to_string(), self.lease_offset(), self.now());
+        let stored = stored_token(token);
+        let released: Option<(String, i64)> = if let Release::Failure { reason, limit } = release {
+            self.config.limits.check_reason(&reason)?;
+            // `fails_run` in SQL: the failures after this one reach the
+            // limit (a limit of 0 reads as 1). Status first: MySQL
+            // assigns left to right, so it must see the old count.
+            let limit = i64::from(limit.max(1));
+            let status = || {
+                diesel::dsl::sql::<diesel::sql_types::Text>("CASE WHEN failures + 1 >= ")
+                    .bind::<diesel::sql_types::BigInt, _>(limit)
+                    .sql(&format!(
+                        " THEN '{}' ELSE status END",
+                        RunStatus::Failed.as_str()
+                    ))
+            };
+            let stamp = || {
+                diesel::dsl::sql::<diesel::sql_types::BigInt>("CASE WHEN failures + 1 >= ")
+                    .bind::<diesel::sql_types::BigInt, _>(limit)
+                    .sql(" THEN ")
+                    .bind::<diesel::sql_types::BigInt, _>(now)
+                    .sql(" ELSE updated_at END")
+            };
+            let set = || {
+                (
+                    runs::status.eq(status()),
+                    runs::updated_at.eq(stamp()),
+                    runs::failures.eq(runs::failures + 1),
+                    runs::failure_reason.eq(reason.clone()),
+                    runs::lease_owner.eq(None::<String>),
+                    runs::lease_expires_at.eq(None::<i64>),
+                )
+            };
+            by_returning!(self, "release", |conn| diesel::update(held!(
+                conn, &id, stored, offset
+            ))
+            .set(set())
+            .returning((runs::status, runs::failures))
+            .get_result(conn)
+            .await
+            .optional(),
+            mysql: |conn| {
+                use diesel_async::AsyncConnection;
+                conn.transaction(async |conn| {
+                    let n = diesel::update(held!(conn, &id, stored, offset))
+                        .set(set())
+                        .execute(conn)
+                        .await?;
+                    read_outcome(conn, &id, n).await
+                })
+                .await
+            })
+        } else {
+            let set = || {
+                (
+                    runs::failures.eq(0_i64),
+                    runs::lease_owner.eq(None::<String>),
+                    runs::lease_expires_at.eq(None::<i64>),
+                )
+            };
+            by_returning!(self, "release", |conn| diesel::update(held!(
+                conn, &id, stored, offset
+            ))
+            .set(set())
+            .returning((runs::status, runs::failures))
+            .get_result(conn)
+            .await
+            .optional(),
+            mysql: |conn| {
+                use diesel_async::AsyncConnection;
+                conn.transaction(async |conn| {
+                    let n = diesel::update(held!(conn, &id, stored, offset))
+                        .set(set())
+                        .execute(conn)
+                        .await?;
+                    read_outcome(conn, &id, n).await
+                })
+                .await
+            })
+        }
+        .map_err(|err| backend("release", err))?;
+        let Some((status, failures)) = released else {
+            return self.lease_refused("release", run, token).await;
+        };
+        let released = Released {
+            status: parse_status::<RunStatus>(&id, &status)?,
+            failures: u32::try_from(failures).unwrap_or(u32::MAX),
+        };
+        tracing::debug!(status = %released.status, failures = released.failures, "run released");
+        Ok(released)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run))]
+    async fn request_cancel(&self, run: RunId) -> Result<()> {
+        let id = run.to_string();
+        let marked = on_connection!(self, "request_cancel", |conn| diesel::update(
+            runs::table
+                .filter(runs::id.eq(&id))
+                .filter(runs::status.eq_any(leasable_texts()))
+        )
+        .set(runs::cancel_requested.eq(true))
+        .execute(conn)
+        .await)
+        .map_err(|err| backend("request_cancel", err))?;
+        if marked == 0 {
+            // Settled (nothing to do) or missing.
+            self.lease_state(run).await?;
+        }
+        Ok(())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run))]
+    async fn lease_state(&self, run: RunId) -> Result<LeaseState> {
+        let id = run.to_string();
+        let row: Option<LeaseRow> = on_connection!(self, "lease_state", |conn| runs::table
+            .find(&id)
+            .select(LeaseRow::as_select())
+            .first(conn)
+            .await
+            .optional())
+        .map_err(|err| backend("lease_state", err))?;
+        row.map(LeaseState::from).ok_or(Error::RunNotFound(run))
+    }
+}
+
+/// MySQL: the run's status and failures after a release that matched `n`
+/// rows, read in the release's transaction (`None` if it matched none).
+#[cfg(feature = "mysql")]
+async fn read_outcome(
+    conn: &mut diesel_async::AsyncMysqlConnection,
+    id: &str,
+    n: usize,
+) -> QueryResult<Option<(String, i64)>> {
+    if n == 0 {
+        return Ok(None);
+    }
+    runs::table
+        .find(id)
+        .select((runs::status, runs::failures))
+        .first(conn)
+        .await
+        .map(Some)
+}

@@ -1,0 +1,185 @@
+//! [`RunWaitStore`] for [`DieselStore`], in the diesel DSL: a wait is the
+//! lease-guarded `UPDATE` of `leases.rs` setting `wake_at`/`waiting_on`, a
+//! signal one upsert into `flowstate_run_signals`, taking a signal one
+//! `DELETE` guarded by the lease. Whether a run is awake is decided in the
+//! claim's SQL alone ([`crate::sql_waits::awake`]).
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use serde_json::Value;
+
+use flowstate_core::backend::decode_json;
+use flowstate_core::lease::lease_micros;
+use flowstate_core::{Error, Result, RunId, RunWaitStore, Wait};
+
+use super::leases::{held, stored_token};
+use super::{DieselStore, by_returning, db_time, leasable_texts, on_connection};
+use crate::cached::CacheExt;
+use crate::error::{backend, is_foreign_key_violation};
+use crate::schema::{JsonText, flowstate_run_signals as signals, flowstate_runs as runs};
+
+/// A signal to insert.
+#[derive(Insertable)]
+#[diesel(table_name = signals)]
+struct SignalRow {
+    run_id: String,
+    name: String,
+    payload: JsonText,
+    sent_at: i64,
+}
+
+impl RunWaitStore for DieselStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]
+    async fn wait(&self, run: RunId, token: u64, wait: Wait) -> Result<()> {
+        self.config.limits.check_wait(&wait)?;
+        let (id, offset) = (run.to_string(), self.lease_offset());
+        let stored = stored_token(token);
+        let name = wait.waiting_on().map(ToOwned::to_owned);
+        let wake = wait
+            .wake_after()
+            .map(|after| offset.saturating_add(lease_micros(after)));
+        let free = (
+            runs::lease_owner.eq(None::<String>),
+            runs::lease_expires_at.eq(None::<i64>),
+            runs::waiting_on.eq(name.clone()),
+        );
+        let waited = on_connection!(self, "wait", |conn| match wake {
+            Some(wake) => {
+                diesel::update(held!(conn, &id, stored, offset))
+                    .set((free.clone(), runs::wake_at.eq(db_time!(conn, wake))))
+                    .execute(conn)
+                    .await
+            }
+            None => {
+                diesel::update(held!(conn, &id, stored, offset))
+                    .set((free.clone(), runs::wake_at.eq(None::<i64>)))
+                    .execute(conn)
+                    .await
+            }
+        })
+        .map_err(|err| backend("wait", err))?;
+        if waited == 0 {
+            return self.lease_refused("wait", run, token).await;
+        }
+        tracing::debug!(?wait, "run waits");
+        Ok(())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run, name = %name))]
+    async fn signal(&self, run: RunId, name: &str, payload: &Value) -> Result<()> {
+        self.config.limits.check_key("signal name", name)?;
+        let row = SignalRow {
+            run_id: run.to_string(),
+            name: name.to_owned(),
+            payload: JsonText(self.config.limits.encode("signal payload", payload)?),
+            sent_at: self.now(),
+        };
+        by_returning!(self, "signal", |conn| diesel::insert_into(signals::table)
+            .values(&row)
+            .on_conflict((signals::run_id, signals::name))
+            .do_update()
+            .set((
+                signals::payload.eq(diesel::upsert::excluded(signals::payload)),
+                signals::sent_at.eq(diesel::upsert::excluded(signals::sent_at)),
+            ))
+            .cached()
+            .execute(conn)
+            .await,
+        mysql: |conn| diesel::insert_into(signals::table)
+            .values(&row)
+            .on_conflict(diesel::dsl::DuplicatedKeys)
+            .do_update()
+            .set((signals::payload.eq(&row.payload), signals::sent_at.eq(row.sent_at)))
+            .cached()
+            .execute(conn)
+            .await)
+        .map_err(|err| {
+            if is_foreign_key_violation(&err) {
+                Error::RunNotFound(run)
+            } else {
+                backend("signal", err)
+            }
+        })?;
+        Ok(())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run, name = %name))]
+    async fn take_signal(&self, run: RunId, token: u64, name: &str) -> Result<Option<Value>> {
+        self.config.limits.check_key("signal name", name)?;
+        let (id, offset) = (run.to_string(), self.lease_offset());
+        let stored = stored_token(token);
+        macro_rules! taken {
+            ($conn:expr) => {
+                signals::table
+                    .filter(signals::run_id.eq(&id))
+                    .filter(signals::name.eq(name))
+                    .filter(diesel::dsl::exists(
+                        held!($conn, &id, stored, offset).select(runs::id),
+                    ))
+            };
+        }
+        let payload: Option<JsonText> = by_returning!(self, "take_signal", |conn| diesel::delete(
+            taken!(conn)
+        )
+        .returning(signals::payload)
+        .get_result(conn)
+        .await
+        .optional(),
+        mysql: |conn| {
+            use diesel_async::AsyncConnection;
+            conn.transaction(async |conn| {
+                let payload: Option<JsonText> = taken!(conn)
+                    .select(signals::payload)
+                    .for_update()
+                    .first(conn)
+                    .await
+                    .optional()?;
+                if payload.is_some() {
+                    diesel::delete(
+                        signals::table
+                            .filter(signals::run_id.eq(&id))
+                            .filter(signals::name.eq(name)),
+                    )
+                    .execute(conn)
+                    .await?;
+                }
+                Ok(payload)
+            })
+            .await
+        })
+        .map_err(|err| backend("take_signal", err))?;
+        if let Some(payload) = payload {
+            return decode_json("signal payload", &id, &payload.0).map(Some);
+        }
+        // None: no signal, or no lease (error path only).
+        let holds: i64 =
+            on_connection!(self, "take_signal", |conn| held!(conn, &id, stored, offset)
+                .count()
+                .get_result(conn)
+                .await)
+            .map_err(|err| backend("take_signal", err))?;
+        if holds == 0 {
+            return self.lease_refused("take_signal", run, token).await;
+        }
+        Ok(None)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn wake_expired(&self) -> Result<u64> {
+        let offset = self.lease_offset();
+        let woken = on_connection!(self, "wake_expired", |conn| diesel::update(
+            runs::table
+                .filter(runs::status.eq_any(leasable_texts()))
+                .filter(runs::wake_at.le(db_time!(conn, offset)))
+        )
+        .set((
+            runs::wake_at.eq(None::<i64>),
+            runs::waiting_on.eq(None::<String>),
+        ))
+        .execute(conn)
+        .await)
+        .map_err(|err| backend("wake_expired", err))?;
+        tracing::debug!(woken, "expired waits ended");
+        Ok(woken as u64)
+    }
+}

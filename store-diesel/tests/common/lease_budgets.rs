@@ -1,0 +1,173 @@
+//! The statement budgets of the run leases ([`RunLeaseStore`]), as tables
+//! like [`super::budgets`]: each dialect lists, per lease operation, the
+//! first word of every statement it sends, and [`check_leases`] runs one
+//! scenario through a logged store and compares exactly.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use flowstate_core::{
+    ChildRunStore, EffectBegin, EffectJournal, NewChild, NewRun, Release, RunLeaseStore,
+    RunOutcome, RunStore, RunWaitStore, Wait,
+};
+use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
+use serde_json::json;
+
+use super::budgets::Budget;
+use super::db::TestDb;
+
+/// Runs the lease scenario on a fresh `dialect` database and asserts that
+/// every operation sent exactly the statements `table` lists for it, and
+/// that the table names every operation the scenario runs.
+pub async fn check_leases(dialect: Dialect, table: &[Budget]) {
+    let db = TestDb::migrated(dialect).await;
+    let log = StatementLog::new();
+    let store = db
+        .store(StoreConfig::default().statement_log(log.clone()))
+        .await;
+    let sent = scenario(&store, &log).await;
+    let mut problems = Vec::new();
+    for (op, statements) in &sent {
+        let verbs: Vec<&str> = statements
+            .iter()
+            .map(|s| s.split_whitespace().next().unwrap_or(""))
+            .collect();
+        match table.iter().find(|(name, _)| name == op) {
+            None => problems.push(format!("{op}: not in the table; sent {verbs:?}")),
+            Some((_, expected)) if *expected != verbs.as_slice() => {
+                problems.push(format!("{op}: expected {expected:?}, sent {statements:#?}"));
+            }
+            Some(_) => {}
+        }
+    }
+    for (name, _) in table {
+        if !sent.iter().any(|(op, _)| op == name) {
+            problems.push(format!("{name}: in the table but not run"));
+        }
+    }
+    drop(store);
+    db.drop_database().await;
+    assert!(
+        problems.is_empty(),
+        "{dialect} lease budgets:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// Every lease operation with a budget, each captured on its own.
+async fn scenario(
+    store: &DieselStore,
+    log: &Arc<StatementLog>,
+) -> Vec<(&'static str, Vec<String>)> {
+    let mut sent = Vec::new();
+    macro_rules! capture {
+        ($op:literal, $call:expr) => {{
+            let (out, statements) = log.capture($call).await;
+            sent.push(($op, statements));
+            out.unwrap_or_else(|err| panic!("{}: {err}", $op))
+        }};
+    }
+    macro_rules! refused {
+        ($op:literal, $call:expr) => {{
+            let (out, statements) = log.capture($call).await;
+            sent.push(($op, statements));
+            assert!(out.is_err(), "{} should be refused: {out:?}", $op);
+        }};
+    }
+    let lease = Duration::from_secs(300);
+    for _ in 0..4 {
+        store
+            .create_run(NewRun::new("wf", json!({})))
+            .await
+            .expect("create_run");
+    }
+    let held = capture!("claim_run", store.claim_run("w", lease)).expect("a run");
+    let run = held.run.id;
+    let batch = capture!("claim_runs", store.claim_runs("w", 2, lease));
+    assert_eq!(batch.len(), 2);
+    capture!("renew", store.renew(run, held.token, lease));
+    refused!("renew lost", store.renew(run, held.token + 1, lease));
+    let failed = capture!(
+        "release failure",
+        store.release(run, held.token, Release::failure("boom"))
+    );
+    assert_eq!(failed.failures, 1);
+    let again = store
+        .claim_run("w", lease)
+        .await
+        .expect("claim")
+        .expect("a run");
+    capture!(
+        "release yield",
+        store.release(again.run.id, again.token, Release::Yield)
+    );
+    let last = store
+        .claim_run("w", lease)
+        .await
+        .expect("claim")
+        .expect("a run");
+    capture!(
+        "finish",
+        store.finish(last.run.id, last.token, RunOutcome::Completed)
+    );
+    let next = store
+        .claim_run("w", lease)
+        .await
+        .expect("claim")
+        .expect("a run");
+    capture!("request_cancel", store.request_cancel(next.run.id));
+    capture!("lease_state", store.lease_state(next.run.id));
+    capture!(
+        "signal",
+        store.signal(next.run.id, "s", &json!({"ok": true}))
+    );
+    capture!(
+        "wait",
+        store.wait(next.run.id, next.token, Wait::For(Duration::from_secs(60)))
+    );
+    capture!("wake_expired", store.wake_expired());
+    let empty = capture!("claim_run none", store.claim_run("w", lease));
+    assert!(empty.is_none());
+    let batch_run = batch[0].run.id;
+    let taken = capture!(
+        "take_signal none",
+        store.take_signal(batch_run, batch[0].token, "s")
+    );
+    assert_eq!(taken, None);
+    store
+        .signal(batch_run, "s", &json!(2))
+        .await
+        .expect("signal");
+    let taken = capture!(
+        "take_signal",
+        store.take_signal(batch_run, batch[0].token, "s")
+    );
+    assert_eq!(taken, Some(json!(2)));
+    let kids = || {
+        vec![
+            NewChild::new("a", "child", json!(1)),
+            NewChild::new("b", "child", json!(2)),
+        ]
+    };
+    capture!("create_children", store.create_children(batch_run, kids()));
+    capture!(
+        "create_children again",
+        store.create_children(batch_run, kids())
+    );
+    let begun = capture!("begin_effect", store.begin_effect(batch_run, "charge"));
+    assert_eq!(begun, EffectBegin::Started);
+    capture!(
+        "settle_effect",
+        store.settle_effect(batch_run, "charge", &json!({"id": 1}))
+    );
+    let replayed = capture!(
+        "begin_effect replayed",
+        store.begin_effect(batch_run, "charge")
+    );
+    assert!(matches!(replayed, EffectBegin::Settled(_)));
+    capture!(
+        "stranded_effects",
+        store.stranded_effects(Duration::from_secs(60))
+    );
+    sent
+}
