@@ -163,7 +163,9 @@ pub trait StepStore: Send + Sync {
     fn set_branch_taken(&self, id: StepId, branch: &str)
     -> impl Future<Output = Result<()>> + Send;
 
-    /// The run's completed and failed step names and the branches taken.
+    /// The run's completed step names, those failed for good, those failed
+    /// with an attempt left (retrying), and the branches taken
+    /// ([`summary::graph_state`]).
     fn graph_state(&self, run: RunId) -> impl Future<Output = Result<GraphState>> + Send {
         async move { Ok(summary::graph_state(&self.list_steps(run).await?)) }
     }

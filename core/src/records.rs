@@ -336,8 +336,13 @@ impl StepAttempt {
 pub struct GraphState {
     /// Names of the steps that succeeded, sorted.
     pub completed: Vec<String>,
-    /// Names of the steps whose current attempt failed, sorted.
+    /// Names of the steps that failed for good (their current attempt
+    /// failed and their retry policy has no attempt left), sorted: what a
+    /// graph engine routes around or fails the run on.
     pub failed: Vec<String>,
+    /// Names of the steps whose current attempt failed but which have an
+    /// attempt left (a claim will retry them), sorted: not failed yet.
+    pub retrying: Vec<String>,
     /// The branch taken at each step that recorded one.
     pub branches: BTreeMap<String, String>,
 }

@@ -14,6 +14,9 @@ pub fn graph_state(steps: &[Step]) -> GraphState {
     for step in steps {
         match step.status {
             StepStatus::Succeeded => state.completed.push(step.name.clone()),
+            StepStatus::Failed if step.retry.has_attempts_left(step.attempt) => {
+                state.retrying.push(step.name.clone());
+            }
             StepStatus::Failed => state.failed.push(step.name.clone()),
             _ => {}
         }
@@ -23,6 +26,7 @@ pub fn graph_state(steps: &[Step]) -> GraphState {
     }
     state.completed.sort();
     state.failed.sort();
+    state.retrying.sort();
     state
 }
 

@@ -44,19 +44,27 @@ pub async fn graph_state_names_and_branches<H: Harness>(h: &H) {
     assert_eq!(state.branches, branches);
 }
 
-/// A failed step that is retried is no longer failed; once it succeeds it
-/// is completed.
+/// A failed step with a retry left is retrying, not failed; once its retry
+/// runs it is neither, and once that succeeds it is completed.
 pub async fn graph_state_follows_retries<H: Harness>(h: &H) {
     let run = new_run(h).await;
     let step = new_step(h, run.id, "s1", 1).await;
     let store = h.store();
     store.claim_step(run.id, "s1", FUNCTION).await.unwrap();
     let failed = StepTransition::Failed(json!({"message": "boom"}));
-    store.transition_step(step.id, failed).await.unwrap();
-    assert_eq!(store.graph_state(run.id).await.unwrap().failed, ["s1"]);
+    store
+        .transition_step(step.id, failed.clone())
+        .await
+        .unwrap();
+    let state = store.graph_state(run.id).await.unwrap();
+    assert!(
+        state.failed.is_empty(),
+        "a step with a retry left is not failed yet"
+    );
+    assert_eq!(state.retrying, ["s1"]);
     store.claim_step(run.id, "s1", FUNCTION).await.unwrap();
     let state = store.graph_state(run.id).await.unwrap();
-    assert!(state.failed.is_empty() && state.completed.is_empty());
+    assert!(state.failed.is_empty() && state.completed.is_empty() && state.retrying.is_empty());
     let done = StepTransition::Succeeded(json!(1));
     store.transition_step(step.id, done).await.unwrap();
     let state = store.graph_state(run.id).await.unwrap();
