@@ -7,7 +7,7 @@
 //! trait beside [`StepStore`](crate::ports::StepStore), so a backend that
 //! has no batches keeps compiling.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -132,30 +132,30 @@ impl Completion {
     }
 }
 
-/// The indexes of `completions` that name a step an earlier item of the
-/// same batch already names. A batch applies its items in order, so such
-/// an item finds the step already moved: a backend answers it
-/// [`Error::IllegalStepTransition`] from the first item's target, and
-/// writes only the first.
-pub fn repeated_items(completions: &[(StepId, Completion)]) -> Vec<usize> {
-    let mut seen = HashSet::new();
-    completions
-        .iter()
-        .enumerate()
-        .filter(|(_, (id, _))| !seen.insert(*id))
-        .map(|(i, _)| i)
-        .collect()
-}
-
-/// The answer to a repeated item (see [`repeated_items`]): the step was
-/// moved to `first` by the earlier item, so moving it to `then` is illegal
-/// (a settled attempt never moves in place).
-pub fn repeated_item_error(id: StepId, first: StepStatus, then: StepStatus) -> Error {
-    Error::IllegalStepTransition {
-        step: id,
-        from: first,
-        to: then,
+/// The answers to the items of `completions` that name a step an earlier
+/// item of the same batch already names, by index. A batch applies its
+/// items in order, so such an item finds the step already moved by the
+/// first: it is [`Error::IllegalStepTransition`] from the first item's
+/// target, and a backend writes only the first.
+pub fn repeated_items(completions: &[(StepId, Completion)]) -> HashMap<usize, Error> {
+    let mut first: HashMap<StepId, StepStatus> = HashMap::new();
+    let mut repeated = HashMap::new();
+    for (index, (id, completion)) in completions.iter().enumerate() {
+        match first.get(id) {
+            Some(&from) => {
+                let error = Error::IllegalStepTransition {
+                    step: *id,
+                    from,
+                    to: completion.target(),
+                };
+                repeated.insert(index, error);
+            }
+            None => {
+                first.insert(*id, completion.target());
+            }
+        }
     }
+    repeated
 }
 
 #[cfg(test)]
@@ -239,12 +239,19 @@ mod tests {
     fn repeated_items_are_the_later_ones() {
         let (a, b) = (StepId::generate(), StepId::generate());
         let done = Completion::Succeeded(json!(1));
-        let items = vec![
-            (a, done.clone()),
-            (b, done.clone()),
-            (a, done.clone()),
-            (a, done),
-        ];
-        assert_eq!(repeated_items(&items), [2, 3]);
+        let failed = Completion::Failed(json!(2));
+        let items = vec![(a, done.clone()), (b, done.clone()), (a, failed), (a, done)];
+        let repeated = repeated_items(&items);
+        let mut indexes: Vec<usize> = repeated.keys().copied().collect();
+        indexes.sort_unstable();
+        assert_eq!(indexes, [2, 3]);
+        assert!(matches!(
+            repeated[&2],
+            Error::IllegalStepTransition {
+                from: StepStatus::Succeeded,
+                to: StepStatus::Failed,
+                ..
+            }
+        ));
     }
 }

@@ -226,7 +226,7 @@ pub trait BatchStepStore: StepStore {
     /// order: an item that is illegal, names an unknown step or carries a
     /// payload over the limits fails alone. A step named twice is moved by
     /// its first item; the later ones are
-    /// [`repeated_item_error`](crate::batch::repeated_item_error). Every
+    /// [`repeated_items`](crate::batch::repeated_items). Every
     /// item's write commits together, in one statement or one transaction:
     /// when this answers `Ok`, each `Ok` item is durable; an `Err` means
     /// none was written.

@@ -4,7 +4,7 @@
 
 use diesel::prelude::*;
 
-use super::{Fail, Pool, write};
+use super::{Pool, TxError, write};
 use crate::config::StoreConfig;
 use crate::rows::RunRow;
 use crate::schema::flowstate_runs as runs;
@@ -28,7 +28,7 @@ pub(crate) async fn insert_children(
             {
                 Ok(n) => n,
                 Err(err) => {
-                    return Err(Fail::Port(crate::guard_children::missing_parent(
+                    return Err(TxError::Port(crate::guard_children::missing_parent(
                         parent, err,
                     )));
                 }

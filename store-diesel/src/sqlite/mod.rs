@@ -56,6 +56,7 @@ use futures_util::future::BoxFuture;
 
 use crate::config::StoreConfig;
 use crate::pool::ConnectionPool;
+use crate::store::TxError;
 
 /// The dialect's name, as errors and logs print it.
 const DIALECT: &str = "sqlite";
@@ -107,34 +108,12 @@ pub(crate) async fn connect(url: &str, config: StoreConfig) -> crate::Result<(Po
     Ok((pool, config))
 }
 
-/// Why a unit of work failed: the database, or an answer the port gives
-/// (a typed not-found) that also rolls the transaction back.
-#[derive(Debug)]
-enum Fail {
-    /// A diesel error, mapped by [`crate::error::backend`].
-    Db(DieselError),
-    /// The port's own answer.
-    Port(flowstate_core::Error),
-}
-
-impl From<DieselError> for Fail {
-    fn from(err: DieselError) -> Self {
-        Self::Db(err)
-    }
-}
-
-impl From<flowstate_core::Error> for Fail {
-    fn from(err: flowstate_core::Error) -> Self {
-        Self::Port(err)
-    }
-}
-
 /// Runs `work` as one `BEGIN IMMEDIATE` transaction in one hop to the
 /// blocking pool: committed if it answers `Ok`, rolled back otherwise.
 async fn write<R, W>(pool: &Pool, op: &'static str, work: W) -> flowstate_core::Result<R>
 where
     R: Send + 'static,
-    W: FnOnce(&mut SqliteConnection) -> Result<R, Fail> + Send + 'static,
+    W: FnOnce(&mut SqliteConnection) -> Result<R, TxError> + Send + 'static,
 {
     let mut conn = pool.get(op).await?;
     let task = conn.spawn_blocking(move |conn| Ok(conn.immediate_transaction(work)));
@@ -146,8 +125,8 @@ where
     .await;
     match outcome {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(Fail::Port(err))) => Err(err),
-        Ok(Err(Fail::Db(err))) | Err(err) => Err(crate::error::backend(op, err)),
+        Ok(Err(TxError::Port(err))) => Err(err),
+        Ok(Err(TxError::Db(err))) | Err(err) => Err(crate::error::backend(op, err)),
     }
 }
 

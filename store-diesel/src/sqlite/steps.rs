@@ -8,7 +8,7 @@ use diesel::sql_types::{BigInt, Text};
 use flowstate_core::{Error, HistoryId, Result, RunId, StepStatus};
 
 use super::sql::MOVES;
-use super::{Fail, Pool, write, wrote};
+use super::{Pool, TxError, write, wrote};
 use crate::config::StoreConfig;
 use crate::error::is_foreign_key_violation;
 use crate::rows::StepRow;
@@ -31,8 +31,8 @@ pub(crate) async fn insert_step(
             .execute(conn)
             .map_err(
                 |err| match (is_foreign_key_violation(&err), row.run_id.parse::<RunId>()) {
-                    (true, Ok(run)) => Fail::Port(Error::RunNotFound(run)),
-                    _ => Fail::Db(err),
+                    (true, Ok(run)) => TxError::Port(Error::RunNotFound(run)),
+                    _ => TxError::Db(err),
                 },
             )?;
         if inserted == 0 {

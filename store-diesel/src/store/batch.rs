@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use flowstate_core::batch::{repeated_item_error, repeated_items};
+use flowstate_core::batch::repeated_items;
 use flowstate_core::{
     BatchClaim, BatchStepStore, Completion, Error, Result, Step, StepId, StepStatus,
 };
@@ -71,18 +71,13 @@ impl BatchStepStore for DieselStore {
         &self,
         completions: Vec<(StepId, Completion)>,
     ) -> Result<Vec<Result<()>>> {
-        let repeated = repeated_items(&completions);
-        let first_target: HashMap<StepId, StepStatus> = completions
-            .iter()
-            .rev()
-            .map(|(id, completion)| (*id, completion.target()))
-            .collect();
+        let mut repeated = repeated_items(&completions);
         let mut outcomes: Vec<Option<Result<()>>> = Vec::with_capacity(completions.len());
         let mut items = Vec::new();
         for (index, (id, completion)) in completions.into_iter().enumerate() {
             let to = completion.target();
-            if repeated.contains(&index) {
-                outcomes.push(Some(Err(repeated_item_error(id, first_target[&id], to))));
+            if let Some(error) = repeated.remove(&index) {
+                outcomes.push(Some(Err(error)));
                 continue;
             }
             match self

@@ -34,6 +34,25 @@ pub(crate) fn is_conflict(err: &DieselError) -> bool {
     }
 }
 
+/// An error that may be a lost lock conflict ([`is_conflict`]): what
+/// [`retry_conflicts!`] retries on.
+pub(crate) trait MaybeConflict: std::fmt::Display {
+    /// Whether the unit of work lost a lock conflict and may run again.
+    fn is_conflict(&self) -> bool;
+}
+
+impl MaybeConflict for DieselError {
+    fn is_conflict(&self) -> bool {
+        is_conflict(self)
+    }
+}
+
+impl MaybeConflict for super::TxError {
+    fn is_conflict(&self) -> bool {
+        matches!(self, Self::Db(err) if is_conflict(err))
+    }
+}
+
 /// Sleeps before conflict retry number `attempt` (1-based): a few
 /// milliseconds growing with the attempt, with jitter so the transactions
 /// that collided do not collide again in step.
@@ -47,7 +66,8 @@ pub(crate) async fn back_off(attempt: u32) {
 }
 
 /// Runs `$work` (an expression ending in `.await` that yields a
-/// `QueryResult`) again while it fails with a conflict ([`is_conflict`]),
+/// `QueryResult` or a `Result<_, TxError>`) again while it fails with a
+/// conflict ([`MaybeConflict`]),
 /// at most [`MAX_CONFLICT_RETRIES`] more times; yields its last result.
 macro_rules! retry_conflicts {
     ($op:expr, $work:expr) => {{
@@ -56,7 +76,7 @@ macro_rules! retry_conflicts {
             match $work {
                 Err(err)
                     if conflicts < $crate::store::conflict::MAX_CONFLICT_RETRIES
-                        && $crate::store::conflict::is_conflict(&err) =>
+                        && $crate::store::conflict::MaybeConflict::is_conflict(&err) =>
                 {
                     conflicts += 1;
                     tracing::debug!(operation = $op, conflicts, %err, "conflict, running again");

@@ -164,6 +164,32 @@ impl RunLeaseStore for DieselStore {
     async fn release(&self, run: RunId, token: u64, release: Release) -> Result<Released> {
         let (id, offset, now) = (run.to_string(), self.lease_offset(), self.now());
         let stored = stored_token(token);
+        // The held-guarded release with `$set`, answering the run's status
+        // and failure count afterwards (MySQL reads them back in the same
+        // transaction); the failure and yield arms differ only in `$set`.
+        macro_rules! release_with {
+            ($set:ident) => {
+                by_returning!(self, "release", |conn| diesel::update(held!(
+                    conn, &id, stored, offset
+                ))
+                .set($set())
+                .returning((runs::status, runs::failures))
+                .get_result(conn)
+                .await
+                .optional(),
+                mysql: |conn| {
+                    use diesel_async::AsyncConnection;
+                    conn.transaction(async |conn| {
+                        let n = diesel::update(held!(conn, &id, stored, offset))
+                            .set($set())
+                            .execute(conn)
+                            .await?;
+                        read_outcome(conn, &id, n).await
+                    })
+                    .await
+                })
+            };
+        }
         let released: Option<(String, i64)> = if let Release::Failure { reason, limit } = release {
             self.config.limits.check_reason(&reason)?;
             // `fails_run` in SQL: the failures after this one reach the
@@ -195,25 +221,7 @@ impl RunLeaseStore for DieselStore {
                     runs::lease_expires_at.eq(None::<i64>),
                 )
             };
-            by_returning!(self, "release", |conn| diesel::update(held!(
-                conn, &id, stored, offset
-            ))
-            .set(set())
-            .returning((runs::status, runs::failures))
-            .get_result(conn)
-            .await
-            .optional(),
-            mysql: |conn| {
-                use diesel_async::AsyncConnection;
-                conn.transaction(async |conn| {
-                    let n = diesel::update(held!(conn, &id, stored, offset))
-                        .set(set())
-                        .execute(conn)
-                        .await?;
-                    read_outcome(conn, &id, n).await
-                })
-                .await
-            })
+            release_with!(set)
         } else {
             let set = || {
                 (
@@ -222,25 +230,7 @@ impl RunLeaseStore for DieselStore {
                     runs::lease_expires_at.eq(None::<i64>),
                 )
             };
-            by_returning!(self, "release", |conn| diesel::update(held!(
-                conn, &id, stored, offset
-            ))
-            .set(set())
-            .returning((runs::status, runs::failures))
-            .get_result(conn)
-            .await
-            .optional(),
-            mysql: |conn| {
-                use diesel_async::AsyncConnection;
-                conn.transaction(async |conn| {
-                    let n = diesel::update(held!(conn, &id, stored, offset))
-                        .set(set())
-                        .execute(conn)
-                        .await?;
-                    read_outcome(conn, &id, n).await
-                })
-                .await
-            })
+            release_with!(set)
         }
         .map_err(|err| backend("release", err))?;
         let Some((status, failures)) = released else {

@@ -127,6 +127,15 @@ pub(crate) enum TxError {
     Port(flowstate_core::Error),
 }
 
+impl std::fmt::Display for TxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Db(err) => err.fmt(f),
+            Self::Port(err) => err.fmt(f),
+        }
+    }
+}
+
 impl From<diesel::result::Error> for TxError {
     fn from(err: diesel::result::Error) -> Self {
         Self::Db(err)
@@ -174,22 +183,12 @@ macro_rules! transacted {
     ($pool:expr, $op:expr, |$c:ident| $work:expr) => {{
         let mut conn = $pool.get($op).await?;
         let $c = &mut *conn;
-        let mut conflicts = 0_u32;
-        loop {
-            let out: Result<_, $crate::store::TxError> = $work;
-            match out {
-                Ok(value) => break Ok(value),
-                Err($crate::store::TxError::Db(err))
-                    if conflicts < $crate::store::conflict::MAX_CONFLICT_RETRIES
-                        && $crate::store::conflict::is_conflict(&err) =>
-                {
-                    conflicts += 1;
-                    tracing::debug!(operation = $op, conflicts, %err, "conflict, running again");
-                    $crate::store::conflict::back_off(conflicts).await;
-                }
-                Err($crate::store::TxError::Db(err)) => break Err($crate::error::backend($op, err)),
-                Err($crate::store::TxError::Port(err)) => break Err(err),
-            }
+        let out: Result<_, $crate::store::TxError> =
+            $crate::store::conflict::retry_conflicts!($op, $work);
+        match out {
+            Ok(value) => Ok(value),
+            Err($crate::store::TxError::Db(err)) => Err($crate::error::backend($op, err)),
+            Err($crate::store::TxError::Port(err)) => Err(err),
         }
     }};
 }

@@ -10,7 +10,7 @@ use flowstate_core::{
     BatchClaim, BatchStepStore, Completion, NewRun, NewStep, NewWorkflowVersion, RetryPolicy,
     RetryStart, RunId, RunStatus, RunStore, StepStore, StepTransition, VersionStore,
 };
-use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
+use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
 use serde_json::json;
 
 use super::db::TestDb;
@@ -26,14 +26,7 @@ const STEP_READS: [&str; 3] = ["get_step", "find_step", "list_steps"];
 /// operation sent exactly the statements `table` lists for it, and that the
 /// table names every operation the scenario runs.
 pub async fn check(dialect: Dialect, table: &[Budget]) {
-    let db = TestDb::migrated(dialect).await;
-    let log = StatementLog::new();
-    let store = db
-        .store(StoreConfig::default().statement_log(log.clone()))
-        .await;
-    let sent = scenario(&store, &log).await;
-    drop(store);
-    db.drop_database().await;
+    let sent = run_scenario(dialect, scenario).await;
     let mut problems = Vec::new();
     for (op, statements) in &sent {
         if STEP_READS.contains(op)
@@ -46,6 +39,39 @@ pub async fn check(dialect: Dialect, table: &[Budget]) {
     }
     assert!(problems.is_empty(), "{dialect}:\n{}", problems.join("\n"));
     assert_budgets(dialect, "step", table, &sent);
+}
+
+/// What a budget scenario sent: each operation and its statements.
+pub type Sent = Vec<(&'static str, Vec<String>)>;
+
+/// Runs `scenario` through a store on a fresh, migrated `dialect` database
+/// that logs every statement into the log it is handed, then drops the
+/// database; answers what each operation sent.
+pub async fn run_scenario(
+    dialect: Dialect,
+    scenario: impl AsyncFnOnce(&DieselStore, &Arc<StatementLog>) -> Sent,
+) -> Sent {
+    let db = TestDb::migrated(dialect).await;
+    let log = StatementLog::new();
+    let store = db
+        .store(StoreConfig::default().statement_log(log.clone()))
+        .await;
+    let sent = scenario(&store, &log).await;
+    drop(store);
+    db.drop_database().await;
+    sent
+}
+
+/// Runs `scenario` ([`run_scenario`]) and checks what it sent against
+/// `table` ([`assert_budgets`]); `what` names the table in a failure.
+pub async fn check_scenario(
+    dialect: Dialect,
+    what: &str,
+    table: &[Budget],
+    scenario: impl AsyncFnOnce(&DieselStore, &Arc<StatementLog>) -> Sent,
+) {
+    let sent = run_scenario(dialect, scenario).await;
+    assert_budgets(dialect, what, table, &sent);
 }
 
 /// Asserts that every operation of `sent` sent exactly the statements
@@ -85,10 +111,7 @@ pub fn assert_budgets(
 }
 
 /// Every operation with a budget, each captured on its own.
-async fn scenario(
-    store: &flowstate_store_diesel::DieselStore,
-    log: &Arc<StatementLog>,
-) -> Vec<(&'static str, Vec<String>)> {
+async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     let mut sent = Vec::new();
     macro_rules! capture {
         ($op:literal, $call:expr) => {{

@@ -7,6 +7,7 @@
 //! `dispatch_pending` of one event is `pending_events` (the scan) then
 //! `dispatch_event` (its transaction).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use flowstate_core::backoff::EventDispatchOutcome;
@@ -14,30 +15,21 @@ use flowstate_core::{
     DefinitionStore, Dispatch, EventStore, NewActivation, NewEvent, NewPublishedVersion,
     NewWorkflow,
 };
-use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
+use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
 
-use super::budgets::{Budget, assert_budgets};
-use super::db::TestDb;
+use super::budgets::{Budget, Sent, check_scenario};
 
 /// Runs the event scenario on a fresh `dialect` database and asserts that
 /// every operation sent exactly the statements `table` lists for it, and
 /// that the table names every operation the scenario runs.
 pub async fn check_events(dialect: Dialect, table: &[Budget]) {
-    let db = TestDb::migrated(dialect).await;
-    let log = StatementLog::new();
-    let store = db
-        .store(StoreConfig::default().statement_log(log.clone()))
-        .await;
-    let sent = scenario(&store, &log).await;
-    drop(store);
-    db.drop_database().await;
-    assert_budgets(dialect, "event", table, &sent);
+    check_scenario(dialect, "event", table, scenario).await;
 }
 
 /// A workflow with two activations of `app.tick`, then every event
 /// operation with a budget, each captured on its own.
-async fn scenario(store: &DieselStore, log: &StatementLog) -> Vec<(&'static str, Vec<String>)> {
+async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     let mut sent = Vec::new();
     macro_rules! capture {
         ($op:literal, $call:expr) => {{

@@ -10,55 +10,20 @@ use flowstate_core::{
     ChildRunStore, EffectBegin, EffectJournal, NewChild, NewRun, Release, RunLeaseStore,
     RunOutcome, RunStore, RunWaitStore, Wait,
 };
-use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
+use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
 
-use super::budgets::Budget;
-use super::db::TestDb;
+use super::budgets::{Budget, Sent, check_scenario};
 
 /// Runs the lease scenario on a fresh `dialect` database and asserts that
 /// every operation sent exactly the statements `table` lists for it, and
 /// that the table names every operation the scenario runs.
 pub async fn check_leases(dialect: Dialect, table: &[Budget]) {
-    let db = TestDb::migrated(dialect).await;
-    let log = StatementLog::new();
-    let store = db
-        .store(StoreConfig::default().statement_log(log.clone()))
-        .await;
-    let sent = scenario(&store, &log).await;
-    let mut problems = Vec::new();
-    for (op, statements) in &sent {
-        let verbs: Vec<&str> = statements
-            .iter()
-            .map(|s| s.split_whitespace().next().unwrap_or(""))
-            .collect();
-        match table.iter().find(|(name, _)| name == op) {
-            None => problems.push(format!("{op}: not in the table; sent {verbs:?}")),
-            Some((_, expected)) if *expected != verbs.as_slice() => {
-                problems.push(format!("{op}: expected {expected:?}, sent {statements:#?}"));
-            }
-            Some(_) => {}
-        }
-    }
-    for (name, _) in table {
-        if !sent.iter().any(|(op, _)| op == name) {
-            problems.push(format!("{name}: in the table but not run"));
-        }
-    }
-    drop(store);
-    db.drop_database().await;
-    assert!(
-        problems.is_empty(),
-        "{dialect} lease budgets:\n{}",
-        problems.join("\n")
-    );
+    check_scenario(dialect, "lease", table, scenario).await;
 }
 
 /// Every lease operation with a budget, each captured on its own.
-async fn scenario(
-    store: &DieselStore,
-    log: &Arc<StatementLog>,
-) -> Vec<(&'static str, Vec<String>)> {
+async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     let mut sent = Vec::new();
     macro_rules! capture {
         ($op:literal, $call:expr) => {{

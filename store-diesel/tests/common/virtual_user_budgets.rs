@@ -11,32 +11,20 @@ use flowstate_core::{
     NewSchedule, ScheduleStore, Timestamp, VirtualUserRunId, VirtualUserRunQuery,
     VirtualUserRunStore,
 };
-use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
+use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
 
-use super::budgets::{Budget, assert_budgets};
-use super::db::TestDb;
+use super::budgets::{Budget, Sent, check_scenario};
 
 /// Runs the scenario on a fresh `dialect` database and asserts that every
 /// operation sent exactly what `table` lists, and that the table lists only
 /// operations the scenario runs.
 pub async fn check(dialect: Dialect, table: &[Budget]) {
-    let db = TestDb::migrated(dialect).await;
-    let log = StatementLog::new();
-    let store = db
-        .store(StoreConfig::default().statement_log(log.clone()))
-        .await;
-    let sent = scenario(&store, &log).await;
-    drop(store);
-    db.drop_database().await;
-    assert_budgets(dialect, "virtual-user", table, &sent);
+    check_scenario(dialect, "virtual-user", table, scenario).await;
 }
 
 /// Every virtual-user operation, each captured on its own, won and lost.
-async fn scenario(
-    store: &DieselStore,
-    log: &Arc<StatementLog>,
-) -> Vec<(&'static str, Vec<String>)> {
+async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     let mut sent = Vec::new();
     macro_rules! capture {
         ($op:literal, $call:expr) => {{

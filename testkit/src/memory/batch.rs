@@ -2,7 +2,7 @@
 //! under the one lock, so each is atomic by construction; what is left to
 //! read is which steps a batch takes and what each item answers.
 
-use flowstate_core::batch::{repeated_item_error, repeated_items};
+use flowstate_core::batch::repeated_items;
 use flowstate_core::{
     BatchClaim, BatchStepStore, ClaimDecision, ClaimInput, Completion, Error, Result, Step, StepId,
     StepStatus,
@@ -51,7 +51,7 @@ impl BatchStepStore for MemoryStore {
         completions: Vec<(StepId, Completion)>,
     ) -> Result<Vec<Result<()>>> {
         let now = self.now();
-        let repeated = repeated_items(&completions);
+        let mut repeated = repeated_items(&completions);
         let mut tables = self.lock();
         if !completions.is_empty() {
             tables.check_history_writes()?;
@@ -59,12 +59,8 @@ impl BatchStepStore for MemoryStore {
         let mut outcomes = Vec::with_capacity(completions.len());
         for (index, (id, completion)) in completions.iter().enumerate() {
             let to = completion.target();
-            if repeated.contains(&index) {
-                let first = completions
-                    .iter()
-                    .find(|(other, _)| other == id)
-                    .map_or(to, |(_, c)| c.target());
-                outcomes.push(Err(repeated_item_error(*id, first, to)));
+            if let Some(error) = repeated.remove(&index) {
+                outcomes.push(Err(error));
                 continue;
             }
             let outcome = self
