@@ -51,6 +51,8 @@ mod lease_ports;
 pub mod limits;
 pub mod ports;
 pub mod records;
+pub mod recovery;
+mod recovery_ports;
 pub mod retry;
 pub mod schedule;
 pub mod status;
@@ -77,13 +79,14 @@ pub use ids::{
 pub use lease::{LeaseState, Release, Released, RunLease, RunOutcome};
 pub use limits::{EncodedStep, InputLimits};
 pub use ports::{
-    BatchStepStore, ChildRunStore, DefinitionStore, EffectJournal, EventStore, RunLeaseStore,
-    RunStore, RunWaitStore, StepStore, Store, VersionStore,
+    BatchStepStore, ChildRunStore, DefinitionStore, EffectJournal, EventStore, RecoveryStore,
+    RunLeaseStore, RunRecoveryStore, RunStore, RunWaitStore, StepStore, Store, VersionStore,
 };
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,
     Step, StepAttempt, StepSummary, StepTransition, WorkflowVersion,
 };
+pub use recovery::{StalledRun, UndispatchedStep};
 pub use retry::RetryPolicy;
 pub use status::{RetryStart, RunStatus, StatusKind, StepStatus};
 pub use time::{Clock, SystemClock, Timestamp};

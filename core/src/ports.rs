@@ -40,6 +40,8 @@ pub use crate::virtual_user_ports::{ScheduleStore, VirtualUserRunStore};
 pub use crate::events_ports::{DefinitionStore, EventStore};
 
 pub use crate::lease_ports::{ChildRunStore, EffectJournal, RunLeaseStore, RunWaitStore};
+
+pub use crate::recovery_ports::{RecoveryStore, RunRecoveryStore};
 // Named by the docs' links only.
 #[cfg(doc)]
 use crate::{error::Error, status::StepStatus};
