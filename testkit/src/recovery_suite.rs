@@ -47,6 +47,7 @@ macro_rules! __recovery_cases {
                 reap_frees_expired_leases_only,
                 reap_honours_its_limit,
                 reap_race_8,
+                reap_leaves_deleted_runs_out,
             }
             recovery_sweeps {
                 relay_then_sweep_dispatches_once,

@@ -231,3 +231,25 @@ where
     assert_eq!(all.len(), 24, "a run was reaped twice or missed");
     assert_eq!(all.into_iter().collect::<HashSet<_>>(), runs);
 }
+
+/// A run deleted while leased leaves no lease behind: reaping never
+/// answers a run that is gone.
+pub async fn reap_leaves_deleted_runs_out<H: LeaseHarness>(h: &H)
+where
+    H::Store: RunRecoveryStore,
+{
+    let gone = new_run(h).await;
+    let kept = new_run(h).await;
+    for run in [gone.id, kept.id] {
+        assert!(
+            h.store()
+                .lease_run(run, "dead", LEASE)
+                .await
+                .unwrap()
+                .is_some()
+        );
+    }
+    h.store().delete_run(gone.id).await.unwrap();
+    h.advance_lease_clock(PAST_LEASE).await;
+    assert_eq!(h.store().reap_expired_leases(0).await.unwrap(), [kept.id]);
+}
