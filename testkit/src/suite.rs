@@ -72,6 +72,15 @@ macro_rules! __cases {
                 claim_unknown_step_name,
                 claim_recreates_missing_history_row,
             }
+            claim_outcomes {
+                outcome_of_a_pending_step_is_claimed,
+                outcome_of_a_retryable_step_is_claimed,
+                outcome_of_a_running_step_is_held,
+                outcome_of_a_succeeded_step_is_settled,
+                outcome_of_an_exhausted_step_is_no_attempts_left,
+                outcome_errors_are_the_claims,
+                outcome_race_16,
+            }
             claim_races {
                 claim_pending_race_2,
                 claim_pending_race_8,
@@ -116,6 +125,9 @@ macro_rules! __cases {
                 same_microsecond_retry_resolves_the_retry,
                 retry_delay_is_kept_to_the_millisecond,
                 retry_delay_over_the_limit_is_refused,
+                retry_step_answers_the_step_after,
+                retry_step_refusals_are_the_retrys,
+                a_step_without_a_policy_gets_the_default,
             }
             run_list {
                 list_runs_empty,
