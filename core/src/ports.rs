@@ -43,8 +43,10 @@ pub use crate::events_ports::{DefinitionStore, EventStore};
 pub use crate::lease_ports::{ChildRunStore, EffectJournal, RunLeaseStore, RunWaitStore};
 
 pub use crate::recovery_ports::{RecoveryStore, RunRecoveryStore};
-// Named by the docs' links only.
-#[cfg(doc)]
+// Named by the docs' links only; imported in every build, not under
+// `cfg(doc)`, so the links still resolve where another crate's docs show
+// these methods (an implementor's page).
+#[allow(unused_imports)]
 use crate::{error::Error, status::StepStatus};
 
 /// Runs, their status, their children and their state.
