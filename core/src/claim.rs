@@ -54,6 +54,9 @@ pub enum NotClaimable {
 /// ([`Error::StepNameNotFound`]) and a step pinned to another function
 /// ([`Error::FunctionMismatch`]), so a misrouted job is reported, never
 /// mistaken for one that has nothing to do.
+// As large as the `Option<Step>` a claim answers anyway, and consumed at
+// once: not worth a box the caller would have to open.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum ClaimOutcome {
     /// This claim took the step: the step as it is after the claim (running,

@@ -30,7 +30,7 @@
 #[macro_export]
 macro_rules! conformance_suite {
     ($suite:ident, $factory:expr $(,)?) => {
-        $crate::__cases! { stamp $suite, $factory }
+        $crate::__cases! { stamp $suite, $factory, bound [$crate::Harness] }
     };
 }
 
@@ -229,7 +229,9 @@ macro_rules! __cases {
 #[macro_export]
 macro_rules! batch_suite {
     ($suite:ident, $factory:expr $(,)?) => {
-        $crate::__batch_cases! { stamp $suite, $factory }
+        $crate::__batch_cases! { stamp $suite, $factory, bound [
+            $crate::Harness<Store: $crate::__private::core::BatchStepStore>
+        ] }
     };
 }
 
@@ -264,6 +266,40 @@ macro_rules! __batch_cases {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __expand_cases {
+    // The factory is awaited in one function, whose opaque return type
+    // carries the suite's bound: a factory of the wrong type is one error
+    // there, not one per case.
+    ([stamp $suite:ident, $factory:expr, bound [$($bound:tt)+]] $($group:ident { $($case:ident,)* })*) => {
+        #[allow(clippy::wildcard_imports)]
+        mod $suite {
+            #[allow(unused_imports)]
+            use super::*;
+
+            /// A fresh harness from the suite's factory.
+            fn __harness() -> impl ::core::future::Future<Output = impl $($bound)+> {
+                $factory
+            }
+            $(
+                #[allow(clippy::wildcard_imports)]
+                mod $group {
+                    #[allow(unused_imports)]
+                    use super::*;
+                    $(
+                        #[$crate::__private::tokio::test(
+                            flavor = "multi_thread",
+                            worker_threads = 4,
+                            crate = "::flowstate_testkit::__private::tokio"
+                        )]
+                        async fn $case() {
+                            let harness = super::__harness().await;
+                            $crate::cases::$group::$case(&harness).await;
+                            $crate::Harness::teardown(harness).await;
+                        }
+                    )*
+                }
+            )*
+        }
+    };
     ([stamp $suite:ident, $factory:expr] $($group:ident { $($case:ident,)* })*) => {
         #[allow(clippy::wildcard_imports)]
         mod $suite {
