@@ -31,7 +31,7 @@
 //!
 //! That is every case of the suite as `my_backend::<group>::<case>`, so
 //! `cargo test claim_races` runs one group. [`StoreHarness`] has no
-//! [`Hooks`]: the ten cases that need one (a history row deleted behind
+//! [`Hooks`]: the nine cases that need one (a history row deleted behind
 //! the store's back, history writes made to fail, rows counted after a
 //! deletion) are skipped and say so. A [`Harness`] of your own runs them
 //! too; its docs show one. A factory of the wrong type is one compile error
