@@ -6,6 +6,8 @@
 //! execution. This module only *decides*; a backend carries the decision out
 //! as one status-guarded write whose affected rows pick the single winner.
 
+use crate::error::Error;
+use crate::records::Step;
 use crate::retry::RetryPolicy;
 use crate::status::StepStatus;
 
@@ -25,12 +27,90 @@ pub struct ClaimInput<'a> {
 /// Why a claim takes nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NotClaimable {
-    /// Another worker is executing it.
+    /// Another worker holds it: it is running, or another claim took it
+    /// first.
     Running,
-    /// It has already succeeded.
+    /// It has already succeeded: settled, nothing left to run.
     Succeeded,
     /// It failed and its retry policy allows no further attempt.
     RetriesExhausted,
+}
+
+/// What a claim did: took the step, or why it took nothing
+/// ([`StepStore::claim_step_outcome`](crate::ports::StepStore::claim_step_outcome)).
+///
+/// The outcomes of a claim of an existing step, with the step pinned to the
+/// claiming function (or to none):
+///
+/// | the step | outcome |
+/// | --- | --- |
+/// | pending, scheduled, or failed with attempts left | [`Claimed`](Self::Claimed), unless another claim took it first |
+/// | taken by another claim first, or running | [`NotClaimed`](Self::NotClaimed)`(`[`NotClaimable::Running`]`)` |
+/// | succeeded | [`NotClaimed`](Self::NotClaimed)`(`[`NotClaimable::Succeeded`]`)` |
+/// | failed with no attempt left | [`NotClaimed`](Self::NotClaimed)`(`[`NotClaimable::RetriesExhausted`]`)` |
+///
+/// Not outcomes but errors, as for
+/// [`claim_step`](crate::ports::StepStore::claim_step): no such step
+/// ([`Error::StepNameNotFound`]) and a step pinned to another function
+/// ([`Error::FunctionMismatch`]), so a misrouted job is reported, never
+/// mistaken for one that has nothing to do.
+// As large as the `Option<Step>` a claim answers anyway, and consumed at
+// once: not worth a box the caller would have to open.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClaimOutcome {
+    /// This claim took the step: the step as it is after the claim (running,
+    /// its attempt raised by one if the claim started a retry).
+    Claimed(Step),
+    /// Nothing was claimed, and why.
+    NotClaimed(NotClaimable),
+}
+
+impl ClaimOutcome {
+    /// The claimed step, if this claim took it: what
+    /// [`claim_step`](crate::ports::StepStore::claim_step) answers.
+    pub fn claimed(self) -> Option<Step> {
+        match self {
+            Self::Claimed(step) => Some(step),
+            Self::NotClaimed(_) => None,
+        }
+    }
+
+    /// Why nothing was claimed; `None` if the step was.
+    pub const fn reason(&self) -> Option<NotClaimable> {
+        match self {
+            Self::Claimed(_) => None,
+            Self::NotClaimed(reason) => Some(*reason),
+        }
+    }
+
+    /// Explains a claim by `function` that took nothing, from `step` as read
+    /// during or after that claim: the reason [`ClaimDecision::decide`]
+    /// gives, or [`Error::FunctionMismatch`] if the step is pinned to another
+    /// function. A step that reads as claimable was taken by another claim
+    /// in between (a claim only takes nothing from a claimable step when it
+    /// loses to another), so it answers [`NotClaimable::Running`]: held by
+    /// another worker.
+    pub fn not_claimed(step: &Step, function: &str) -> Result<Self, Error> {
+        let input = ClaimInput {
+            status: step.status,
+            function: step.function.as_deref(),
+            attempt: step.attempt,
+            retry: step.retry,
+        };
+        match ClaimDecision::decide(input, function) {
+            ClaimDecision::Refuse => Err(Error::FunctionMismatch {
+                run: step.run,
+                name: step.name.clone(),
+                expected: step.function.clone().unwrap_or_default(),
+                claimed: function.to_owned(),
+            }),
+            ClaimDecision::Nothing(reason) => Ok(Self::NotClaimed(reason)),
+            ClaimDecision::ClaimFresh | ClaimDecision::ClaimRetry => {
+                Ok(Self::NotClaimed(NotClaimable::Running))
+            }
+        }
+    }
 }
 
 /// The outcome of a claim, before anything is written.
@@ -159,6 +239,34 @@ mod tests {
         assert!(ClaimDecision::ClaimRetry.claims());
         assert!(!ClaimDecision::Refuse.claims());
         assert!(!ClaimDecision::Nothing(NotClaimable::Running).claims());
+    }
+
+    #[test]
+    fn a_claim_that_took_nothing_is_explained() {
+        use crate::ids::{RunId, StepId};
+        use crate::records::NewStep;
+        use crate::time::Timestamp;
+        let at = Timestamp::from_micros(1);
+        let mut step = NewStep::new(RunId::generate(), "s", "rpc.fn", serde_json::json!({}))
+            .with_retry(RetryPolicy::with_retries(1))
+            .into_step(StepId::generate(), at)
+            .unwrap();
+        let reason = |step: &Step| ClaimOutcome::not_claimed(step, "rpc.fn").unwrap().reason();
+        // Claimable as read: another claim took it in between.
+        assert_eq!(reason(&step), Some(NotClaimable::Running));
+        step.status = Running;
+        assert_eq!(reason(&step), Some(NotClaimable::Running));
+        step.status = Succeeded;
+        assert_eq!(reason(&step), Some(NotClaimable::Succeeded));
+        step.status = Failed;
+        step.attempt = 2;
+        assert_eq!(reason(&step), Some(NotClaimable::RetriesExhausted));
+        assert!(matches!(
+            ClaimOutcome::not_claimed(&step, "rpc.other"),
+            Err(Error::FunctionMismatch { expected, claimed, .. })
+                if expected == "rpc.fn" && claimed == "rpc.other"
+        ));
+        assert_eq!(ClaimOutcome::Claimed(step.clone()).claimed(), Some(step));
     }
 
     #[test]

@@ -20,8 +20,10 @@ use crate::events::{
 };
 use crate::ids::{ActivationId, EventId, RunId, WorkflowId};
 use crate::records::Inserted;
-// Named by the docs' links only.
-#[cfg(doc)]
+// Named by the docs' links only; imported in every build, not under
+// `cfg(doc)`, so the links still resolve where another crate's docs show
+// these methods (an implementor's page).
+#[allow(unused_imports)]
 use crate::error::Error;
 
 /// Workflow definitions, their published versions and their activations.

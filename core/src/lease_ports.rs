@@ -18,8 +18,10 @@ use crate::lease::{LeaseState, Release, Released, RunLease, RunOutcome};
 use crate::ports::RunStore;
 use crate::records::{Inserted, Run};
 use crate::wait::Wait;
-// Named by the docs' links only.
-#[cfg(doc)]
+// Named by the docs' links only; imported in every build, not under
+// `cfg(doc)`, so the links still resolve where another crate's docs show
+// these methods (an implementor's page).
+#[allow(unused_imports)]
 use crate::{error::Error, lease, status::RunStatus};
 
 /// Runs leased to workers, with fencing tokens.

@@ -65,7 +65,7 @@ pub mod wait;
 pub use backoff::{EventDispatchBackoff, EventDispatchOutcome, RedispatchBackoff};
 pub use batch::{BatchClaim, Completion};
 pub use children::NewChild;
-pub use claim::{ClaimDecision, ClaimInput, NotClaimable};
+pub use claim::{ClaimDecision, ClaimInput, ClaimOutcome, NotClaimable};
 pub use effects::{EffectBegin, StrandedEffect};
 pub use error::{Error, Result};
 pub use events::{

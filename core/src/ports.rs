@@ -27,6 +27,7 @@ use std::future::Future;
 use serde_json::{Map, Value};
 
 use crate::batch::{BatchClaim, Completion};
+use crate::claim::ClaimOutcome;
 use crate::error::Result;
 use crate::ids::{RunId, StepId};
 use crate::records::{
@@ -42,8 +43,10 @@ pub use crate::events_ports::{DefinitionStore, EventStore};
 pub use crate::lease_ports::{ChildRunStore, EffectJournal, RunLeaseStore, RunWaitStore};
 
 pub use crate::recovery_ports::{RecoveryStore, RunRecoveryStore};
-// Named by the docs' links only.
-#[cfg(doc)]
+// Named by the docs' links only; imported in every build, not under
+// `cfg(doc)`, so the links still resolve where another crate's docs show
+// these methods (an implementor's page).
+#[allow(unused_imports)]
 use crate::{error::Error, status::StepStatus};
 
 /// Runs, their status, their children and their state.
@@ -134,11 +137,36 @@ pub trait StepStore: Send + Sync {
     /// [`Error::IllegalStepTransition`] (to `start.status()`) and nothing is
     /// written. It does not consult the retry policy (that is the claim's
     /// job), so an engine can retry by hand.
+    ///
+    /// [`retry_step`](Self::retry_step) is the same retry answering the step
+    /// as it is after it.
     fn create_retry_attempt(
         &self,
         id: StepId,
         start: RetryStart,
     ) -> impl Future<Output = Result<()>> + Send;
+
+    /// [`create_retry_attempt`](Self::create_retry_attempt), answering the
+    /// step as it is after the retry, as a claim answers the claimed step:
+    /// in `start`'s status, its attempt raised by one, result and error
+    /// cleared. The errors are `create_retry_attempt`'s.
+    ///
+    /// By default it retries, then reads the step
+    /// ([`get_step`](Self::get_step)): a second call, so a step that moves
+    /// in between (a pending retry another worker claims at once) reads as
+    /// it moved, and one deleted in between is [`Error::StepNotFound`]. A
+    /// backend whose retry statement returns the row overrides this to
+    /// answer that row.
+    fn retry_step(
+        &self,
+        id: StepId,
+        start: RetryStart,
+    ) -> impl Future<Output = Result<Step>> + Send {
+        async move {
+            self.create_retry_attempt(id, start).await?;
+            self.get_step(id).await
+        }
+    }
 
     /// Claims step `name` of `run` for a worker running `function`, carrying
     /// out [`ClaimDecision`](crate::ClaimDecision) atomically: a pending or
@@ -149,12 +177,45 @@ pub trait StepStore: Send + Sync {
     /// exactly one. A claim naming another function than the step is pinned
     /// to is [`Error::FunctionMismatch`] and leaves the step untouched; a
     /// step that does not exist is [`Error::StepNameNotFound`].
+    ///
+    /// [`claim_step_outcome`](Self::claim_step_outcome) is the same claim
+    /// answering why nothing was claimed.
     fn claim_step(
         &self,
         run: RunId,
         name: &str,
         function: &str,
     ) -> impl Future<Output = Result<Option<Step>>> + Send;
+
+    /// [`claim_step`](Self::claim_step), answering why nothing was claimed
+    /// ([`ClaimOutcome`]): the step was held by another worker, had
+    /// succeeded, or had no attempt left. The errors are `claim_step`'s.
+    ///
+    /// By default it calls `claim_step` and, when that took nothing, reads
+    /// the step ([`find_step`](Self::find_step)) and explains it with
+    /// [`ClaimOutcome::not_claimed`]. That read is a second call, so the
+    /// reason is diagnostic: the step may move between the claim and the
+    /// read (a step that succeeded in between reads as
+    /// [`NotClaimable::Succeeded`](crate::NotClaimable::Succeeded), one
+    /// deleted in between is [`Error::StepNameNotFound`]); whether the claim
+    /// took the step is exact. A backend whose claim already sees the step
+    /// when it takes nothing (the same statement or transaction) overrides
+    /// this to answer from that, with no second call, and `claim_step` is
+    /// then this with the reason dropped.
+    fn claim_step_outcome(
+        &self,
+        run: RunId,
+        name: &str,
+        function: &str,
+    ) -> impl Future<Output = Result<ClaimOutcome>> + Send {
+        async move {
+            if let Some(step) = self.claim_step(run, name, function).await? {
+                return Ok(ClaimOutcome::Claimed(step));
+            }
+            let step = self.find_step(run, name).await?;
+            ClaimOutcome::not_claimed(&step, function)
+        }
+    }
 
     /// Every attempt of every step of a run, ordered by creation then
     /// attempt, so a retry created in the same microsecond sorts after the

@@ -184,12 +184,14 @@ pub struct NewStep {
     pub function: Option<String>,
     /// The step's input.
     pub input: Value,
-    /// Its retry policy.
+    /// Its retry policy: [`RetryPolicy::DEFAULT`] unless set.
     pub retry: RetryPolicy,
 }
 
 impl NewStep {
-    /// A step `name` of `run`, pinned to `function`, with no retries.
+    /// A step `name` of `run`, pinned to `function`, with the default retry
+    /// policy ([`RetryPolicy::DEFAULT`]: three retries, no delay; see there
+    /// why). [`with_retry`](Self::with_retry) sets another.
     pub fn new(
         run: RunId,
         name: impl Into<String>,

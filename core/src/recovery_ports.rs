@@ -14,8 +14,10 @@ use crate::ids::RunId;
 use crate::lease::RunLease;
 use crate::ports::{RunLeaseStore, StepStore};
 use crate::recovery::{StalledRun, UndispatchedStep};
-// Named by the docs' links only.
-#[cfg(doc)]
+// Named by the docs' links only: imported always, not only under
+// `cfg(doc)`, so the links still resolve where another crate's docs show
+// these traits.
+#[allow(unused_imports)]
 use crate::{error::Error, recovery, status::RunStatus};
 
 /// The two recovery queries, each answered from an index rather than by

@@ -2,6 +2,12 @@
 //!
 //! The first attempt of a step is attempt 1. A policy of `retries: 2` allows
 //! attempts 1, 2 and 3.
+//!
+//! A step given no policy gets [`RetryPolicy::DEFAULT`] (three retries, no
+//! delay): that is what [`RetryPolicy::default()`] and
+//! [`NewStep::new`](crate::NewStep::new) give, and what a store keeps and
+//! reads back. A step that must run at most once says so:
+//! [`RetryPolicy::NONE`].
 
 use std::time::Duration;
 
@@ -10,7 +16,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, InvalidInput};
 
 /// How often, and how long apart, a failed step may be tried again.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// The default is [`RetryPolicy::DEFAULT`]: a few retries, not none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetryPolicy {
     /// How many retries after the first attempt; 0 means the step runs once.
     pub retries: u32,
@@ -18,9 +26,34 @@ pub struct RetryPolicy {
     pub retry_delay: Option<Duration>,
 }
 
+impl Default for RetryPolicy {
+    /// [`RetryPolicy::DEFAULT`].
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
 impl RetryPolicy {
     /// The first attempt's number.
     pub const FIRST_ATTEMPT: u32 = 1;
+
+    /// The policy of a step inserted without one (the one place it is
+    /// said): three retries, four attempts in all, with no delay.
+    ///
+    /// Why not zero: a step that fails once would then be failed for good,
+    /// so one transient error (a timeout, a dropped connection) would fail
+    /// its run, and nothing in the step says it was meant to. Engines
+    /// default to several attempts for that reason; a step that must not
+    /// run twice asks for [`RetryPolicy::NONE`]. Why no delay: the delay
+    /// between attempts is the engine's to choose (a claim of a failed step
+    /// retries it at once whatever the delay; a batch claim waits it out),
+    /// and a store should not invent one. A store keeps exactly the policy
+    /// a [`NewStep`](crate::NewStep) carries: it never substitutes its own
+    /// (a column default, say).
+    pub const DEFAULT: Self = Self::with_retries(3);
+
+    /// No retries: the step runs once, and a failure is final.
+    pub const NONE: Self = Self::with_retries(0);
 
     /// The longest retry delay a store keeps: `u32::MAX` milliseconds,
     /// about 49.7 days.
@@ -134,6 +167,15 @@ mod tests {
             RetryPolicy::with_retries(3).retry_delay_millis().unwrap(),
             None
         );
+    }
+
+    #[test]
+    fn the_default_retries_three_times_at_once() {
+        assert_eq!(RetryPolicy::default(), RetryPolicy::DEFAULT);
+        assert_eq!(RetryPolicy::DEFAULT.max_attempts(), 4);
+        assert_eq!(RetryPolicy::DEFAULT.retry_delay, None);
+        assert!(RetryPolicy::DEFAULT.has_attempts_left(RetryPolicy::FIRST_ATTEMPT));
+        assert!(!RetryPolicy::NONE.has_attempts_left(RetryPolicy::FIRST_ATTEMPT));
     }
 
     proptest! {

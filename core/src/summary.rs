@@ -98,7 +98,7 @@ mod tests {
             result,
             error: None,
             attempt: 1,
-            retry: RetryPolicy::default(),
+            retry: RetryPolicy::NONE,
             branch: branch.map(Into::into),
             created_at: Timestamp::EPOCH,
             updated_at: Timestamp::EPOCH,

@@ -18,8 +18,10 @@ use crate::time::Timestamp;
 use crate::virtual_users::{
     NewSchedule, Schedule, TranscriptPage, VirtualUserRun, VirtualUserRunQuery,
 };
-// Named by the docs' links only.
-#[cfg(doc)]
+// Named by the docs' links only; imported in every build, not under
+// `cfg(doc)`, so the links still resolve where another crate's docs show
+// these methods (an implementor's page).
+#[allow(unused_imports)]
 use crate::error::Error;
 
 /// Personas' schedules.

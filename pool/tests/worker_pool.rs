@@ -65,7 +65,7 @@ fn config() -> PoolConfig {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_pool_runs_1000_steps_exactly_once() {
     let store = Arc::new(MemoryStore::new());
-    let steps = insert_steps(&store, 1_000, FUNCTION, RetryPolicy::default()).await;
+    let steps = insert_steps(&store, 1_000, FUNCTION, RetryPolicy::NONE).await;
     let ledger = Ledger::new(1_000);
     // Three claimers racing each other: the store hands each step to one.
     let pool = WorkerPool::start(Arc::clone(&store), &config().claimers(3), {
@@ -148,8 +148,8 @@ async fn a_failed_attempt_comes_back_through_the_pool_as_the_next() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pool_for_one_function_leaves_the_others() {
     let store = Arc::new(MemoryStore::new());
-    let mine = insert_steps(&store, 100, "mine", RetryPolicy::default()).await;
-    let theirs = insert_steps(&store, 100, "theirs", RetryPolicy::default()).await;
+    let mine = insert_steps(&store, 100, "mine", RetryPolicy::NONE).await;
+    let theirs = insert_steps(&store, 100, "theirs", RetryPolicy::NONE).await;
     let ledger = Ledger::new(100);
     let pool = WorkerPool::start(Arc::clone(&store), &config().function("mine"), {
         let ledger = Arc::clone(&ledger);
@@ -182,7 +182,7 @@ async fn a_pool_for_one_function_leaves_the_others() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_panicking_handler_fails_its_step_and_the_worker_goes_on() {
     let store = Arc::new(MemoryStore::new());
-    let steps = insert_steps(&store, 50, FUNCTION, RetryPolicy::default()).await;
+    let steps = insert_steps(&store, 50, FUNCTION, RetryPolicy::NONE).await;
     let panicky = steps[7].id;
     let ledger = Ledger::new(50);
     let pool = WorkerPool::start(Arc::clone(&store), &config().workers(1), {
@@ -216,7 +216,7 @@ async fn store_step(store: &MemoryStore, id: StepId) -> Step {
 #[tokio::test(flavor = "multi_thread")]
 async fn shutdown_mid_run_finishes_what_it_claimed_and_loses_nothing() {
     let store = Arc::new(MemoryStore::new());
-    let steps = insert_steps(&store, 1_000, FUNCTION, RetryPolicy::default()).await;
+    let steps = insert_steps(&store, 1_000, FUNCTION, RetryPolicy::NONE).await;
     let ledger = Ledger::new(200);
     let pool = WorkerPool::start(Arc::clone(&store), &config().workers(4).claimers(2), {
         let ledger = Arc::clone(&ledger);
@@ -260,7 +260,7 @@ async fn shutdown_mid_run_finishes_what_it_claimed_and_loses_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn failed_commits_are_counted_and_leave_their_steps_running() {
     let store = common::Watched::failing();
-    let steps = insert_steps(&store.inner, 100, FUNCTION, RetryPolicy::default()).await;
+    let steps = insert_steps(&store.inner, 100, FUNCTION, RetryPolicy::NONE).await;
     let ledger = Ledger::new(100);
     let pool = WorkerPool::start(Arc::clone(&store), &config(), {
         let ledger = Arc::clone(&ledger);
@@ -291,7 +291,7 @@ async fn failed_commits_are_counted_and_leave_their_steps_running() {
 async fn a_failed_claim_backs_off_and_the_pool_goes_on() {
     let store = Arc::new(common::Watched::default());
     store.failing_claims.store(3, Ordering::SeqCst);
-    let steps = insert_steps(&store.inner, 100, FUNCTION, RetryPolicy::default()).await;
+    let steps = insert_steps(&store.inner, 100, FUNCTION, RetryPolicy::NONE).await;
     let ledger = Ledger::new(100);
     let pool = WorkerPool::start(Arc::clone(&store), &config(), {
         let ledger = Arc::clone(&ledger);
@@ -322,7 +322,7 @@ async fn a_failed_claim_backs_off_and_the_pool_goes_on() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_worker_does_not_wait_for_its_commit_so_flushes_fill_up() {
     let store = common::Watched::holding_first();
-    let steps = insert_steps(&store.inner, 50, FUNCTION, RetryPolicy::default()).await;
+    let steps = insert_steps(&store.inner, 50, FUNCTION, RetryPolicy::NONE).await;
     let ledger = Ledger::new(50);
     // One worker: it calls the handler on a step only after the previous
     // step's completion was queued.

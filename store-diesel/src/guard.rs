@@ -4,9 +4,7 @@
 //! on the error path; these functions turn what that read found into the
 //! same typed answer on every backend.
 
-use flowstate_core::{
-    ClaimDecision, ClaimInput, Error, RunId, RunStatus, Step, StepId, StepStatus,
-};
+use flowstate_core::{ClaimOutcome, Error, RunId, RunStatus, Step, StepId, StepStatus};
 
 use crate::rows::parse_status;
 
@@ -51,35 +49,23 @@ pub(crate) fn run_transition_refused(run: RunId, current: Option<&str>, to: RunS
 }
 
 /// The answer to a claim whose guarded write matched nothing, given the step
-/// as read afterwards: no such step, a refused function, or simply `None`
-/// (running, succeeded, out of retries, or another worker won).
+/// as the claim's own statement or transaction read it: no such step, a
+/// refused function, or why nothing was claimed
+/// ([`ClaimOutcome::not_claimed`]: running, succeeded, out of retries, or
+/// another worker won).
 pub(crate) fn claim_lost(
     run: RunId,
     name: &str,
     function: &str,
     step: Option<&Step>,
-) -> Result<Option<Step>, Error> {
+) -> Result<ClaimOutcome, Error> {
     let Some(step) = step else {
         return Err(Error::StepNameNotFound {
             run,
             name: name.to_owned(),
         });
     };
-    let input = ClaimInput {
-        status: step.status,
-        function: step.function.as_deref(),
-        attempt: step.attempt,
-        retry: step.retry,
-    };
-    match ClaimDecision::decide(input, function) {
-        ClaimDecision::Refuse => Err(Error::FunctionMismatch {
-            run,
-            name: name.to_owned(),
-            expected: step.function.clone().unwrap_or_default(),
-            claimed: function.to_owned(),
-        }),
-        _ => Ok(None),
-    }
+    ClaimOutcome::not_claimed(step, function)
 }
 
 #[cfg(test)]

@@ -15,7 +15,9 @@ use crate::memory::MemoryStore;
 /// given to [`conformance_suite!`](crate::conformance_suite)) and drops it
 /// when the case ends, so a harness must own an empty store of its own: a
 /// database (or schema, or file) per harness, not per process. A backend
-/// implements this in its own tests; what it must provide is:
+/// that can open such a store for a given clock needs no harness of its
+/// own: [`StoreHarness`](crate::StoreHarness) is one. Otherwise it
+/// implements this in its own tests, providing:
 ///
 /// - a store built with [`InputLimits::default()`](flowstate_core::InputLimits)
 ///   (the bad-input cases probe those exact limits) that is shareable across
@@ -23,6 +25,10 @@ use crate::memory::MemoryStore;
 ///   connections at once);
 /// - a [`ManualClock`] that the store reads for every timestamp it writes
 ///   (pass `Arc<ManualClock>` where the backend takes an `Arc<dyn Clock>`);
+///
+/// and, if it can (each is a hook with a default; [`hooks`](Self::hooks)
+/// says which it has, and the cases needing a missing one are skipped):
+///
 /// - a way to delete one history row behind the store's back, for the cases
 ///   about a transition that finds no history row to update;
 /// - a fault: every write of a history row fails while it is on (a trigger
@@ -99,6 +105,11 @@ use crate::memory::MemoryStore;
 /// flowstate_testkit::conformance_suite!(mine, MyHarness::create());
 /// # fn main() {}
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `flowstate_testkit::Harness`",
+    label = "a suite's factory must be a future of a `Harness`",
+    note = "a backend that opens a fresh store for a given clock can pass `flowstate_testkit::StoreHarness::create(open)`"
+)]
 pub trait Harness: Send + Sync + 'static {
     /// The backend under test.
     type Store: Store + 'static;
@@ -110,23 +121,43 @@ pub trait Harness: Send + Sync + 'static {
     /// only moves when a case moves it.
     fn clock(&self) -> &ManualClock;
 
+    /// Which of the three hooks below this harness implements: all of them
+    /// by default. A case that needs a hook the harness leaves out is
+    /// skipped (it says so on stderr and passes), so a harness without
+    /// hooks still runs every other case; [`StoreHarness`](crate::StoreHarness)
+    /// answers [`Hooks::NONE`].
+    fn hooks(&self) -> Hooks {
+        Hooks::ALL
+    }
+
     /// Deletes the history row of `attempt` of `step`, bypassing the ports
     /// (for SQL: `DELETE FROM <history> WHERE step = ? AND attempt = ?`).
-    /// Panics if it cannot.
-    fn delete_history_row(&self, step: StepId, attempt: u32) -> impl Future<Output = ()> + Send;
+    /// Panics if it cannot; by default, panics saying the hook is missing
+    /// (leave it out of [`hooks`](Self::hooks) instead).
+    fn delete_history_row(&self, step: StepId, attempt: u32) -> impl Future<Output = ()> + Send {
+        let _ = (step, attempt);
+        async { missing_hook("delete_history_row") }
+    }
 
     /// With `fail` true, makes every later insert or update of a history row
     /// fail inside the store's own statement or transaction (for SQL: a
     /// trigger on the history table that raises), until called again with
     /// `false`. The store must then answer an error and leave the step as it
-    /// was. Panics if it cannot.
-    fn fail_history_writes(&self, fail: bool) -> impl Future<Output = ()> + Send;
+    /// was. Panics if it cannot; by default, panics saying the hook is
+    /// missing.
+    fn fail_history_writes(&self, fail: bool) -> impl Future<Output = ()> + Send {
+        let _ = fail;
+        async { missing_hook("fail_history_writes") }
+    }
 
     /// Counts, bypassing the ports, the rows `run` owns: steps with its id,
     /// history rows of `steps`, and state keys with its id. After
     /// [`delete_run`](flowstate_core::RunStore::delete_run) every count must
-    /// be zero.
-    fn count_rows(&self, run: RunId, steps: &[StepId]) -> impl Future<Output = RowCounts> + Send;
+    /// be zero. By default, panics saying the hook is missing.
+    fn count_rows(&self, run: RunId, steps: &[StepId]) -> impl Future<Output = RowCounts> + Send {
+        let _ = (run, steps);
+        async { missing_hook("count_rows") }
+    }
 
     /// Releases what the harness holds (drops its database, say) once a case
     /// has passed. A case that panics skips it, so a backend must not rely on
@@ -137,6 +168,43 @@ pub trait Harness: Send + Sync + 'static {
     {
         async {}
     }
+}
+
+/// The hooks a [`Harness`] implements beyond the store
+/// ([`Harness::hooks`]): a case that needs one the harness leaves out is
+/// skipped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hooks {
+    /// [`Harness::delete_history_row`] works.
+    pub delete_history_row: bool,
+    /// [`Harness::fail_history_writes`] works.
+    pub fail_history_writes: bool,
+    /// [`Harness::count_rows`] works.
+    pub count_rows: bool,
+}
+
+impl Hooks {
+    /// Every hook.
+    pub const ALL: Self = Self {
+        delete_history_row: true,
+        fail_history_writes: true,
+        count_rows: true,
+    };
+
+    /// No hook: the cases that need one are skipped.
+    pub const NONE: Self = Self {
+        delete_history_row: false,
+        fail_history_writes: false,
+        count_rows: false,
+    };
+}
+
+/// The default body of a hook the harness did not implement.
+fn missing_hook(name: &str) -> ! {
+    panic!(
+        "this harness does not implement Harness::{name}: implement it, or answer \
+         `Hooks {{ {name}: false, .. }}` from Harness::hooks so the cases that need it are skipped"
+    )
 }
 
 /// How many rows a run owns, counted behind the ports (see

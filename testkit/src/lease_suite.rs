@@ -23,7 +23,9 @@
 #[macro_export]
 macro_rules! lease_suite {
     ($suite:ident, $factory:expr $(,)?) => {
-        $crate::__lease_cases! { stamp $suite, $factory }
+        $crate::__lease_cases! { stamp $suite, $factory, bound [
+            $crate::LeaseHarness<Store: $crate::__private::core::ChildRunStore + $crate::__private::core::RunWaitStore + $crate::__private::core::EffectJournal>
+        ] }
     };
 }
 

@@ -3,29 +3,53 @@
 //!
 //! The suite is one `pub async fn` per guarantee of the store ports in
 //! [`flowstate_core::ports`], in [`cases`], each run against a fresh
-//! [`Harness`]: the store under test, the [`ManualClock`] it reads, and one
-//! hook to delete a history row behind the store's back.
-//! [`conformance_suite!`] stamps every case into a multi-threaded tokio test,
-//! so a backend gets the whole suite with a harness and one line:
+//! [`Harness`]: the store under test and the [`ManualClock`] it reads (plus,
+//! if the backend has them, [`Hooks`] that reach behind the store).
+//! [`conformance_suite!`] stamps every case into a multi-threaded tokio
+//! test.
+//!
+//! # Testing your own backend
+//!
+//! A backend that can open a fresh, empty store for a given clock gets the
+//! whole suite from one function and one macro call, in a test file of its
+//! crate (with `flowstate-testkit` as a dev-dependency under that name):
 //!
 //! ```
-//! use flowstate_testkit::MemoryHarness;
+//! // hookup: begin
+//! use std::sync::Arc;
+//! use flowstate_testkit::{ManualClock, MemoryStore, StoreHarness};
 //!
-//! flowstate_testkit::conformance_suite!(memory, async { MemoryHarness::new() });
+//! /// A fresh, empty store that stamps times from `clock`.
+//! async fn open(clock: Arc<ManualClock>) -> MemoryStore {
+//!     MemoryStore::with_clock(clock) // yours: a database made for this call
+//! }
+//!
+//! flowstate_testkit::conformance_suite!(my_backend, StoreHarness::create(open));
+//! // hookup: end
 //! # fn main() {}
 //! ```
 //!
-//! (`testkit/tests/memory.rs` is exactly that, plus [`events_suite!`] for
-//! the event ports.) Race cases run tens of real
-//! tokio tasks at once and assert exactly-once outcomes; a backend must
-//! serve them concurrently, not one at a time behind a lock it takes for
-//! the test's sake.
+//! That is every case of the suite as `my_backend::<group>::<case>`, so
+//! `cargo test claim_races` runs one group. [`StoreHarness`] has no
+//! [`Hooks`]: the nine cases that need one (a history row deleted behind
+//! the store's back, history writes made to fail, rows counted after a
+//! deletion) are skipped and say so. A [`Harness`] of your own runs them
+//! too; its docs show one. A factory of the wrong type is one compile error
+//! for the whole suite, naming what it must be.
 //!
-//! A backend that also implements the virtual-user ports
+//! `testkit/tests/memory.rs` runs every suite over [`MemoryHarness`]. Race
+//! cases run tens of real tokio tasks at once and assert exactly-once
+//! outcomes; a backend must serve them concurrently, not one at a time
+//! behind a lock it takes for the test's sake.
+//!
+//! The ports beyond the core three have suites of their own, with the same
+//! two arguments: [`batch_suite!`] ([`BatchStepStore`](flowstate_core::BatchStepStore)),
+//! [`events_suite!`] ([`DefinitionStore`](flowstate_core::DefinitionStore),
+//! [`EventStore`](flowstate_core::EventStore)), [`lease_suite!`] (for a
+//! [`LeaseHarness`]) and [`virtual_users_suite!`]
 //! ([`ScheduleStore`](flowstate_core::ScheduleStore),
-//! [`VirtualUserRunStore`](flowstate_core::VirtualUserRunStore)) adds
-//! [`virtual_users_suite!`] with the same two arguments: its cases drive
-//! `flowstate_virtual_users::tick` and its runner through the store.
+//! [`VirtualUserRunStore`](flowstate_core::VirtualUserRunStore), driving
+//! `flowstate_virtual_users::tick` and its runner through the store).
 //!
 //! This crate does not hold per-dialect checks (statement counts, indexes,
 //! query plans): those belong to the backend's own tests.
@@ -37,15 +61,17 @@ mod lease_harness;
 mod lease_suite;
 mod memory;
 mod recovery_suite;
+mod store_harness;
 mod suite;
 mod suite_events;
 mod virtual_users_suite;
 
 pub use cases::event_support::EventBackend;
 pub use clock::ManualClock;
-pub use harness::{Harness, MemoryHarness, RowCounts};
+pub use harness::{Harness, Hooks, MemoryHarness, RowCounts};
 pub use lease_harness::{LeaseHarness, SkewedClock};
 pub use memory::MemoryStore;
+pub use store_harness::StoreHarness;
 
 /// Every case the suite stamps, as `group::case` (a function
 /// `cases::group::case`), in stamping order.
@@ -68,12 +94,6 @@ pub const RECOVERY_CASES: &[&str] = crate::__recovery_cases!(names);
 /// What the macros' expansions use; not part of the API.
 #[doc(hidden)]
 pub mod __private {
-    use std::future::Future;
-
+    pub use flowstate_core as core;
     pub use tokio;
-
-    /// Awaits a harness factory, naming the trait a factory must produce.
-    pub async fn make_harness<H: crate::Harness>(factory: impl Future<Output = H>) -> H {
-        factory.await
-    }
 }

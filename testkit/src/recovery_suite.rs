@@ -21,7 +21,9 @@
 #[macro_export]
 macro_rules! recovery_suite {
     ($suite:ident, $factory:expr $(,)?) => {
-        $crate::__recovery_cases! { stamp $suite, $factory }
+        $crate::__recovery_cases! { stamp $suite, $factory, bound [
+            $crate::LeaseHarness<Store: $crate::__private::core::RecoveryStore + $crate::__private::core::RunRecoveryStore + $crate::__private::core::RunWaitStore>
+        ] }
     };
 }
 

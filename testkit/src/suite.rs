@@ -30,7 +30,7 @@
 #[macro_export]
 macro_rules! conformance_suite {
     ($suite:ident, $factory:expr $(,)?) => {
-        $crate::__cases! { stamp $suite, $factory }
+        $crate::__cases! { stamp $suite, $factory, bound [$crate::Harness] }
     };
 }
 
@@ -71,6 +71,15 @@ macro_rules! __cases {
                 claim_for_other_function_is_refused,
                 claim_unknown_step_name,
                 claim_recreates_missing_history_row,
+            }
+            claim_outcomes {
+                outcome_of_a_pending_step_is_claimed,
+                outcome_of_a_retryable_step_is_claimed,
+                outcome_of_a_running_step_is_held,
+                outcome_of_a_succeeded_step_is_settled,
+                outcome_of_an_exhausted_step_is_no_attempts_left,
+                outcome_errors_are_the_claims,
+                outcome_race_16,
             }
             claim_races {
                 claim_pending_race_2,
@@ -116,6 +125,9 @@ macro_rules! __cases {
                 same_microsecond_retry_resolves_the_retry,
                 retry_delay_is_kept_to_the_millisecond,
                 retry_delay_over_the_limit_is_refused,
+                retry_step_answers_the_step_after,
+                retry_step_refusals_are_the_retrys,
+                a_step_without_a_policy_gets_the_default,
             }
             run_list {
                 list_runs_empty,
@@ -217,7 +229,9 @@ macro_rules! __cases {
 #[macro_export]
 macro_rules! batch_suite {
     ($suite:ident, $factory:expr $(,)?) => {
-        $crate::__batch_cases! { stamp $suite, $factory }
+        $crate::__batch_cases! { stamp $suite, $factory, bound [
+            $crate::Harness<Store: $crate::__private::core::BatchStepStore>
+        ] }
     };
 }
 
@@ -252,11 +266,19 @@ macro_rules! __batch_cases {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __expand_cases {
-    ([stamp $suite:ident, $factory:expr] $($group:ident { $($case:ident,)* })*) => {
+    // The factory is awaited in one function, whose opaque return type
+    // carries the suite's bound: a factory of the wrong type is one error
+    // there, not one per case.
+    ([stamp $suite:ident, $factory:expr, bound [$($bound:tt)+]] $($group:ident { $($case:ident,)* })*) => {
         #[allow(clippy::wildcard_imports)]
         mod $suite {
             #[allow(unused_imports)]
             use super::*;
+
+            /// A fresh harness from the suite's factory.
+            fn __harness() -> impl ::core::future::Future<Output = impl $($bound)+> {
+                $factory
+            }
             $(
                 #[allow(clippy::wildcard_imports)]
                 mod $group {
@@ -269,7 +291,7 @@ macro_rules! __expand_cases {
                             crate = "::flowstate_testkit::__private::tokio"
                         )]
                         async fn $case() {
-                            let harness = $crate::__private::make_harness($factory).await;
+                            let harness = super::__harness().await;
                             $crate::cases::$group::$case(&harness).await;
                             $crate::Harness::teardown(harness).await;
                         }

@@ -15,7 +15,9 @@
 #[macro_export]
 macro_rules! events_suite {
     ($suite:ident, $factory:expr $(,)?) => {
-        $crate::__event_cases! { stamp $suite, $factory }
+        $crate::__event_cases! { stamp $suite, $factory, bound [
+            $crate::Harness<Store: $crate::EventBackend>
+        ] }
     };
 }
 

@@ -19,7 +19,9 @@
 #[macro_export]
 macro_rules! virtual_users_suite {
     ($suite:ident, $factory:expr $(,)?) => {
-        $crate::__virtual_user_cases! { stamp $suite, $factory }
+        $crate::__virtual_user_cases! { stamp $suite, $factory, bound [
+            $crate::Harness<Store: $crate::__private::core::ScheduleStore + $crate::__private::core::VirtualUserRunStore>
+        ] }
     };
 }
 

@@ -69,3 +69,36 @@ fn every_file_opens_with_a_module_doc_and_stays_small() {
         assert!(lines <= 400, "{} has {lines} lines", path.display());
     }
 }
+
+/// The hookup example between `// hookup: begin` and `// hookup: end` in
+/// `text`, doc-comment markers stripped.
+fn hookup(text: &str) -> Vec<String> {
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            line.strip_prefix("//! ")
+                .or(line.strip_prefix("//!"))
+                .unwrap_or(line)
+        })
+        .map(str::to_owned)
+        .collect();
+    let begin = lines.iter().position(|l| l == "// hookup: begin");
+    let end = lines.iter().position(|l| l == "// hookup: end");
+    let (Some(begin), Some(end)) = (begin, end) else {
+        panic!("no `// hookup: begin` ... `// hookup: end` block");
+    };
+    lines[begin + 1..end].to_vec()
+}
+
+#[test]
+fn the_readme_hookup_is_the_compiled_one_and_at_most_ten_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let crate_doc = hookup(&fs::read_to_string(root.join("src/lib.rs")).unwrap());
+    let readme = hookup(&fs::read_to_string(root.join("../README.md")).unwrap());
+    assert_eq!(
+        readme, crate_doc,
+        "the README's hookup example differs from the crate doc's, which is compiled"
+    );
+    let code = crate_doc.iter().filter(|l| !l.trim().is_empty()).count();
+    assert!(code <= 10, "the hookup takes {code} lines");
+}

@@ -175,13 +175,7 @@ pub async fn insert_steps(
 
 /// Inserts `count` steps and claims them all, so they are running.
 pub async fn running_steps(store: &MemoryStore, count: usize) -> Vec<Step> {
-    insert_steps(
-        store,
-        count,
-        FUNCTION,
-        flowstate_core::RetryPolicy::default(),
-    )
-    .await;
+    insert_steps(store, count, FUNCTION, flowstate_core::RetryPolicy::NONE).await;
     let claimed = store
         .claim_batch(&BatchClaim::new(count as u32))
         .await

@@ -9,7 +9,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
 
-use flowstate_core::{HistoryId, Result, RunId, Step};
+use flowstate_core::{ClaimOutcome, HistoryId, Result, RunId, Step};
 
 use super::Pool;
 use super::sql::{CLAIM, CLAIM_HISTORY};
@@ -21,7 +21,7 @@ use crate::rows::StepRow;
 use crate::schema::flowstate_steps as steps;
 use crate::store::conflict::retry_conflicts;
 
-/// [`StepStore::claim_step`](flowstate_core::StepStore::claim_step), its
+/// [`StepStore::claim_step_outcome`](flowstate_core::StepStore::claim_step_outcome), its
 /// name and function already checked.
 pub(crate) async fn claim(
     pool: &Pool,
@@ -29,7 +29,7 @@ pub(crate) async fn claim(
     run: RunId,
     name: &str,
     function: &str,
-) -> Result<Option<Step>> {
+) -> Result<ClaimOutcome> {
     let now = config.clock.now().as_micros();
     let run_text = run.to_string();
     let mut conn = pool.get("claim_step").await?;
@@ -42,7 +42,7 @@ pub(crate) async fn claim(
     match step {
         Some(step) if won => {
             tracing::debug!(step = %step.id, attempt = step.attempt, "step claimed");
-            Ok(Some(step))
+            Ok(ClaimOutcome::Claimed(step))
         }
         step => claim_lost(run, name, function, step.as_ref()),
     }

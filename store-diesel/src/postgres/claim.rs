@@ -5,13 +5,14 @@
 //! guard on the version the winner committed, finds `running` and matches
 //! nothing: exactly one claim wins. A loser gets the step as its snapshot
 //! saw it in the same round trip, enough for [`claim_lost`] to tell no step,
-//! a function mismatch (the pinned function never changes) or just `None`.
+//! a function mismatch (the pinned function never changes) or why nothing
+//! was claimed.
 
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Bool, Text};
 use diesel_async::RunQueryDsl;
 
-use flowstate_core::{HistoryId, Result, RunId, Step};
+use flowstate_core::{ClaimOutcome, HistoryId, Result, RunId, Step};
 
 use super::Pool;
 use super::sql::CLAIM;
@@ -30,7 +31,7 @@ struct ClaimRow {
     step: StepRow,
 }
 
-/// [`StepStore::claim_step`](flowstate_core::StepStore::claim_step), its
+/// [`StepStore::claim_step_outcome`](flowstate_core::StepStore::claim_step_outcome), its
 /// name and function already checked.
 pub(crate) async fn claim(
     pool: &Pool,
@@ -38,7 +39,7 @@ pub(crate) async fn claim(
     run: RunId,
     name: &str,
     function: &str,
-) -> Result<Option<Step>> {
+) -> Result<ClaimOutcome> {
     let mut conn = pool.get("claim_step").await?;
     let rows: Vec<ClaimRow> = diesel::sql_query(CLAIM.as_str())
         .bind::<BigInt, _>(config.clock.now().as_micros())
@@ -54,7 +55,7 @@ pub(crate) async fn claim(
         Some(row) if row.won => {
             let step = Step::try_from(row.step)?;
             tracing::debug!(step = %step.id, attempt = step.attempt, "step claimed");
-            Ok(Some(step))
+            Ok(ClaimOutcome::Claimed(step))
         }
         Some(row) => claim_lost(run, name, function, Some(&Step::try_from(row.step)?)),
         None => claim_lost(run, name, function, None),

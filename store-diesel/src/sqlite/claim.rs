@@ -10,7 +10,7 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 
-use flowstate_core::{HistoryId, Result, RunId, Step, StepStatus};
+use flowstate_core::{ClaimOutcome, HistoryId, Result, RunId, Step, StepStatus};
 
 use super::sql::{CLAIM, MOVES};
 use super::{Pool, write, wrote};
@@ -21,7 +21,7 @@ use crate::rows::StepRow;
 use crate::schema::flowstate_steps as steps;
 use crate::sql::Move;
 
-/// [`StepStore::claim_step`](flowstate_core::StepStore::claim_step), its
+/// [`StepStore::claim_step_outcome`](flowstate_core::StepStore::claim_step_outcome), its
 /// name and function already checked.
 pub(crate) async fn claim(
     pool: &Pool,
@@ -29,7 +29,7 @@ pub(crate) async fn claim(
     run: RunId,
     name: &str,
     function: &str,
-) -> Result<Option<Step>> {
+) -> Result<ClaimOutcome> {
     let (name, function) = (name.to_owned(), function.to_owned());
     let now = config.clock.now().as_micros();
     write(pool, "claim_step", move |conn| {
@@ -54,7 +54,7 @@ pub(crate) async fn claim(
                 .bind::<Text, _>(step.id.to_string());
             wrote(conn, history)?;
             tracing::debug!(step = %step.id, attempt = step.attempt, "step claimed");
-            return Ok(Some(step));
+            return Ok(ClaimOutcome::Claimed(step));
         }
         // Error path only: why nothing was claimed.
         let current: Option<StepRow> = steps::table

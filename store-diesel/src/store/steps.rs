@@ -6,8 +6,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::{
-    Error, Inserted, NewStep, Result, RetryStart, RunId, Step, StepAttempt, StepId, StepStatus,
-    StepStore, StepTransition,
+    ClaimOutcome, Error, Inserted, NewStep, Result, RetryStart, RunId, Step, StepAttempt, StepId,
+    StepStatus, StepStore, StepTransition,
 };
 
 use super::{DieselStore, by_dialect, on_connection};
@@ -136,8 +136,24 @@ impl StepStore for DieselStore {
         self.moved_or_refused(id, written, start.status()).await
     }
 
-    #[tracing::instrument(level = "debug", skip_all, fields(run = %run, name = %name, function = %function))]
     async fn claim_step(&self, run: RunId, name: &str, function: &str) -> Result<Option<Step>> {
+        Ok(self
+            .claim_step_outcome(run, name, function)
+            .await?
+            .claimed())
+    }
+
+    /// Answers from the claim's own statement or transaction: every dialect
+    /// already reads the step when its guarded write takes nothing (to tell
+    /// a missing step and a function mismatch), so the reason costs no
+    /// statement and is what the claim saw.
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run, name = %name, function = %function))]
+    async fn claim_step_outcome(
+        &self,
+        run: RunId,
+        name: &str,
+        function: &str,
+    ) -> Result<ClaimOutcome> {
         self.config.limits.check_claim(name, function)?;
         by_dialect!(self, claim(run, name, function))
     }

@@ -7,7 +7,7 @@
 use flowstate_core::{NewStep, RetryStart, RunId, StepStatus, StepStore, StepTransition};
 use serde_json::json;
 
-use super::support::{FUNCTION, new_run, new_step, snapshot, step_in};
+use super::support::{FUNCTION, can_fail_history_writes, new_run, new_step, snapshot, step_in};
 use crate::Harness;
 
 /// Runs `write` with history writes failing and checks that it failed and
@@ -19,6 +19,9 @@ where
     Fut: std::future::Future<Output = flowstate_core::Result<T>>,
     T: std::fmt::Debug,
 {
+    if !can_fail_history_writes(h) {
+        return;
+    }
     let before = snapshot(h, &[run]).await;
     h.fail_history_writes(true).await;
     let outcome = write().await;

@@ -3,7 +3,7 @@
 //! case-insensitive or PAD SPACE collation makes them one, and a backend on
 //! such a column fails these).
 
-use flowstate_core::{Error, NewRun, NewStep, RunQuery, RunStore, StepStore};
+use flowstate_core::{Error, NewRun, NewStep, RunQuery, RunStore, StepStatus, StepStore};
 use serde_json::json;
 
 use super::support::{FUNCTION, assert_err, new_run, snapshot};
@@ -27,7 +27,7 @@ pub async fn state_keys_are_exact<H: Harness>(h: &H) {
 }
 
 /// Step names that differ by case or a trailing space are three steps, and
-/// each is found by its own name only.
+/// each is found and claimed by its own name only.
 pub async fn step_names_are_exact<H: Harness>(h: &H) {
     let run = new_run(h).await;
     let store = h.store();
@@ -47,6 +47,16 @@ pub async fn step_names_are_exact<H: Harness>(h: &H) {
     );
     let claimed = store.claim_step(run.id, "TOTAL", FUNCTION).await.unwrap();
     assert_eq!(claimed.map(|s| s.id), Some(ids[1]));
+    // Whichever row a case-blind claim answers, it moved the others too.
+    for (name, id) in SPELLINGS.iter().zip(&ids) {
+        let status = store.get_step(*id).await.unwrap().status;
+        let expected = if *name == "TOTAL" {
+            StepStatus::Running
+        } else {
+            StepStatus::Pending
+        };
+        assert_eq!(status, expected, "{name:?} after claiming \"TOTAL\"");
+    }
     assert_eq!(store.list_steps(run.id).await.unwrap().len(), 3);
 }
 

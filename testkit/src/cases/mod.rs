@@ -15,6 +15,7 @@ pub mod bad_names;
 pub mod batch;
 pub mod batch_races;
 pub mod claim;
+pub mod claim_outcomes;
 pub mod claim_races;
 pub mod definitions;
 pub mod deletion;

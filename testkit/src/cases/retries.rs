@@ -1,5 +1,6 @@
 //! [`StepStore::create_retry_attempt`]: the next attempt of a failed step,
-//! by hand.
+//! by hand, and [`StepStore::retry_step`], the same answering the step
+//! after it; and the retry policy a step is inserted with.
 
 use std::time::Duration;
 
@@ -185,4 +186,90 @@ pub async fn retry_delay_over_the_limit_is_refused<H: Harness>(h: &H) {
         })
     );
     assert_eq!(snapshot(h, &[run.id]).await, before);
+}
+
+/// [`StepStore::retry_step`] answers the step as it is after the retry, as
+/// `get_step` reads it: in the start's status, the attempt raised by one,
+/// result and error cleared.
+pub async fn retry_step_answers_the_step_after<H: Harness>(h: &H) {
+    let run = new_run(h).await;
+    for start in RetryStart::ALL {
+        let step = step_in(
+            h,
+            run.id,
+            &format!("s-{}", start.status()),
+            StepStatus::Failed,
+        )
+        .await;
+        let at = h.clock().advance(Duration::from_millis(5));
+        let after = h.store().retry_step(step.id, start).await.unwrap();
+        assert_eq!((after.status, after.attempt), (start.status(), 2));
+        assert_eq!((&after.result, &after.error), (&None, &None));
+        assert_eq!(after.updated_at, at);
+        assert_eq!(after, h.store().get_step(step.id).await.unwrap());
+        let rows: Vec<_> = history_of(h, &step)
+            .await
+            .iter()
+            .map(|r| (r.attempt, r.status))
+            .collect();
+        assert_eq!(rows, [(1, StepStatus::Failed), (2, start.status())]);
+    }
+}
+
+/// `retry_step` refuses what `create_retry_attempt` refuses: a step that is
+/// not failed is `IllegalStepTransition`, an unknown one `StepNotFound`, and
+/// nothing is written.
+pub async fn retry_step_refusals_are_the_retrys<H: Harness>(h: &H) {
+    let run = new_run(h).await;
+    let step = step_in(h, run.id, "s1", StepStatus::Succeeded).await;
+    let before = snapshot(h, &[run.id]).await;
+    assert_err!(
+        h.store().retry_step(step.id, RetryStart::Running).await,
+        Error::IllegalStepTransition { step: s, from: StepStatus::Succeeded, to: StepStatus::Running }
+            if s == step.id
+    );
+    let unknown = flowstate_core::StepId::generate();
+    assert_err!(
+        h.store().retry_step(unknown, RetryStart::Pending).await,
+        Error::StepNotFound(s) if s == unknown
+    );
+    assert_eq!(snapshot(h, &[run.id]).await, before);
+}
+
+/// A step inserted without a policy has [`RetryPolicy::DEFAULT`], as
+/// inserted and as read back, and the store honours it: it is claimed for
+/// every attempt the default allows, and no further.
+pub async fn a_step_without_a_policy_gets_the_default<H: Harness>(h: &H) {
+    let run = new_run(h).await;
+    let store = h.store();
+    let new = NewStep::new(run.id, "s1", FUNCTION, json!({}));
+    assert_eq!(new.retry, RetryPolicy::DEFAULT);
+    let inserted = store.insert_step(new).await.unwrap().record;
+    assert_eq!(inserted.retry, RetryPolicy::DEFAULT);
+    assert_eq!(
+        store.get_step(inserted.id).await.unwrap().retry,
+        RetryPolicy::DEFAULT
+    );
+    assert_eq!(
+        store.find_step(run.id, "s1").await.unwrap().retry,
+        RetryPolicy::DEFAULT
+    );
+    assert_eq!(
+        store.list_steps(run.id).await.unwrap()[0].retry,
+        RetryPolicy::DEFAULT
+    );
+    for attempt in 1..=RetryPolicy::DEFAULT.max_attempts() {
+        let claimed = store.claim_step(run.id, "s1", FUNCTION).await.unwrap();
+        assert_eq!(
+            claimed.map(|s| s.attempt),
+            Some(attempt),
+            "attempt {attempt}"
+        );
+        let failed = StepTransition::Failed(json!({"attempt": attempt}));
+        store.transition_step(inserted.id, failed).await.unwrap();
+    }
+    assert_eq!(
+        store.claim_step(run.id, "s1", FUNCTION).await.unwrap(),
+        None
+    );
 }

@@ -11,7 +11,7 @@ use flowstate_core::{
 use serde_json::{Map, Value, json};
 use tokio::sync::Barrier;
 
-use crate::Harness;
+use crate::{Harness, Hooks};
 
 /// The function every fixture step is pinned to.
 pub(crate) const FUNCTION: &str = "rpc.fn";
@@ -31,6 +31,32 @@ macro_rules! assert_err {
     };
 }
 pub(crate) use assert_err;
+
+/// Whether the harness has the hook `has` picks out of its [`Hooks`]; if
+/// not, says on stderr that the case is skipped, so a harness without hooks
+/// still runs every other case.
+pub(crate) fn has_hook<H: Harness>(h: &H, name: &str, has: fn(Hooks) -> bool) -> bool {
+    let present = has(h.hooks());
+    if !present {
+        eprintln!("skipped: the harness has no `{name}` hook (Harness::hooks)");
+    }
+    present
+}
+
+/// Whether the harness can delete a history row behind the store's back.
+pub(crate) fn can_delete_history_row<H: Harness>(h: &H) -> bool {
+    has_hook(h, "delete_history_row", |hooks| hooks.delete_history_row)
+}
+
+/// Whether the harness can make history writes fail.
+pub(crate) fn can_fail_history_writes<H: Harness>(h: &H) -> bool {
+    has_hook(h, "fail_history_writes", |hooks| hooks.fail_history_writes)
+}
+
+/// Whether the harness can count a run's rows behind the ports.
+pub(crate) fn can_count_rows<H: Harness>(h: &H) -> bool {
+    has_hook(h, "count_rows", |hooks| hooks.count_rows)
+}
 
 /// A fresh run of workflow `wf`.
 pub(crate) async fn new_run<H: Harness>(h: &H) -> Run {
