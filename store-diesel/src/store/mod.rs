@@ -19,7 +19,7 @@ mod effects;
 pub(crate) mod events;
 mod leases;
 mod waits;
-pub(crate) use leases::{db_time, leasable_texts};
+pub(crate) use leases::{db_time, leasable_texts, runnable};
 mod runs;
 pub(crate) use runs::{IDEMPOTENT_TRIES, InsertKeyedRun};
 mod state;
