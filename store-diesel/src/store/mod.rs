@@ -20,6 +20,8 @@ pub(crate) mod events;
 mod leases;
 mod waits;
 pub(crate) use leases::{db_time, leasable_texts, runnable};
+mod recovery;
+pub(crate) use recovery::expired;
 mod runs;
 pub(crate) use runs::{IDEMPOTENT_TRIES, InsertKeyedRun};
 mod state;
