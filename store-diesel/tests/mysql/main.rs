@@ -54,3 +54,5 @@ flowstate_testkit::lease_suite!(
     leases,
     common::harness::DieselHarness::create(Dialect::Mysql)
 );
+
+common::recovery::recovery_cases!(Dialect::Mysql);

@@ -57,3 +57,5 @@ flowstate_testkit::lease_suite!(
     leases,
     common::harness::DieselHarness::create(Dialect::Postgres)
 );
+
+common::recovery::recovery_cases!(Dialect::Postgres);

@@ -54,3 +54,5 @@ flowstate_testkit::lease_suite!(
     leases,
     common::harness::DieselHarness::create(Dialect::Sqlite)
 );
+
+common::recovery::recovery_cases!(Dialect::Sqlite);
