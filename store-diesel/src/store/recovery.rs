@@ -23,8 +23,7 @@ use flowstate_core::lease::{leasable_statuses, lease_micros};
 use flowstate_core::recovery::{effective_limit, idle_cutoff};
 use flowstate_core::{
     Error, RecoveryStore, Result, RunId, RunLease, RunLeaseStore, RunRecoveryStore, RunStatus,
-    StalledRun,
-    StepStatus, Timestamp, UndispatchedStep,
+    StalledRun, StepStatus, Timestamp, UndispatchedStep,
 };
 
 use super::{DieselStore, by_dialect, by_returning, db_time, on_connection, runnable};
@@ -89,11 +88,7 @@ macro_rules! claimable {
             .split_once('\u{0}')
             .map(|(b, a)| (b.to_owned(), a.to_owned()))
             .expect("one time in the claimable test");
-        move || {
-            sql::<Bool>(&before)
-                .bind::<BigInt, _>($now)
-                .sql(&after)
-        }
+        move || sql::<Bool>(&before).bind::<BigInt, _>($now).sql(&after)
     }};
 }
 
@@ -116,9 +111,11 @@ macro_rules! lease_set {
                 .bind::<BigInt, _>($now)
                 .sql(" ELSE updated_at END")),
             runs::lease_token.eq(runs::lease_token + 1),
-            runs::lease_owner.eq(sql::<Nullable<Text>>("CASE WHEN cancel_requested THEN NULL ELSE ")
-                .bind::<Text, _>($worker)
-                .sql(" END")),
+            runs::lease_owner.eq(sql::<Nullable<Text>>(
+                "CASE WHEN cancel_requested THEN NULL ELSE ",
+            )
+            .bind::<Text, _>($worker)
+            .sql(" END")),
             runs::lease_expires_at.eq(sql::<Nullable<BigInt>>(&format!(
                 "CASE WHEN cancel_requested THEN NULL ELSE {} + ",
                 crate::lease_clock::now_sql(&*$conn)

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use flowstate_core::recovery::{is_stalled, is_undispatched};
 use flowstate_core::{
-    Error, NewRun, NewStep, RecoveryStore, Release, RetryPolicy, RunId, RunLeaseStore,
+    Clock, Error, NewRun, NewStep, RecoveryStore, Release, RetryPolicy, RunId, RunLeaseStore,
     RunRecoveryStore, RunStatus, RunStore, RunWaitStore, StepStatus, StepStore, StepTransition,
-    Clock, Timestamp, Wait,
+    Timestamp, Wait,
 };
 use flowstate_store_diesel::{Dialect, DieselStore, LeaseClockOffset, StoreConfig};
 use flowstate_testkit::ManualClock;
@@ -90,7 +90,8 @@ pub async fn the_relay_finds_idle_claimable_steps(dialect: Dialect) {
     let store = &s.store;
     let run = s.run().await;
     let old = s.step(run, "old", RetryPolicy::default()).await;
-    s.failed(run, "retrying", RetryPolicy::with_retries(1)).await;
+    s.failed(run, "retrying", RetryPolicy::with_retries(1))
+        .await;
     s.failed(run, "spent", RetryPolicy::default()).await;
     let delayed = RetryPolicy {
         retries: 1,
@@ -199,7 +200,11 @@ pub async fn the_stalled_sweep_finds_quiet_free_running_runs(dialect: Dialect) {
         .unwrap()
         .expect("leased");
     let waiting = s.run().await;
-    let held = store.lease_run(waiting, "w", MINUTE).await.unwrap().unwrap();
+    let held = store
+        .lease_run(waiting, "w", MINUTE)
+        .await
+        .unwrap()
+        .unwrap();
     store
         .wait(
             waiting,

@@ -15,6 +15,7 @@ mod migrations;
 mod pool;
 mod prepared;
 mod races;
+mod recovery_plans;
 mod support;
 
 use flowstate_store_diesel::Dialect;
