@@ -1,7 +1,36 @@
-//! flowstate-recovery: stalled-run sweeps, the undispatched-step relay, run
-//! leases and the guard that never replays a settled run.
+//! flowstate-recovery: nothing lost, nothing stuck, nothing re-queued
+//! forever.
 //!
-//! Nothing lives here yet. The pure decisions it will act on
-//! (`RunStatus::is_settled`, `RedispatchBackoff`, the stale-run limit) are in
-//! `flowstate-core`; this crate will hold the sweeps and their runners, generic
-//! over the core store ports, and will never know which database is behind them.
+//! Policy over the core ports, knowing nothing of which database is behind
+//! them:
+//!
+//! - [`relay_undispatched`]: steps claimable but untouched for a while get
+//!   their run re-dispatched (a lost dispatch message costs a delay, not a
+//!   run);
+//! - [`sweep_stalled`]: running runs with nothing moving get resumed (a
+//!   worker that died costs a delay, not a run);
+//! - both share one [`RedispatchBackoff`](flowstate_core::RedispatchBackoff),
+//!   noted *before* the dispatch callback runs, so a run is re-driven at
+//!   most once per window whichever sweep finds it and however its dispatch
+//!   fares;
+//! - [`handle_run_message`]: the settled-run guard, the entry point for an
+//!   orchestrator message, which answers a message for a completed, failed
+//!   or cancelled run without taking its lease or running its body;
+//! - [`Sweeper`]: a tokio task doing a [`Sweeper::pass`] at an interval
+//!   (wake-ups, lease reaping, relay, stalled sweep) with graceful
+//!   shutdown, for hosts that want a loop rather than their own scheduler.
+//!
+//! Re-driving a run twice is safe by construction: a step claim is
+//! exclusive (`StepStore::claim_step`, a status-guarded write in every
+//! backend), so a duplicate dispatch finds its step claimed and does
+//! nothing. The backoff bounds the cost, not the correctness.
+
+mod dispatch;
+mod guard;
+mod relay;
+mod sweeper;
+
+pub use dispatch::{Reason, RedriveReport, SweepOptions};
+pub use guard::{Handled, handle_run_message};
+pub use relay::{relay_undispatched, sweep_stalled};
+pub use sweeper::{PassReport, Sweeper, SweeperHandle, SweeperReport};

@@ -36,6 +36,7 @@ mod harness;
 mod lease_harness;
 mod lease_suite;
 mod memory;
+mod recovery_suite;
 mod suite;
 mod suite_events;
 mod virtual_users_suite;
@@ -61,6 +62,8 @@ pub const VIRTUAL_USER_CASES: &[&str] = crate::__virtual_user_cases!(names);
 pub const EVENT_CASES: &[&str] = crate::__event_cases!(names);
 /// Every case [`lease_suite!`] stamps, as `group::case`.
 pub const LEASE_CASES: &[&str] = crate::__lease_cases!(names);
+/// Every case [`recovery_suite!`] stamps, as `group::case`.
+pub const RECOVERY_CASES: &[&str] = crate::__recovery_cases!(names);
 
 /// What the macros' expansions use; not part of the API.
 #[doc(hidden)]

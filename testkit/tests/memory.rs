@@ -8,3 +8,4 @@ flowstate_testkit::batch_suite!(memory_batch, async { MemoryHarness::new() });
 flowstate_testkit::virtual_users_suite!(memory_virtual_users, async { MemoryHarness::new() });
 flowstate_testkit::events_suite!(memory_events, async { MemoryHarness::new() });
 flowstate_testkit::lease_suite!(memory_leases, async { MemoryHarness::new() });
+flowstate_testkit::recovery_suite!(memory_recovery, async { MemoryHarness::new() });

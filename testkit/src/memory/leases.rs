@@ -21,17 +21,64 @@ use super::{MemoryStore, Tables};
 /// A run's lease bookkeeping, as the columns a database keeps.
 #[derive(Clone, Debug, Default)]
 pub(super) struct LeaseRow {
-    state: LeaseState,
+    pub(super) state: LeaseState,
 }
 
 impl LeaseRow {
     /// Whether no lease holds the run at `now`.
-    fn is_free(&self, now: Timestamp) -> bool {
+    pub(super) fn is_free(&self, now: Timestamp) -> bool {
         self.state.expires_at.is_none_or(|expires| expires <= now)
     }
 }
 
 impl Tables {
+    /// Whether `run` may be leased at lease-clock `now`: not settled, its
+    /// lease free or expired, and awake.
+    pub(super) fn is_runnable(&self, run: &Run, now: Timestamp) -> bool {
+        leasable_statuses().contains(&run.status)
+            && self
+                .leases
+                .get(&run.id)
+                .is_none_or(|row| row.is_free(now) && self.is_awake(run.id, &row.state, now))
+    }
+
+    /// Takes the lease of runnable run `id` for `worker`: raises the token
+    /// and clears the wait, or settles the run as cancelled if a cancel was
+    /// requested (then `None`).
+    fn take_lease(
+        &mut self,
+        id: RunId,
+        worker: &str,
+        lease_for: Duration,
+        now: Timestamp,
+        stamp: Timestamp,
+    ) -> Option<RunLease> {
+        let Tables { runs, leases, .. } = self;
+        let run = runs.get_mut(&id).expect("the caller found it");
+        let row = leases.entry(id).or_default();
+        row.state.token += 1;
+        row.state.wake_at = None;
+        row.state.waiting_on = None;
+        if row.state.cancel_requested {
+            row.state.cancel_requested = false;
+            row.state.worker = None;
+            row.state.expires_at = None;
+            run.status = RunStatus::Cancelled;
+            run.updated_at = stamp;
+            return None;
+        }
+        let expires_at = now.plus(lease_for);
+        row.state.worker = Some(worker.to_owned());
+        row.state.expires_at = Some(expires_at);
+        Some(RunLease {
+            run: run.clone(),
+            token: row.state.token,
+            worker: worker.to_owned(),
+            expires_at,
+            failures: row.state.failures,
+        })
+    }
+
     /// Whether a run in `state` is not asleep or waiting at `now`: its
     /// time has come, or the signal it waits on is there.
     fn is_awake(&self, run: RunId, state: &LeaseState, now: Timestamp) -> bool {
@@ -74,18 +121,11 @@ impl MemoryStore {
     fn claim_many(&self, worker: &str, n: u32, lease_for: Duration) -> Vec<RunLease> {
         let now = self.lease_clock.now();
         let stamp = self.now();
-        let leasable = leasable_statuses();
         let mut tables = self.lock();
         let mut runnable: Vec<_> = tables
             .runs
             .values()
-            .filter(|run| leasable.contains(&run.status))
-            .filter(|run| {
-                tables
-                    .leases
-                    .get(&run.id)
-                    .is_none_or(|row| row.is_free(now) && tables.is_awake(run.id, &row.state, now))
-            })
+            .filter(|run| tables.is_runnable(run, now))
             .map(|run| (run.created_at, run.id))
             .collect();
         runnable.sort();
@@ -94,32 +134,28 @@ impl MemoryStore {
             if claimed.len() == n as usize {
                 break;
             }
-            let Tables { runs, leases, .. } = &mut *tables;
-            let run = runs.get_mut(&id).expect("listed above");
-            let row = leases.entry(id).or_default();
-            row.state.token += 1;
-            row.state.wake_at = None;
-            row.state.waiting_on = None;
-            if row.state.cancel_requested {
-                row.state.cancel_requested = false;
-                row.state.worker = None;
-                row.state.expires_at = None;
-                run.status = RunStatus::Cancelled;
-                run.updated_at = stamp;
-                continue;
-            }
-            let expires_at = now.plus(lease_for);
-            row.state.worker = Some(worker.to_owned());
-            row.state.expires_at = Some(expires_at);
-            claimed.push(RunLease {
-                run: run.clone(),
-                token: row.state.token,
-                worker: worker.to_owned(),
-                expires_at,
-                failures: row.state.failures,
-            });
+            claimed.extend(tables.take_lease(id, worker, lease_for, now, stamp));
         }
         claimed
+    }
+
+    /// Leases run `id` if it is runnable at lease-clock `now` ([`Tables::is_runnable`]),
+    /// as one claim does (`None` when it is not, or was cancelled instead).
+    pub(super) fn lease_one(
+        &self,
+        id: RunId,
+        worker: &str,
+        lease_for: Duration,
+    ) -> Result<Option<RunLease>> {
+        let now = self.lease_clock.now();
+        let stamp = self.now();
+        let mut tables = self.lock();
+        let runnable = tables.is_runnable(tables.run(id)?, now);
+        Ok(if runnable {
+            tables.take_lease(id, worker, lease_for, now, stamp)
+        } else {
+            None
+        })
     }
 
     /// The lease row of `run` if `token` holds its lease at `now`.

@@ -12,6 +12,7 @@ mod definitions;
 mod effects;
 mod events;
 mod leases;
+mod recovery;
 mod runs;
 mod steps;
 mod versions;

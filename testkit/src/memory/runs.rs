@@ -108,6 +108,11 @@ impl RunStore for MemoryStore {
             tables.run_by_key.remove(key);
         }
         tables.run_state.remove(&id);
+        // The lease columns live on the run row in a database; signals and
+        // effects are rows that cascade with it.
+        tables.leases.remove(&id);
+        tables.signals.retain(|(run, _), _| *run != id);
+        tables.effects.retain(|(run, _), _| *run != id);
         let steps: Vec<_> = tables
             .steps
             .values()

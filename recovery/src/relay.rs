@@ -1,0 +1,130 @@
+//! The two sweeps: [`relay_undispatched`] and [`sweep_stalled`], each one
+//! index-backed query, then the dispatch callback for every run the shared
+//! [`RedispatchBackoff`] lets through.
+
+use std::fmt;
+use std::future::Future;
+
+use flowstate_core::{RecoveryStore, RedispatchBackoff, Result, RunId, Timestamp};
+use tracing::Instrument;
+
+use crate::dispatch::{Reason, RedriveReport, SweepOptions};
+
+/// Re-dispatches the runs of steps that are claimable but untouched for
+/// [`SweepOptions::relay_after`]
+/// ([`RecoveryStore::undispatched_steps`]): each run once however many of
+/// its steps were found, in the order found, through `dispatch`, unless
+/// `backoff` holds it off at `now`.
+///
+/// Safe because claims are exclusive: a dispatch the engine had already
+/// sent finds its step claimed and does nothing. Each run is noted in
+/// `backoff` *before* `dispatch` runs, so one whose dispatch fails is held
+/// off too. A store error ends the call with nothing dispatched; a dispatch
+/// error is recorded in [`RedriveReport::failed`] and the others go on.
+pub async fn relay_undispatched<S, D, Fut, E>(
+    store: &S,
+    backoff: &mut RedispatchBackoff,
+    dispatch: &mut D,
+    now: Timestamp,
+    options: SweepOptions,
+) -> Result<RedriveReport>
+where
+    S: RecoveryStore,
+    D: FnMut(RunId, Reason) -> Fut,
+    Fut: Future<Output = std::result::Result<(), E>>,
+    E: fmt::Display,
+{
+    let span = tracing::info_span!("recovery.relay", found = tracing::field::Empty);
+    async {
+        let steps = store
+            .undispatched_steps(options.relay_after, options.limit)
+            .await?;
+        let mut runs: Vec<RunId> = Vec::with_capacity(steps.len());
+        for step in &steps {
+            if !runs.contains(&step.run) {
+                runs.push(step.run);
+            }
+        }
+        tracing::Span::current().record("found", steps.len());
+        Ok(redrive(runs, Reason::Undispatched, backoff, dispatch, now).await)
+    }
+    .instrument(span)
+    .await
+}
+
+/// Resumes the runs that are running with nothing moving for
+/// [`SweepOptions::stalled_after`] ([`RecoveryStore::stalled_runs`]: no
+/// step running or scheduled, no live lease, not waiting) through
+/// `dispatch`, unless `backoff` holds them off at `now`.
+///
+/// A resume does not clear whatever wedged a run, so an unconditional sweep
+/// would re-queue the same runs on every tick forever; the backoff, noted
+/// before the dispatch, makes it one message per run per window, shared
+/// with [`relay_undispatched`] so a run the relay just re-drove is not
+/// re-driven again here. Errors as for [`relay_undispatched`].
+pub async fn sweep_stalled<S, D, Fut, E>(
+    store: &S,
+    backoff: &mut RedispatchBackoff,
+    dispatch: &mut D,
+    now: Timestamp,
+    options: SweepOptions,
+) -> Result<RedriveReport>
+where
+    S: RecoveryStore,
+    D: FnMut(RunId, Reason) -> Fut,
+    Fut: Future<Output = std::result::Result<(), E>>,
+    E: fmt::Display,
+{
+    let span = tracing::info_span!("recovery.sweep_stalled", found = tracing::field::Empty);
+    async {
+        let stalled = store
+            .stalled_runs(options.stalled_after, options.limit)
+            .await?;
+        tracing::Span::current().record("found", stalled.len());
+        let runs = stalled.into_iter().map(|stalled| stalled.run).collect();
+        Ok(redrive(runs, Reason::Stalled, backoff, dispatch, now).await)
+    }
+    .instrument(span)
+    .await
+}
+
+/// Dispatches each of `runs` that `backoff` lets through at `now`, noting
+/// it first.
+async fn redrive<D, Fut, E>(
+    runs: Vec<RunId>,
+    reason: Reason,
+    backoff: &mut RedispatchBackoff,
+    dispatch: &mut D,
+    now: Timestamp,
+) -> RedriveReport
+where
+    D: FnMut(RunId, Reason) -> Fut,
+    Fut: Future<Output = std::result::Result<(), E>>,
+    E: fmt::Display,
+{
+    let mut report = RedriveReport::default();
+    for run in runs {
+        if !backoff.is_eligible(run, now) {
+            report.held_off.push(run);
+            continue;
+        }
+        // Before the dispatch, not after: a run whose dispatch fails is the
+        // one most likely to be found again next pass.
+        backoff.note(run, now);
+        match dispatch(run, reason).await {
+            Ok(()) => report.redispatched.push(run),
+            Err(err) => {
+                tracing::warn!(%run, reason = reason.as_str(), error = %err, "re-dispatch failed");
+                report.failed.push((run, err.to_string()));
+            }
+        }
+    }
+    tracing::debug!(
+        reason = reason.as_str(),
+        redispatched = report.redispatched.len(),
+        held_off = report.held_off.len(),
+        failed = report.failed.len(),
+        "re-drive done"
+    );
+    report
+}

@@ -1,0 +1,233 @@
+//! [`Sweeper`]: a tokio task doing a [`Sweeper::pass`] at an interval
+//! until it is told to stop, with one [`RedispatchBackoff`] for all of its
+//! sweeps.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use flowstate_core::{
+    Clock, RecoveryStore, RedispatchBackoff, Result, RunId, RunRecoveryStore, RunWaitStore,
+};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::MissedTickBehavior;
+use tracing::Instrument;
+
+use crate::dispatch::{Reason, RedriveReport, SweepOptions};
+use crate::relay::{relay_undispatched, sweep_stalled};
+
+/// What one [`Sweeper::pass`] did, in the order it did it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PassReport {
+    /// Waits whose time had come, ended
+    /// ([`RunWaitStore::wake_expired`]): those runs are runnable now.
+    pub woken: u64,
+    /// Runs whose lease had run out, freed
+    /// ([`RunRecoveryStore::reap_expired_leases`]) for the next claim.
+    pub reaped: Vec<RunId>,
+    /// The relay ([`relay_undispatched`]).
+    pub relay: RedriveReport,
+    /// The stalled sweep ([`sweep_stalled`]), after the relay and sharing
+    /// its backoff.
+    pub stalled: RedriveReport,
+}
+
+/// What a spawned sweeper did before it stopped, summed over its passes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweeperReport {
+    /// Passes run to the end, failed ones included.
+    pub passes: u64,
+    /// Passes that ended with a store error (logged; the loop went on).
+    pub failed_passes: u64,
+    /// Waits ended.
+    pub woken: u64,
+    /// Leases reaped.
+    pub reaped: u64,
+    /// Runs re-dispatched by the relay (dispatch answered `Ok`).
+    pub relayed: u64,
+    /// Stalled runs resumed (dispatch answered `Ok`).
+    pub resumed: u64,
+    /// Dispatches that failed, either sweep.
+    pub failed_dispatches: u64,
+    /// Runs found but held off by the backoff, either sweep.
+    pub held_off: u64,
+}
+
+impl SweeperReport {
+    fn add(&mut self, pass: &PassReport) {
+        self.woken += pass.woken;
+        self.reaped += pass.reaped.len() as u64;
+        self.relayed += pass.relay.redispatched.len() as u64;
+        self.resumed += pass.stalled.redispatched.len() as u64;
+        self.failed_dispatches += (pass.relay.failed.len() + pass.stalled.failed.len()) as u64;
+        self.held_off += (pass.relay.held_off.len() + pass.stalled.held_off.len()) as u64;
+    }
+}
+
+/// The recovery loop of one process: its store, the engine's dispatch
+/// callback, the clock the backoff reads and one [`RedispatchBackoff`]
+/// shared by the relay and the stalled sweep.
+///
+/// Run a pass yourself with [`Sweeper::pass`], or hand the sweeper to
+/// [`Sweeper::spawn`] for a loop. Several processes may sweep one store:
+/// each backs off on its own, and the claims keep duplicates harmless.
+pub struct Sweeper<S, D> {
+    store: Arc<S>,
+    dispatch: D,
+    clock: Arc<dyn Clock>,
+    backoff: RedispatchBackoff,
+    options: SweepOptions,
+}
+
+impl<S, D> fmt::Debug for Sweeper<S, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sweeper")
+            .field("options", &self.options)
+            .field("backed_off_runs", &self.backoff.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, D, Fut, E> Sweeper<S, D>
+where
+    S: RecoveryStore + RunRecoveryStore + RunWaitStore + 'static,
+    D: FnMut(RunId, Reason) -> Fut + Send + 'static,
+    Fut: Future<Output = std::result::Result<(), E>> + Send,
+    E: fmt::Display + Send,
+{
+    /// A sweeper over `store` re-driving runs through `dispatch`, with the
+    /// default [`SweepOptions`] and backoff, reading `clock` for the
+    /// backoff.
+    pub fn new(store: Arc<S>, dispatch: D, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            store,
+            dispatch,
+            clock,
+            backoff: RedispatchBackoff::default(),
+            options: SweepOptions::default(),
+        }
+    }
+
+    /// The same sweeper with `options`.
+    #[must_use]
+    pub fn with_options(mut self, options: SweepOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The same sweeper with `backoff` (for example a shorter base delay).
+    #[must_use]
+    pub fn with_backoff(mut self, backoff: RedispatchBackoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// The backoff as the passes so far left it.
+    pub fn backoff(&self) -> &RedispatchBackoff {
+        &self.backoff
+    }
+
+    /// One pass: wake-ups first (a run whose time passed is runnable in
+    /// this same pass), then lease reaping, the relay and the stalled
+    /// sweep. A store error ends the pass there with that error; the
+    /// backoff keeps what the pass noted.
+    pub async fn pass(&mut self) -> Result<PassReport> {
+        let span = tracing::info_span!("recovery.pass");
+        async {
+            let woken = self.store.wake_expired().await?;
+            let reaped = self.store.reap_expired_leases(self.options.limit).await?;
+            let relay = relay_undispatched(
+                &*self.store,
+                &mut self.backoff,
+                &mut self.dispatch,
+                self.clock.now(),
+                self.options,
+            )
+            .await?;
+            let stalled = sweep_stalled(
+                &*self.store,
+                &mut self.backoff,
+                &mut self.dispatch,
+                self.clock.now(),
+                self.options,
+            )
+            .await?;
+            let report = PassReport {
+                woken,
+                reaped,
+                relay,
+                stalled,
+            };
+            tracing::info!(
+                woken = report.woken,
+                reaped = report.reaped.len(),
+                relayed = report.relay.redispatched.len(),
+                resumed = report.stalled.redispatched.len(),
+                failed = report.relay.failed.len() + report.stalled.failed.len(),
+                held_off = report.relay.held_off.len() + report.stalled.held_off.len(),
+                "recovery pass done"
+            );
+            Ok(report)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Spawns the loop on the current tokio runtime: a pass at once, then
+    /// one every `every` (a pass that overruns delays the next rather than
+    /// bunching them up). A pass that fails is logged and the loop goes on.
+    pub fn spawn(mut self, every: Duration) -> SweeperHandle {
+        let (stop, mut stopped) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut report = SweeperReport::default();
+            let mut interval = tokio::time::interval(every);
+            interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            tracing::info!(?every, "recovery sweeper started");
+            loop {
+                tokio::select! {
+                    biased;
+                    // A send of `true`, or the handle dropped.
+                    _ = stopped.wait_for(|stop| *stop) => break,
+                    _ = interval.tick() => {}
+                }
+                // Not raced against the stop: a pass under way finishes.
+                let outcome = self.pass().await;
+                report.passes += 1;
+                match outcome {
+                    Ok(pass) => report.add(&pass),
+                    Err(err) => {
+                        report.failed_passes += 1;
+                        tracing::warn!(error = %err, "recovery pass failed");
+                    }
+                }
+            }
+            tracing::info!(passes = report.passes, "recovery sweeper stopped");
+            report
+        });
+        SweeperHandle { stop, task }
+    }
+}
+
+/// A running [`Sweeper`] loop. Dropping it stops the loop too, without
+/// waiting; [`SweeperHandle::shutdown`] waits.
+#[derive(Debug)]
+pub struct SweeperHandle {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<SweeperReport>,
+}
+
+impl SweeperHandle {
+    /// Stops the loop: a pass under way finishes, no new one starts.
+    /// Answers what the sweeper did.
+    pub async fn shutdown(self) -> SweeperReport {
+        // The loop may have ended already (a panic): nothing to tell then.
+        let _ = self.stop.send(true);
+        match self.task.await {
+            Ok(report) => report,
+            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+            Err(_) => SweeperReport::default(),
+        }
+    }
+}
