@@ -60,3 +60,8 @@ flowstate_testkit::lease_suite!(
 );
 
 common::recovery::recovery_cases!(Dialect::Postgres);
+
+flowstate_testkit::recovery_suite!(
+    recovery,
+    common::harness::DieselHarness::create(Dialect::Postgres)
+);

@@ -56,3 +56,8 @@ flowstate_testkit::lease_suite!(
 );
 
 common::recovery::recovery_cases!(Dialect::Sqlite);
+
+flowstate_testkit::recovery_suite!(
+    recovery,
+    common::harness::DieselHarness::create(Dialect::Sqlite)
+);
