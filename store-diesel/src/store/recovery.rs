@@ -70,6 +70,8 @@ enum Leased {
     Cancelled,
     /// No run was runnable under that id (it may not exist).
     Refused,
+    /// The run exists and is not runnable (MySQL, whose locked read tells).
+    NotRunnable,
     /// No run has that id (MySQL, whose locked read tells).
     Missing,
 }
@@ -278,7 +280,7 @@ impl RunRecoveryStore for DieselStore {
                 let cancel = match found {
                     None => return Ok(Leased::Missing),
                     Some((cancel, Some(true))) => cancel,
-                    Some(_) => return Ok(Leased::Refused),
+                    Some(_) => return Ok(Leased::NotRunnable),
                 };
                 diesel::update(runs::table.filter(runs::id.eq(&id)))
                     .set(lease_set!(conn, now, worker, until))
@@ -307,6 +309,7 @@ impl RunRecoveryStore for DieselStore {
                 tracing::debug!("run cancelled instead of leased");
                 Ok(None)
             }
+            Leased::NotRunnable => Ok(None),
             Leased::Missing => Err(Error::RunNotFound(run)),
             Leased::Refused => {
                 // Not runnable, or missing.
