@@ -194,7 +194,7 @@ pub async fn the_stalled_sweep_finds_quiet_free_running_runs(dialect: Dialect) {
         .await
         .unwrap();
     let leased = s.run().await;
-    let lease = store
+    store
         .lease_run(leased, "w", Duration::from_secs(600))
         .await
         .unwrap()
@@ -244,7 +244,7 @@ pub async fn the_stalled_sweep_finds_quiet_free_running_runs(dialect: Dialect) {
         .await
         .unwrap();
     let ids: Vec<RunId> = found.iter().map(|f| f.run).collect();
-    let mut expected = vec![
+    let mut expected = [
         store.get_run(bare).await.unwrap(),
         store.get_run(done_steps).await.unwrap(),
     ];
@@ -286,7 +286,6 @@ pub async fn the_stalled_sweep_finds_quiet_free_running_runs(dialect: Dialect) {
         );
     }
     assert_eq!(store.stalled_runs(MINUTE, 1).await.unwrap().len(), 1);
-    let _ = lease;
     s.done().await;
 }
 
