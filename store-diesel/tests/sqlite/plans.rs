@@ -5,7 +5,9 @@ use diesel::sql_types::Text;
 use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection, sql_query};
 use std::time::Duration;
 
-use flowstate_core::ports::{RunLeaseStore, RunStore, RunWaitStore, StepStore, VersionStore};
+use flowstate_core::ports::{
+    RecoveryStore, RunLeaseStore, RunRecoveryStore, RunStore, RunWaitStore, StepStore, VersionStore,
+};
 use flowstate_core::{NewRun, NewWorkflowVersion, Release, RunQuery, RunStatus, StepTransition};
 use serde_json::json;
 
@@ -137,6 +139,11 @@ async fn every_statement_searches_an_index() {
         .await
         .unwrap();
     store.wake_expired().await.unwrap();
+    store.undispatched_steps(minute, 0).await.unwrap();
+    store.stalled_runs(minute, 0).await.unwrap();
+    store.lease_run(other.id, "w", minute).await.unwrap();
+    store.lease_run(run.id, "w", minute).await.unwrap();
+    store.reap_expired_leases(0).await.unwrap();
     store.delete_run(run.id).await.unwrap();
     let mut statements = log.statements();
     statements.sort();
@@ -189,6 +196,32 @@ async fn every_statement_searches_an_index() {
             assert!(
                 plan.iter()
                     .any(|s| s.contains("flowstate_runs_cancel_requested_idx")),
+                "{sql}\n{plan:#?}"
+            );
+        }
+        // The recovery queries walk their own indexes: the relay the
+        // claimable steps in order, the stalled sweep the running runs in
+        // order; the reaper reads the expired leases only (and sorts them).
+        if sql.contains("EXISTS (SELECT 1 FROM flowstate_runs r WHERE r.id") {
+            assert!(!sorts, "{sql}\n{plan:#?}");
+            assert!(
+                plan.iter()
+                    .any(|s| s.contains("flowstate_steps_claimable ")),
+                "{sql}\n{plan:#?}"
+            );
+        }
+        if sql.contains("WHERE (((((status = 'running'") {
+            assert!(!sorts, "{sql}\n{plan:#?}");
+            assert!(
+                plan.iter()
+                    .any(|s| s.contains("flowstate_runs_running_updated_idx")),
+                "{sql}\n{plan:#?}"
+            );
+        }
+        if sql.contains("`lease_expires_at` IS NOT NULL") {
+            assert!(
+                plan.iter()
+                    .any(|s| s.contains("flowstate_runs_lease_expiry_idx")),
                 "{sql}\n{plan:#?}"
             );
         }
