@@ -16,14 +16,12 @@ use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use flowstate_core::Result;
-use flowstate_core::lease::leasable_statuses;
 
 use super::Pool;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::lease_clock::DbClock;
-use crate::sql::status_in;
 
 /// The reap. Binds: `$1` the lease clock offset, `$2` how many. Rows: each
 /// run reaped and when its lease ran out.
@@ -35,13 +33,12 @@ use crate::sql::status_in;
 static REAP: LazyLock<String> = LazyLock::new(|| {
     let now = <AsyncPgConnection as DbClock>::NOW_US;
     format!(
-        "WITH expired AS (SELECT id, lease_expires_at FROM flowstate_runs WHERE {unsettled} \
-           AND lease_expires_at IS NOT NULL AND lease_expires_at <= {now} + $1 \
+        "WITH expired AS (SELECT id, lease_expires_at FROM flowstate_runs \
+           WHERE lease_expires_at IS NOT NULL AND lease_expires_at <= {now} + $1 \
            ORDER BY lease_expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) \
          UPDATE flowstate_runs AS r SET lease_owner = NULL, lease_expires_at = NULL \
          FROM expired WHERE r.id = expired.id \
-         RETURNING r.id AS id, expired.lease_expires_at AS expired_at",
-        unsettled = status_in("status", &leasable_statuses()),
+         RETURNING r.id AS id, expired.lease_expires_at AS expired_at"
     )
 });
 

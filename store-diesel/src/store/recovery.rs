@@ -334,16 +334,14 @@ impl RunRecoveryStore for DieselStore {
 }
 
 /// The lease-expiry guard of the reaper on a row of `flowstate_runs`, for
-/// the dialects whose reap is typed (MySQL, SQLite): an unsettled run whose
-/// lease ran out on the database's clock plus `$offset`. The status and
-/// `IS NOT NULL` terms are the predicate of the expiry index, spelled as
-/// literals so the planner sees it applies.
+/// the dialects whose reap is typed (MySQL, SQLite): a lease is held (the
+/// predicate of the expiry index, stated as is so every planner sees it
+/// applies) and ran out on the database's clock plus `$offset`. A settled
+/// run still holding one (settled by `set_run_status` under its lease) is
+/// freed too: the lease has run out like any other.
 macro_rules! expired_impl {
     ($conn:expr, $offset:expr) => {
         runs::table
-            .filter(diesel::dsl::sql::<diesel::sql_types::Bool>(
-                &$crate::sql::status_in("status", &flowstate_core::lease::leasable_statuses()),
-            ))
             .filter(runs::lease_expires_at.is_not_null())
             .filter(runs::lease_expires_at.le($crate::store::db_time!($conn, $offset)))
     };

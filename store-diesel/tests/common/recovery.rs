@@ -431,6 +431,15 @@ pub async fn the_reaper_frees_expired_leases_first_expired_first(dialect: Dialec
     // A reaped run is claimed like any free one.
     let next = store.lease_run(early, "w2", MINUTE).await.unwrap().unwrap();
     assert_eq!(next.token, 3);
+    // A run settled under its lease (not by its holder) keeps the lease
+    // until it runs out; then it is freed like any other.
+    store
+        .set_run_status(live, RunStatus::Completed)
+        .await
+        .unwrap();
+    s.offset.advance(Duration::from_secs(7200));
+    assert_eq!(store.reap_expired_leases(0).await.unwrap(), [early, live]);
+    assert_eq!(store.lease_state(live).await.unwrap().worker, None);
     s.done().await;
 }
 

@@ -122,7 +122,7 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
         ),
         (
             "flowstate_runs_lease_expiry_idx",
-            "(status, lease_expires_at, id)\n    WHERE status IN ('running', 'suspended') AND lease_expires_at IS NOT NULL",
+            "(lease_expires_at, id)\n    WHERE lease_expires_at IS NOT NULL",
         ),
         ("flowstate_steps_run_name", "(run_id, name)"),
         ("flowstate_steps_run_status", "(run_id, status)"),

@@ -4,8 +4,8 @@
 --   least recently moved first (the settled runs are other `status` values
 --   and never read);
 -- - the reaper reads `(lease_expires_at, id)`, first expired first: a NULL
---   expiry (no lease, every settled run) sorts first and is outside the
---   `<=` range it scans.
+--   expiry (no lease held: every settled run a holder finished, every
+--   reaped one) sorts first and is outside the `<=` range it scans.
 -- The relay's undispatched steps need none of their own: they lead with the
 -- batch claim's `claimable` column (`flowstate_steps_claimable`).
 -- One ALTER, so it applies whole.

@@ -7,7 +7,8 @@
 -- The stalled sweep walks the running runs least recently moved first.
 CREATE INDEX flowstate_runs_running_updated_idx ON flowstate_runs (updated_at, id)
     WHERE status = 'running';
--- The reaper walks the leases of unsettled runs, first expired first; a
--- run without a lease is in neither.
+-- The reaper walks the leases held, first expired first: a run without
+-- one (every settled run a holder finished, and every reaped one) is not
+-- in it.
 CREATE INDEX flowstate_runs_lease_expiry_idx ON flowstate_runs (lease_expires_at, id)
-    WHERE status IN ('running', 'suspended') AND lease_expires_at IS NOT NULL;
+    WHERE lease_expires_at IS NOT NULL;
