@@ -14,24 +14,26 @@
 
 use std::time::Duration;
 
-use diesel::dsl::{not, sql};
+use diesel::dsl::{exists, not, sql};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 use diesel_async::RunQueryDsl;
 
-use flowstate_core::lease::{leasable_statuses, lease_micros};
+use flowstate_core::lease::lease_micros;
 use flowstate_core::recovery::{effective_limit, idle_cutoff};
 use flowstate_core::{
     Error, RecoveryStore, Result, RunId, RunLease, RunLeaseStore, RunRecoveryStore, RunStatus,
     StalledRun, StepStatus, Timestamp, UndispatchedStep,
 };
 
-use super::{DieselStore, by_dialect, by_returning, db_time, on_connection, runnable};
+use super::{
+    DieselStore, by_dialect, by_returning, db_time, leasable_texts, on_connection, runnable,
+};
 use crate::error::backend;
 use crate::rows::{parse_id, parse_status};
 use crate::rows_leases::LeasedRunRow;
 use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
-use crate::sql::{batch_claimable, status_in};
+use crate::sql::batch_claimable;
 use crate::url::Dialect;
 
 /// A step the relay found, as read.
@@ -132,7 +134,7 @@ macro_rules! lease_set {
 }
 
 impl RecoveryStore for DieselStore {
-    #[tracing::instrument(level = "debug", skip_all, fields(idle_ms = idle_for.as_millis(), limit))]
+    #[tracing::instrument(level = "debug", skip_all, fields(idle_ms = idle_for.as_millis(), limit = limit))]
     async fn undispatched_steps(
         &self,
         idle_for: Duration,
@@ -142,7 +144,6 @@ impl RecoveryStore for DieselStore {
         let now = self.now();
         let cutoff = idle_cutoff(Timestamp::from_micros(now), idle_for).as_micros();
         let claimable = claimable!(self.dialect(), now);
-        let unsettled = status_in("r.status", &leasable_statuses());
         // `created_at < cutoff` follows from `updated_at < cutoff` (a row is
         // never updated before it is created) and bounds the walk of the
         // claimable index, which is in `(created_at, id)` order.
@@ -150,10 +151,12 @@ impl RecoveryStore for DieselStore {
             .filter(claimable())
             .filter(steps::updated_at.lt(cutoff))
             .filter(steps::created_at.lt(cutoff))
-            .filter(sql::<Bool>(&format!(
-                "EXISTS (SELECT 1 FROM flowstate_runs r WHERE r.id = flowstate_steps.run_id \
-                 AND {unsettled})"
-            )))
+            .filter(exists(
+                runs::table
+                    .filter(runs::id.eq(steps::run_id))
+                    .filter(runs::status.eq_any(leasable_texts()))
+                    .select(runs::id),
+            ))
             .order((steps::created_at, steps::id))
             .limit(i64::from(effective_limit(limit)))
             .select((
@@ -174,13 +177,15 @@ impl RecoveryStore for DieselStore {
         Ok(found)
     }
 
-    #[tracing::instrument(level = "debug", skip_all, fields(idle_ms = idle_for.as_millis(), limit))]
+    #[tracing::instrument(level = "debug", skip_all, fields(idle_ms = idle_for.as_millis(), limit = limit))]
     async fn stalled_runs(&self, idle_for: Duration, limit: u32) -> Result<Vec<StalledRun>> {
         let op = "stalled_runs";
         let cutoff = idle_cutoff(Timestamp::from_micros(self.now()), idle_for).as_micros();
         let offset = self.lease_offset();
+        // A literal, not a bind: the predicate of the running-runs index.
         let running = format!("status = '{}'", RunStatus::Running.as_str());
-        let busy = status_in("s.status", &[StepStatus::Running, StepStatus::Scheduled]);
+        // A step a worker has, or one the run sleeps on.
+        let busy = vec![StepStatus::Running.as_str(), StepStatus::Scheduled.as_str()];
         let rows: Vec<StalledRow> = on_connection!(self, op, |conn| runs::table
             .filter(sql::<Bool>(&running))
             .filter(runs::updated_at.lt(cutoff))
@@ -195,21 +200,25 @@ impl RecoveryStore for DieselStore {
                     .is_null()
                     .or(runs::wake_at.le(db_time!(conn, offset))),
             )
-            .filter(not(sql::<Bool>(
-                "EXISTS (SELECT 1 FROM flowstate_steps s WHERE s.run_id = flowstate_runs.id \
-                 AND (s.updated_at >= "
-            )
-            .bind::<BigInt, _>(cutoff)
-            .sql(&format!(" OR {busy}))"))))
+            .filter(not(exists(
+                steps::table
+                    .filter(steps::run_id.eq(runs::id))
+                    .filter(
+                        steps::updated_at
+                            .ge(cutoff)
+                            .or(steps::status.eq_any(busy.clone())),
+                    )
+                    .select(steps::id),
+            )))
             .order((runs::updated_at, runs::id))
             .limit(i64::from(effective_limit(limit)))
             .select((
                 runs::id,
                 runs::updated_at,
-                sql::<Nullable<BigInt>>(
-                    "(SELECT MAX(s.updated_at) FROM flowstate_steps s \
-                     WHERE s.run_id = flowstate_runs.id)",
-                ),
+                steps::table
+                    .filter(steps::run_id.eq(runs::id))
+                    .select(diesel::dsl::max(steps::updated_at))
+                    .single_value(),
             ))
             .load(conn)
             .await)
@@ -319,7 +328,7 @@ impl RunRecoveryStore for DieselStore {
         }
     }
 
-    #[tracing::instrument(level = "debug", skip_all, fields(limit))]
+    #[tracing::instrument(level = "debug", skip_all, fields(limit = limit))]
     async fn reap_expired_leases(&self, limit: u32) -> Result<Vec<RunId>> {
         let reaped: Vec<(String, i64)> =
             by_dialect!(self, reap_expired_leases(effective_limit(limit)))?;

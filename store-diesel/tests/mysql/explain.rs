@@ -371,6 +371,8 @@ async fn the_recovery_queries_use_their_indexes() {
                 now.to_string(),
                 cutoff.clone(),
                 cutoff.clone(),
+                lit("running"),
+                lit("suspended"),
                 "100".into(),
             ],
             // MariaDB may turn the run test into a semi-join driven from
@@ -385,10 +387,13 @@ async fn the_recovery_queries_use_their_indexes() {
             "stalled_runs",
             &stalled,
             vec![
+                "1".into(),
                 cutoff.clone(),
                 "0".into(),
                 "0".into(),
                 cutoff.clone(),
+                lit("running"),
+                lit("scheduled"),
                 "100".into(),
             ],
             Some("flowstate_runs_status_updated"),

@@ -81,8 +81,9 @@ async fn the_recovery_queries_use_their_indexes_on_100k_runs() {
     let lease_run = statements[0].clone();
 
     // Binds as the store sends them, in `$n` order: the relay's now, its
-    // cutoff twice, the limit; the sweep's cutoff, lease offset twice, the
-    // cutoff of its steps, the limit.
+    // cutoff twice, the unsettled statuses, the limit; the sweep's limit of
+    // its last-activity subquery (1), its cutoff, the lease offset twice,
+    // the cutoff of its steps, the busy step statuses, the limit.
     let now = flowstate_core::Clock::now(&flowstate_core::SystemClock).as_micros();
     let cutoff = (now - 60_000_000).to_string();
     let p = plan(
@@ -92,6 +93,7 @@ async fn the_recovery_queries_use_their_indexes_on_100k_runs() {
             now.to_string(),
             cutoff.clone(),
             cutoff.clone(),
+            "'{running,suspended}'".into(),
             "100".into(),
         ],
     )
@@ -104,10 +106,12 @@ async fn the_recovery_queries_use_their_indexes_on_100k_runs() {
         &mut conn,
         &stalled,
         &[
+            "1".into(),
             cutoff.clone(),
             "0".into(),
             "0".into(),
             cutoff.clone(),
+            "'{running,scheduled}'".into(),
             "100".into(),
         ],
     )

@@ -150,6 +150,7 @@ async fn every_statement_searches_an_index() {
     statements.dedup();
     let mut conn = SqliteConnection::establish(&db.target()).unwrap();
     let mut planned = 0;
+    let mut saw_recovery = [false; 3];
     for sql in statements {
         if !["SELECT", "UPDATE", "INSERT", "DELETE"]
             .iter()
@@ -202,7 +203,8 @@ async fn every_statement_searches_an_index() {
         // The recovery queries walk their own indexes: the relay the
         // claimable steps in order, the stalled sweep the running runs in
         // order, the reaper the held leases in order.
-        if sql.contains("EXISTS (SELECT 1 FROM flowstate_runs r WHERE r.id") {
+        if sql.starts_with("SELECT") && sql.contains("current_attempt < 4294967295") {
+            saw_recovery[0] = true;
             assert!(!sorts, "{sql}\n{plan:#?}");
             assert!(
                 plan.iter()
@@ -211,6 +213,7 @@ async fn every_statement_searches_an_index() {
             );
         }
         if sql.contains("WHERE (((((status = 'running'") {
+            saw_recovery[1] = true;
             assert!(!sorts, "{sql}\n{plan:#?}");
             assert!(
                 plan.iter()
@@ -219,6 +222,7 @@ async fn every_statement_searches_an_index() {
             );
         }
         if sql.contains("`lease_expires_at` IS NOT NULL") {
+            saw_recovery[2] = true;
             assert!(!sorts, "{sql}\n{plan:#?}");
             assert!(
                 plan.iter()
@@ -233,6 +237,10 @@ async fn every_statement_searches_an_index() {
         }
     }
     assert!(planned >= 25, "only {planned} statements planned");
+    assert_eq!(
+        saw_recovery, [true; 3],
+        "the relay, the stalled sweep and the reaper were planned"
+    );
 }
 
 #[tokio::test]
