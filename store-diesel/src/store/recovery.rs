@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use diesel::dsl::{exists, not, sql};
+use diesel::dsl::{case_when, exists, not, sql};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 use diesel_async::RunQueryDsl;
@@ -107,25 +107,24 @@ macro_rules! claimable {
 macro_rules! lease_set {
     ($conn:expr, $now:expr, $worker:expr, $until:expr) => {
         (
-            runs::status.eq(sql::<Text>(&format!(
-                "CASE WHEN cancel_requested THEN '{}' ELSE status END",
-                RunStatus::Cancelled.as_str()
-            ))),
-            runs::updated_at.eq(sql::<BigInt>("CASE WHEN cancel_requested THEN ")
-                .bind::<BigInt, _>($now)
-                .sql(" ELSE updated_at END")),
-            runs::lease_token.eq(runs::lease_token + 1),
-            runs::lease_owner.eq(sql::<Nullable<Text>>(
-                "CASE WHEN cancel_requested THEN NULL ELSE ",
+            runs::status.eq(case_when(
+                runs::cancel_requested,
+                RunStatus::Cancelled.as_str().into_sql::<Text>(),
             )
-            .bind::<Text, _>($worker)
-            .sql(" END")),
-            runs::lease_expires_at.eq(sql::<Nullable<BigInt>>(&format!(
-                "CASE WHEN cancel_requested THEN NULL ELSE {} + ",
-                crate::lease_clock::now_sql(&*$conn)
-            ))
-            .bind::<BigInt, _>($until)
-            .sql(" END")),
+            .otherwise(runs::status)),
+            runs::updated_at.eq(case_when(runs::cancel_requested, $now.into_sql::<BigInt>())
+                .otherwise(runs::updated_at)),
+            runs::lease_token.eq(runs::lease_token + 1),
+            runs::lease_owner.eq(case_when(
+                runs::cancel_requested,
+                None::<String>.into_sql::<Nullable<Text>>(),
+            )
+            .otherwise(Some($worker).into_sql::<Nullable<Text>>())),
+            runs::lease_expires_at.eq(case_when(
+                runs::cancel_requested,
+                None::<i64>.into_sql::<Nullable<BigInt>>(),
+            )
+            .otherwise(db_time!($conn, $until))),
             runs::wake_at.eq(None::<i64>),
             runs::waiting_on.eq(None::<String>),
             runs::cancel_requested.eq(false),

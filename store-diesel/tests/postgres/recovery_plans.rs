@@ -127,13 +127,16 @@ async fn the_recovery_queries_use_their_indexes_on_100k_runs() {
     );
     assert!(p.contains("LockRows"), "the reap locks nothing:\n{p}");
 
-    // The assignments' binds (the stamp, 1, the worker, the expiry, the
-    // cleared wait, `false`), then the run, its leasable statuses and the
-    // lease offset twice.
+    // The assignments' binds (the cancelled status, the stamp, 1, no
+    // worker or the worker, the expiry, the cleared wait, `false`), then
+    // the run, its leasable statuses and the lease offset twice.
     let args = [
+        lit("cancelled"),
         now.to_string(),
         "1".into(),
+        "NULL".into(),
         lit("w"),
+        "NULL".into(),
         "60000000".into(),
         "NULL".into(),
         "NULL".into(),
