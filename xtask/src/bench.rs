@@ -13,7 +13,11 @@
 //!   ([`statements`]): budgets are counted, not timed;
 //! - batched mode, a column beside each dialect's: the same number of steps
 //!   through `flowstate-pool`'s `WorkerPool` (claims of 64, completions
-//!   group-committed), with its statements per step (`batched`).
+//!   group-committed), with its statements per step (`batched`);
+//! - the workloads beside steps, in the dialect's column ([`workloads`]):
+//!   run leasing (half as many runs as steps, `claim_run` + `finish`) and
+//!   events (a quarter as many, emitted for a later dispatch, then
+//!   dispatched until drained), each checked exactly-once.
 //!
 //! `--json FILE` writes the whole report ([`report`]); `--compare FILE`
 //! prints this run's medians against that earlier report's. `--smoke` is
@@ -30,13 +34,14 @@ mod contention;
 mod report;
 mod statements;
 mod throughput;
+mod workloads;
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use flowstate_store_diesel::{Dialect, migrate};
 
-use self::report::{Column, Report, Rounds};
+use self::report::{Column, Report, Rounds, Workload};
 use crate::backend::{self, DialectExt};
 
 /// What the bench measures, and where.
@@ -152,6 +157,7 @@ pub async fn run(options: Options) -> Result<()> {
                 contention: None,
                 statements: Err(err),
                 statements_per_step: None,
+                workloads: Vec::new(),
             });
             continue;
         }
@@ -173,12 +179,35 @@ pub async fn run(options: Options) -> Result<()> {
             off_budget.extend(statements::unexpected(dialect, counted));
         }
         let measured = throughput.is_ok();
+        let workloads = vec![
+            Workload {
+                title: "run leases: claim_run + finish, runs/s",
+                rounds: rounds(
+                    &format!("{name} leases"),
+                    &concurrency,
+                    &options,
+                    async |workers, _| workloads::leases(&url, workers, options.steps / 2).await,
+                )
+                .await,
+            },
+            Workload {
+                title: "events: emit deferred + dispatch, events/s",
+                rounds: rounds(
+                    &format!("{name} events"),
+                    &concurrency,
+                    &options,
+                    async |workers, _| workloads::events(&url, workers, options.steps / 4).await,
+                )
+                .await,
+            },
+        ];
         columns.push(Column {
             label: name.to_owned(),
             throughput,
             contention: Some(contention),
             statements,
             statements_per_step: None,
+            workloads,
         });
         columns.push(batched::column(name, &url, &concurrency, &options).await);
         #[cfg(feature = "postgres")]
@@ -193,6 +222,7 @@ pub async fn run(options: Options) -> Result<()> {
                 contention: None,
                 statements: Ok(baseline::statements()),
                 statements_per_step: None,
+                workloads: Vec::new(),
             });
         }
         #[cfg(not(feature = "postgres"))]
@@ -243,7 +273,7 @@ async fn rounds(
             let measured = measure(workers, &progress)
                 .await
                 .with_context(|| format!("{progress} failed"))?;
-            println!("  {progress}: {:.0} steps/s", measured.per_second());
+            println!("  {progress}: {:.0}/s", measured.per_second());
             per_second.push(measured.per_second());
         }
         all.push(Rounds {

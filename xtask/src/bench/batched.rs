@@ -69,6 +69,7 @@ pub async fn column(name: &str, url: &str, concurrency: &[usize], options: &Opti
         contention: None,
         statements: Ok(Vec::new()),
         statements_per_step: (steps > 0).then(|| statements as f64 / steps as f64),
+        workloads: Vec::new(),
     }
 }
 

@@ -61,6 +61,42 @@ pub struct Column {
     /// the empty claim that finds the queue drained), over the steps they
     /// processed.
     pub statements_per_step: Option<f64>,
+    /// The other workloads measured on this column's database (run
+    /// leases, events), in print order.
+    pub workloads: Vec<Workload>,
+}
+
+/// One workload beside claim + succeed, per worker count.
+#[derive(Debug)]
+pub struct Workload {
+    /// What it does and in which unit, as the table's section title.
+    pub title: &'static str,
+    /// Its rounds per worker count (items per second), or why it failed.
+    pub rounds: Result<Vec<Rounds>>,
+}
+
+/// The rounds of workload `title` in `column`, if it ran that workload.
+fn workload_of<'c>(column: &'c Column, title: &str) -> Option<&'c Result<Vec<Rounds>>> {
+    column
+        .workloads
+        .iter()
+        .find(|w| w.title == title)
+        .map(|w| &w.rounds)
+}
+
+/// The JSON of rounds per worker count.
+fn rounds_json(all: &[Rounds]) -> Vec<Value> {
+    all.iter()
+        .map(|r| {
+            json!({
+                "workers": r.workers,
+                "rounds": r.per_second,
+                "median": r.median(),
+                "min": r.min(),
+                "max": r.max(),
+            })
+        })
+        .collect()
 }
 
 impl Column {
@@ -76,6 +112,11 @@ impl Column {
         }
         if let Err(err) = &self.statements {
             out.push(format!("{label} statements: {err:#}"));
+        }
+        for workload in &self.workloads {
+            if let Err(err) = &workload.rounds {
+                out.push(format!("{label} {}: {err:#}", workload.title));
+            }
         }
         out
     }
@@ -100,19 +141,18 @@ impl Report {
             .columns
             .iter()
             .map(|c| {
-                let throughput: Vec<Value> = c.throughput.as_ref().map_or(Vec::new(), |all| {
-                    all.iter()
-                        .map(|r| {
-                            json!({
-                                "workers": r.workers,
-                                "rounds": r.per_second,
-                                "median": r.median(),
-                                "min": r.min(),
-                                "max": r.max(),
-                            })
-                        })
-                        .collect()
-                });
+                let throughput: Vec<Value> = c
+                    .throughput
+                    .as_ref()
+                    .map_or(Vec::new(), |all| rounds_json(all));
+                let workloads: serde_json::Map<String, Value> = c
+                    .workloads
+                    .iter()
+                    .filter_map(|w| {
+                        let all = w.rounds.as_ref().ok()?;
+                        Some((w.title.to_owned(), json!(rounds_json(all))))
+                    })
+                    .collect();
                 let statements: serde_json::Map<String, Value> = c.statements.as_ref().map_or_else(
                     |_| serde_json::Map::new(),
                     |all| {
@@ -137,6 +177,7 @@ impl Report {
                     "contention": contention,
                     "statements": statements,
                     "statements_per_step": c.statements_per_step,
+                    "workloads": workloads,
                     "errors": c.failures(),
                 })
             })
@@ -263,6 +304,44 @@ impl Report {
                     })
                     .collect(),
             );
+        }
+        let titles: Vec<&str> = self
+            .columns
+            .iter()
+            .flat_map(|c| c.workloads.iter().map(|w| w.title))
+            .fold(Vec::new(), |mut seen, title| {
+                if !seen.contains(&title) {
+                    seen.push(title);
+                }
+                seen
+            });
+        for title in titles {
+            row(title, Vec::new());
+            let of = |c| workload_of(c, title);
+            let mut counts: Vec<usize> = self
+                .columns
+                .iter()
+                .filter_map(|c| of(c)?.as_ref().ok())
+                .flatten()
+                .map(|r| r.workers)
+                .collect();
+            counts.sort_unstable();
+            counts.dedup();
+            for n in counts {
+                let cells = self
+                    .columns
+                    .iter()
+                    .map(|c| match of(c) {
+                        Some(Ok(all)) => all
+                            .iter()
+                            .find(|r| r.workers == n)
+                            .map_or("-".to_owned(), |r| format!("{:.0}", r.median())),
+                        Some(Err(_)) => "error".to_owned(),
+                        None => "-".to_owned(),
+                    })
+                    .collect();
+                row(&format!("  {n} workers, median"), cells);
+            }
         }
         for column in &self.columns {
             for failure in column.failures() {
@@ -394,6 +473,7 @@ mod tests {
                 contention: None,
                 statements: Ok(vec![counted]),
                 statements_per_step: None,
+                workloads: Vec::new(),
             }],
         }
         .to_json()

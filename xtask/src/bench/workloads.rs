@@ -1,0 +1,193 @@
+//! The workloads beside steps: run leasing (`claim_run` + `finish`, runs
+//! per second) and events (`emit` deferred, then `dispatch_pending` until
+//! drained, events per second, each event starting one run), with N
+//! workers on N connections. Each checks its exact outcome, so a bench
+//! round that lost or doubled work fails instead of printing a figure.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, ensure};
+use flowstate_core::ports::{DefinitionStore, EventStore, RunLeaseStore, RunStore};
+use flowstate_core::{
+    Dispatch, EventDispatchBackoff, NewActivation, NewEvent, NewPublishedVersion, NewRun,
+    NewWorkflow, RunId, RunOutcome,
+};
+use flowstate_store_diesel::{DieselStore, StoreConfig};
+use serde_json::json;
+use tokio::task::JoinSet;
+
+use super::throughput::Throughput;
+
+/// How long a bench lease lasts: far longer than a round.
+const LEASE: Duration = Duration::from_secs(300);
+
+/// The event type the bench activation listens for.
+const EVENT_TYPE: &str = "bench.tick";
+
+/// A store of `workers` connections on `url`.
+async fn open(url: &str, workers: usize) -> Result<Arc<DieselStore>> {
+    let config = StoreConfig::default()
+        .pool_size(workers)
+        .acquire_timeout(Duration::from_secs(30));
+    let store = DieselStore::open(url, config)
+        .await
+        .context("cannot open the store")?;
+    Ok(Arc::new(store))
+}
+
+/// Waits for every task of `set`, failing on the first that failed;
+/// answers their outputs.
+async fn join_all<T: 'static>(
+    mut set: JoinSet<flowstate_core::Result<T>>,
+    what: &str,
+) -> Result<Vec<T>> {
+    let mut outputs = Vec::new();
+    while let Some(done) = set.join_next().await {
+        outputs.push(
+            done.with_context(|| format!("a {what} task panicked"))?
+                .with_context(|| format!("a {what} task failed"))?,
+        );
+    }
+    Ok(outputs)
+}
+
+/// Creates `runs` runs (not timed), then times `workers` workers each
+/// leasing runs one at a time and finishing them, until none is left. The
+/// runs other bench sections left running are leased too and counted; no
+/// run may be finished twice, and every run created here must be.
+pub async fn leases(url: &str, workers: usize, runs: usize) -> Result<Throughput> {
+    let store = open(url, workers).await?;
+    let mut set = JoinSet::new();
+    for w in 0..workers {
+        let store = Arc::clone(&store);
+        let mine = runs / workers + usize::from(w < runs % workers);
+        set.spawn(async move {
+            let mut created = Vec::with_capacity(mine);
+            for _ in 0..mine {
+                let run = store
+                    .create_run(NewRun::new("bench.lease", json!({})))
+                    .await?;
+                created.push(run.record.id);
+            }
+            Ok(created)
+        });
+    }
+    let created: Vec<RunId> = join_all(set, "setup")
+        .await?
+        .into_iter()
+        .flatten()
+        .collect();
+    let finished = Arc::new(Mutex::new(Vec::with_capacity(runs)));
+    let started = Instant::now();
+    let mut set = JoinSet::new();
+    for w in 0..workers {
+        let (store, finished) = (Arc::clone(&store), Arc::clone(&finished));
+        set.spawn(async move {
+            let worker = format!("bench-{w}");
+            while let Some(lease) = store.claim_run(&worker, LEASE).await? {
+                store
+                    .finish(lease.run.id, lease.token, RunOutcome::Completed)
+                    .await?;
+                finished.lock().expect("not poisoned").push(lease.run.id);
+            }
+            Ok(())
+        });
+    }
+    join_all(set, "lease worker").await?;
+    let elapsed = started.elapsed();
+    let finished = std::mem::take(&mut *finished.lock().expect("not poisoned"));
+    let unique: HashSet<RunId> = finished.iter().copied().collect();
+    ensure!(
+        unique.len() == finished.len(),
+        "{} runs were finished twice",
+        finished.len() - unique.len()
+    );
+    let missed = created.iter().filter(|run| !unique.contains(run)).count();
+    ensure!(missed == 0, "{missed} of {runs} runs were never leased");
+    Ok(Throughput {
+        steps: finished.len(),
+        elapsed,
+    })
+}
+
+/// Defines one workflow listening for [`EVENT_TYPE`] (not timed), then
+/// times `workers` emitters recording `events` events for a later
+/// dispatch, then `workers` dispatchers draining them; each event starts
+/// exactly one run.
+pub async fn events(url: &str, workers: usize, events: usize) -> Result<Throughput> {
+    let store = open(url, workers).await?;
+    // A scope of its own, so an event of an earlier round never matches.
+    let scope = RunId::generate().to_string();
+    let workflow = store
+        .create_workflow(NewWorkflow {
+            app_id: "bench".into(),
+            scope_id: scope.clone(),
+            name: "bench.events".into(),
+        })
+        .await?
+        .record;
+    let version = store
+        .publish_version(NewPublishedVersion {
+            workflow: workflow.id,
+            hash: "h1".into(),
+            definition: json!({}),
+        })
+        .await?
+        .record;
+    store
+        .create_activation(NewActivation {
+            workflow: workflow.id,
+            version: version.id,
+            event_type: EVENT_TYPE.into(),
+            authorization: json!({"as": "bench"}),
+        })
+        .await?;
+    let started = Instant::now();
+    let mut set = JoinSet::new();
+    for w in 0..workers {
+        let (store, scope) = (Arc::clone(&store), scope.clone());
+        let mine = events / workers + usize::from(w < events % workers);
+        set.spawn(async move {
+            for i in 0..mine {
+                let event =
+                    NewEvent::new("bench", scope.as_str(), EVENT_TYPE, json!({"w": w, "i": i}));
+                store.emit(event, Dispatch::Deferred).await?;
+            }
+            Ok(())
+        });
+    }
+    join_all(set, "emitter").await?;
+    let dispatched = Arc::new(AtomicUsize::new(0));
+    let mut set = JoinSet::new();
+    for _ in 0..workers {
+        let (store, dispatched) = (Arc::clone(&store), Arc::clone(&dispatched));
+        set.spawn(async move {
+            loop {
+                let report = flowstate_events::dispatch_pending(
+                    &*store,
+                    EventDispatchBackoff::default(),
+                    64,
+                )
+                .await?;
+                dispatched.fetch_add(report.dispatched as usize, Ordering::Relaxed);
+                if report.dispatched + report.skipped + report.failed == 0 {
+                    return Ok(());
+                }
+            }
+        });
+    }
+    join_all(set, "dispatcher").await?;
+    let elapsed = started.elapsed();
+    let dispatched = dispatched.load(Ordering::Relaxed);
+    ensure!(
+        dispatched == events,
+        "the dispatchers dispatched {dispatched} of {events} events (each must be dispatched exactly once)"
+    );
+    Ok(Throughput {
+        steps: events,
+        elapsed,
+    })
+}
