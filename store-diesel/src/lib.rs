@@ -49,6 +49,13 @@
 //!   claim is `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED)`
 //!   on PostgreSQL (one statement) and MySQL (a transaction), one
 //!   `BEGIN IMMEDIATE` write on SQLite.
+//! - Recovery ([`RecoveryStore`](flowstate_core::RecoveryStore),
+//!   [`RunRecoveryStore`](flowstate_core::RunRecoveryStore)): the relay's
+//!   and the stalled sweep's queries each walk an index of unsettled rows;
+//!   `lease_run` is one status-guarded `UPDATE ... RETURNING` (a locked
+//!   read, the `UPDATE` and a read-back in one transaction on MySQL); the
+//!   reaper locks what it frees (`FOR UPDATE SKIP LOCKED`; SQLite's write
+//!   lock), so two reapers never answer one run.
 //!
 //! How it is built: one schema (`schema.rs`, with a `Json` SQL type that
 //! hides the dialects' one difference), one set of row structs, and every
@@ -67,6 +74,7 @@
 //! | guarded step `UPDATE`s | MySQL, SQLite | built from core's tables in the same scaffold as the history upsert they pair with, so guard and history cannot drift apart |
 //! | batch claim (`claim_batch`) | all | `FOR UPDATE SKIP LOCKED` in a writable CTE (PostgreSQL, one statement) or a locking pick (MySQL), the claim's `CASE`s, and history ids zipped to the claimed rows (`row_number()` over an array, or a `CASE` per id) |
 //! | batch completions (`complete_batch`) | PostgreSQL, MySQL | `unnest`ed arrays joined into a guarded `UPDATE ... FROM` with its history upsert (PostgreSQL, one statement); a `CASE` per step for its payload over an `IN` list (MySQL); SQLite runs each item's prepared move in one transaction |
+//! | expired-lease reap (`reap_expired_leases`) | PostgreSQL | `WITH expired AS (SELECT ... FOR UPDATE SKIP LOCKED) UPDATE ... FROM expired RETURNING`: the answer's order is the expiry the `UPDATE` clears, and diesel has neither `UPDATE ... FROM` nor `WITH`; MySQL and SQLite pick and free in one typed transaction |
 //!
 //! diesel's `i-implement-a-third-party-backend-and-opt-into-breaking-changes`
 //! feature is not used.

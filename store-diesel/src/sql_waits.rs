@@ -24,3 +24,22 @@ pub(crate) fn awake(now: &str) -> String {
          AND c.status IN ({unsettled}))))"
     )
 }
+
+/// The type of [`awake_at`]: the condition's text around one bound offset.
+pub(crate) type AwakeAt = diesel::expression::SqlLiteral<
+    diesel::sql_types::Bool,
+    diesel::expression::UncheckedBind<
+        diesel::expression::SqlLiteral<diesel::sql_types::Bool>,
+        diesel::dsl::AsExprOf<i64, diesel::sql_types::BigInt>,
+    >,
+>;
+
+/// [`awake`] at the database's time plus `offset` (bound), for the typed
+/// queries of a connection `conn` of any dialect.
+pub(crate) fn awake_at<C: crate::lease_clock::DbClock>(conn: &C, offset: i64) -> AwakeAt {
+    let text = awake(&format!("({} + \u{0})", crate::lease_clock::now_sql(conn)));
+    let (before, after) = text.split_once('\u{0}').expect("one time in the condition");
+    diesel::dsl::sql::<diesel::sql_types::Bool>(before)
+        .bind::<diesel::sql_types::BigInt, _>(offset)
+        .sql(after)
+}

@@ -24,7 +24,7 @@ use crate::error::backend;
 use crate::rows_leases::{LeasedRunRow, claimed};
 use crate::schema::flowstate_runs as runs;
 use crate::store::conflict::retry_conflicts;
-use crate::store::{db_time, leasable_texts};
+use crate::store::{db_time, runnable};
 
 /// What one claim binds.
 struct Claim<'a> {
@@ -67,13 +67,7 @@ async fn pick(
     cancel: bool,
 ) -> QueryResult<Vec<String>> {
     runs::table
-        .filter(runs::status.eq_any(leasable_texts()))
-        .filter(
-            runs::lease_expires_at
-                .is_null()
-                .or(runs::lease_expires_at.le(db_time!(conn, claim.offset))),
-        )
-        .filter(awake(conn, claim.offset))
+        .filter(runnable!(conn, claim.offset))
         .filter(runs::cancel_requested.eq(cancel))
         .order((runs::created_at, runs::id))
         .limit(claim.n)
@@ -82,24 +76,6 @@ async fn pick(
         .skip_locked()
         .load(conn)
         .await
-}
-
-/// [`crate::sql_waits::awake`] at the database's time plus `offset`.
-fn awake(
-    conn: &AsyncMysqlConnection,
-    offset: i64,
-) -> diesel::expression::SqlLiteral<
-    diesel::sql_types::Bool,
-    diesel::expression::UncheckedBind<
-        diesel::expression::SqlLiteral<diesel::sql_types::Bool>,
-        diesel::dsl::AsExprOf<i64, diesel::sql_types::BigInt>,
-    >,
-> {
-    let text = crate::sql_waits::awake(&format!("({} + \u{0})", crate::lease_clock::now_sql(conn)));
-    let (before, after) = text.split_once('\u{0}').expect("one time in the condition");
-    diesel::dsl::sql::<diesel::sql_types::Bool>(before)
-        .bind::<diesel::sql_types::BigInt, _>(offset)
-        .sql(after)
 }
 
 /// The claim's transaction: the runs it leased, as written.

@@ -18,6 +18,7 @@ mod children;
 mod claim;
 mod events;
 mod leases;
+mod recovery;
 mod sql;
 mod steps;
 mod transition;
@@ -26,6 +27,7 @@ pub(crate) use batch::{claim_batch, complete_batch};
 pub(crate) use children::insert_children;
 pub(crate) use claim::claim;
 pub(crate) use leases::claim_runs;
+pub(crate) use recovery::reap_expired_leases;
 pub(crate) use steps::insert_step;
 pub(crate) use transition::guarded_move;
 

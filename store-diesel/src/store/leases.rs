@@ -53,6 +53,26 @@ macro_rules! held_impl {
 }
 pub(crate) use held_impl as held;
 
+/// Whether a run may be leased now, on a row of `flowstate_runs` read
+/// through connection `$conn` at the lease clock offset `$offset`: not
+/// settled, its lease free or run out on the database's clock, and awake
+/// ([`crate::sql_waits::awake`]). The runnable predicate of MySQL's claim
+/// and of `lease_run` on every dialect, spelled once (PostgreSQL's and
+/// SQLite's claims state the same terms in their hand-written text).
+macro_rules! runnable_impl {
+    ($conn:expr, $offset:expr) => {
+        runs::status
+            .eq_any($crate::store::leasable_texts())
+            .and(
+                runs::lease_expires_at
+                    .is_null()
+                    .or(runs::lease_expires_at.le($crate::store::db_time!($conn, $offset))),
+            )
+            .and($crate::sql_waits::awake_at(&*$conn, $offset))
+    };
+}
+pub(crate) use runnable_impl as runnable;
+
 /// The stored texts of [`leasable_statuses`], for `IN` guards.
 pub(crate) fn leasable_texts() -> Vec<&'static str> {
     leasable_statuses()

@@ -14,5 +14,7 @@ pub mod events_rollback;
 pub mod harness;
 pub mod lease_budgets;
 pub mod records;
+pub mod recovery;
+pub mod recovery_budgets;
 pub mod schema_check;
 pub mod virtual_user_budgets;

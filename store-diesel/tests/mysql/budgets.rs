@@ -5,6 +5,7 @@ use flowstate_store_diesel::Dialect;
 
 use crate::common::budgets::{Budget, check};
 use crate::common::lease_budgets::check_leases;
+use crate::common::recovery_budgets::check_recovery;
 
 /// What each operation sends on MySQL.
 const BUDGETS: &[Budget] = &[
@@ -199,4 +200,34 @@ const LEASE_BUDGETS: &[Budget] = &[
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_lease_operation_sends_its_budget() {
     check_leases(Dialect::Mysql, LEASE_BUDGETS).await;
+}
+
+/// What each recovery operation sends on Mysql (see
+/// `common::recovery_budgets`).
+const RECOVERY_BUDGETS: &[Budget] = &[
+    ("undispatched_steps", &["SELECT"]),
+    ("stalled_runs", &["SELECT"]),
+    // The run read locked (whether it exists and is runnable), the
+    // `UPDATE`, and the leased run read back (no `RETURNING`).
+    (
+        "lease_run",
+        &["BEGIN", "SELECT", "UPDATE", "SELECT", "COMMIT"],
+    ),
+    ("lease_run held", &["BEGIN", "SELECT", "COMMIT"]),
+    ("lease_run unknown", &["BEGIN", "SELECT", "COMMIT"]),
+    (
+        "lease_run cancelled",
+        &["BEGIN", "SELECT", "UPDATE", "COMMIT"],
+    ),
+    // The expired leases picked `FOR UPDATE SKIP LOCKED`, then freed.
+    (
+        "reap_expired_leases",
+        &["BEGIN", "SELECT", "UPDATE", "COMMIT"],
+    ),
+    ("reap_expired_leases none", &["BEGIN", "SELECT", "COMMIT"]),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_recovery_operation_sends_its_budget() {
+    check_recovery(Dialect::Mysql, RECOVERY_BUDGETS).await;
 }

@@ -5,6 +5,7 @@ use flowstate_store_diesel::Dialect;
 
 use crate::common::budgets::{Budget, check};
 use crate::common::lease_budgets::check_leases;
+use crate::common::recovery_budgets::check_recovery;
 
 /// What each operation sends on PostgreSQL.
 const BUDGETS: &[Budget] = &[
@@ -150,4 +151,25 @@ const LEASE_BUDGETS: &[Budget] = &[
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_lease_operation_sends_its_budget() {
     check_leases(Dialect::Postgres, LEASE_BUDGETS).await;
+}
+
+/// What each recovery operation sends on Postgres (see
+/// `common::recovery_budgets`).
+const RECOVERY_BUDGETS: &[Budget] = &[
+    ("undispatched_steps", &["SELECT"]),
+    ("stalled_runs", &["SELECT"]),
+    // One guarded `UPDATE ... RETURNING`, win, lose or cancel; only a
+    // refusal reads the run, to tell a missing one.
+    ("lease_run", &["UPDATE"]),
+    ("lease_run held", &["UPDATE", "SELECT"]),
+    ("lease_run unknown", &["UPDATE", "SELECT"]),
+    ("lease_run cancelled", &["UPDATE"]),
+    // One statement: the locking pick and the `UPDATE` in one CTE.
+    ("reap_expired_leases", &["WITH"]),
+    ("reap_expired_leases none", &["WITH"]),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_recovery_operation_sends_its_budget() {
+    check_recovery(Dialect::Postgres, RECOVERY_BUDGETS).await;
 }

@@ -15,6 +15,7 @@ mod migrations;
 mod pool;
 mod prepared;
 mod races;
+mod recovery_plans;
 mod support;
 
 use flowstate_store_diesel::Dialect;
@@ -55,5 +56,12 @@ async fn a_failed_dispatch_keeps_the_event() {
 
 flowstate_testkit::lease_suite!(
     leases,
+    common::harness::DieselHarness::create(Dialect::Postgres)
+);
+
+common::recovery::recovery_cases!(Dialect::Postgres);
+
+flowstate_testkit::recovery_suite!(
+    recovery,
     common::harness::DieselHarness::create(Dialect::Postgres)
 );

@@ -52,7 +52,13 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "nothing is applied on a fresh database"
     );
     assert!(status[0].name.contains("create_flowstate"), "{status:?}");
-    for name in ["run_leases", "events", "virtual_users", "batch_claim"] {
+    for name in [
+        "run_leases",
+        "events",
+        "virtual_users",
+        "batch_claim",
+        "recovery",
+    ] {
         assert!(
             status.iter().any(|m| m.name.contains(name)),
             "no {name} migration: {status:?}"
@@ -119,6 +125,8 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_run_signals_pkey",
         "flowstate_effects_pkey",
         "flowstate_effects_stranded_idx",
+        "flowstate_runs_running_updated_idx",
+        "flowstate_runs_lease_expiry_idx",
     ] {
         assert!(before.contains(index), "index {index} missing:\n{before}");
     }

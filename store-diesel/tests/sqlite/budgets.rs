@@ -5,6 +5,7 @@ use flowstate_store_diesel::Dialect;
 
 use crate::common::budgets::{Budget, check};
 use crate::common::lease_budgets::check_leases;
+use crate::common::recovery_budgets::check_recovery;
 
 /// What each operation sends on SQLite.
 const BUDGETS: &[Budget] = &[
@@ -183,4 +184,29 @@ const LEASE_BUDGETS: &[Budget] = &[
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_lease_operation_sends_its_budget() {
     check_leases(Dialect::Sqlite, LEASE_BUDGETS).await;
+}
+
+/// What each recovery operation sends on Sqlite (see
+/// `common::recovery_budgets`).
+const RECOVERY_BUDGETS: &[Budget] = &[
+    ("undispatched_steps", &["SELECT"]),
+    ("stalled_runs", &["SELECT"]),
+    // One guarded `UPDATE ... RETURNING`, win, lose or cancel; only a
+    // refusal reads the run, to tell a missing one.
+    ("lease_run", &["UPDATE"]),
+    ("lease_run held", &["UPDATE", "SELECT"]),
+    ("lease_run unknown", &["UPDATE", "SELECT"]),
+    ("lease_run cancelled", &["UPDATE"]),
+    // One write: the expired leases read (with the expiry the order
+    // needs), then freed.
+    (
+        "reap_expired_leases",
+        &["BEGIN", "SELECT", "UPDATE", "COMMIT"],
+    ),
+    ("reap_expired_leases none", &["BEGIN", "SELECT", "COMMIT"]),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_recovery_operation_sends_its_budget() {
+    check_recovery(Dialect::Sqlite, RECOVERY_BUDGETS).await;
 }

@@ -54,3 +54,10 @@ flowstate_testkit::lease_suite!(
     leases,
     common::harness::DieselHarness::create(Dialect::Sqlite)
 );
+
+common::recovery::recovery_cases!(Dialect::Sqlite);
+
+flowstate_testkit::recovery_suite!(
+    recovery,
+    common::harness::DieselHarness::create(Dialect::Sqlite)
+);

@@ -116,6 +116,14 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
             "flowstate_runs_cancel_requested_idx",
             "(created_at, id)\n    WHERE status IN ('running', 'suspended') AND cancel_requested = 1",
         ),
+        (
+            "flowstate_runs_running_updated_idx",
+            "(status, updated_at, id)\n    WHERE status = 'running'",
+        ),
+        (
+            "flowstate_runs_lease_expiry_idx",
+            "(lease_expires_at, id)\n    WHERE lease_expires_at IS NOT NULL",
+        ),
         ("flowstate_steps_run_name", "(run_id, name)"),
         ("flowstate_steps_run_status", "(run_id, status)"),
         (

@@ -5,7 +5,9 @@ use diesel::sql_types::Text;
 use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection, sql_query};
 use std::time::Duration;
 
-use flowstate_core::ports::{RunLeaseStore, RunStore, RunWaitStore, StepStore, VersionStore};
+use flowstate_core::ports::{
+    RecoveryStore, RunLeaseStore, RunRecoveryStore, RunStore, RunWaitStore, StepStore, VersionStore,
+};
 use flowstate_core::{NewRun, NewWorkflowVersion, Release, RunQuery, RunStatus, StepTransition};
 use serde_json::json;
 
@@ -137,12 +139,18 @@ async fn every_statement_searches_an_index() {
         .await
         .unwrap();
     store.wake_expired().await.unwrap();
+    store.undispatched_steps(minute, 0).await.unwrap();
+    store.stalled_runs(minute, 0).await.unwrap();
+    store.lease_run(other.id, "w", minute).await.unwrap();
+    store.lease_run(run.id, "w", minute).await.unwrap();
+    store.reap_expired_leases(0).await.unwrap();
     store.delete_run(run.id).await.unwrap();
     let mut statements = log.statements();
     statements.sort();
     statements.dedup();
     let mut conn = SqliteConnection::establish(&db.target()).unwrap();
     let mut planned = 0;
+    let mut saw_recovery = [false; 3];
     for sql in statements {
         if !["SELECT", "UPDATE", "INSERT", "DELETE"]
             .iter()
@@ -192,6 +200,36 @@ async fn every_statement_searches_an_index() {
                 "{sql}\n{plan:#?}"
             );
         }
+        // The recovery queries walk their own indexes: the relay the
+        // claimable steps in order, the stalled sweep the running runs in
+        // order, the reaper the held leases in order.
+        if sql.starts_with("SELECT") && sql.contains("current_attempt < 4294967295") {
+            saw_recovery[0] = true;
+            assert!(!sorts, "{sql}\n{plan:#?}");
+            assert!(
+                plan.iter()
+                    .any(|s| s.contains("flowstate_steps_claimable ")),
+                "{sql}\n{plan:#?}"
+            );
+        }
+        if sql.contains("WHERE (((((status = 'running'") {
+            saw_recovery[1] = true;
+            assert!(!sorts, "{sql}\n{plan:#?}");
+            assert!(
+                plan.iter()
+                    .any(|s| s.contains("flowstate_runs_running_updated_idx")),
+                "{sql}\n{plan:#?}"
+            );
+        }
+        if sql.contains("`lease_expires_at` IS NOT NULL") {
+            saw_recovery[2] = true;
+            assert!(!sorts, "{sql}\n{plan:#?}");
+            assert!(
+                plan.iter()
+                    .any(|s| s.contains("flowstate_runs_lease_expiry_idx")),
+                "{sql}\n{plan:#?}"
+            );
+        }
         // Every page of runs (all, by status, by workflow, by both, by
         // parent) is read in index order: no sort of the matching rows.
         if sql.contains("FROM flowstate_runs WHERE 1 = 1") {
@@ -199,6 +237,10 @@ async fn every_statement_searches_an_index() {
         }
     }
     assert!(planned >= 25, "only {planned} statements planned");
+    assert_eq!(
+        saw_recovery, [true; 3],
+        "the relay, the stalled sweep and the reaper were planned"
+    );
 }
 
 #[tokio::test]

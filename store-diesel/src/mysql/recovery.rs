@@ -1,0 +1,69 @@
+//! The reaper of expired leases on MySQL 8 / MariaDB 10.6+: one
+//! transaction, in the diesel DSL.
+//!
+//! MySQL has no `UPDATE ... RETURNING`, so the expired leases are picked
+//! first, `SELECT id, lease_expires_at ... FOR UPDATE SKIP LOCKED` first
+//! expired first (by `flowstate_runs_lease_expiry`): a locking read sees
+//! the latest committed row, not the transaction's snapshot, and skips the
+//! rows another reaper holds, so two reapers never pick one run. Then the
+//! `UPDATE` of exactly those ids, in the same transaction.
+
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+
+use flowstate_core::Result;
+
+use super::Pool;
+use crate::config::StoreConfig;
+use crate::error::backend;
+use crate::schema::flowstate_runs as runs;
+use crate::store::conflict::retry_conflicts;
+use crate::store::expired;
+
+/// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::RunRecoveryStore::reap_expired_leases)
+/// of at most `limit` runs (already the effective limit): each run reaped
+/// and its old expiry.
+pub(crate) async fn reap_expired_leases(
+    pool: &Pool,
+    config: &StoreConfig,
+    limit: u32,
+) -> Result<Vec<(String, i64)>> {
+    let op = "reap_expired_leases";
+    let offset = config.lease_clock_offset.micros();
+    let mut conn = pool.get(op).await?;
+    retry_conflicts!(op, reap_once(&mut conn, offset, limit).await).map_err(|err| backend(op, err))
+}
+
+/// The reap's transaction.
+async fn reap_once(
+    conn: &mut AsyncMysqlConnection,
+    offset: i64,
+    limit: u32,
+) -> QueryResult<Vec<(String, i64)>> {
+    conn.transaction(async |conn| {
+        let picked: Vec<(String, Option<i64>)> = expired!(conn, offset)
+            .order((runs::lease_expires_at, runs::id))
+            .limit(i64::from(limit))
+            .select((runs::id, runs::lease_expires_at))
+            .for_update()
+            .skip_locked()
+            .load(conn)
+            .await?;
+        if picked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&String> = picked.iter().map(|(id, _)| id).collect();
+        diesel::update(runs::table.filter(runs::id.eq_any(ids)))
+            .set((
+                runs::lease_owner.eq(None::<String>),
+                runs::lease_expires_at.eq(None::<i64>),
+            ))
+            .execute(conn)
+            .await?;
+        Ok(picked
+            .into_iter()
+            .map(|(id, at)| (id, at.unwrap_or_default()))
+            .collect())
+    })
+    .await
+}

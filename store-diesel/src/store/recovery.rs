@@ -1,0 +1,357 @@
+//! [`RecoveryStore`] and [`RunRecoveryStore`] for [`DieselStore`]: the two
+//! recovery queries and `lease_run`, written once in the diesel DSL; the
+//! reaping of expired leases, which differs per dialect, is in
+//! `{postgres,mysql,sqlite}/recovery.rs`.
+//!
+//! Each query walks an index that holds no settled run (migration
+//! `2026-12-01-000006_recovery`; the relay reuses the batch claim's), and
+//! every term an index is chosen by is spelled with SQL literals of core's
+//! statuses, not binds: PostgreSQL can match a partial index's predicate
+//! only against literals once it plans a prepared statement generically.
+//! The rules are core's ([`flowstate_core::recovery`]): the relay's
+//! claimable test is the batch claim's own SQL ([`batch_claimable`]),
+//! the lease clock is the database's ([`crate::lease_clock`]).
+
+use std::time::Duration;
+
+use diesel::dsl::{case_when, exists, not, sql};
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Bool, Nullable, Text};
+use diesel_async::RunQueryDsl;
+
+use flowstate_core::lease::lease_micros;
+use flowstate_core::recovery::{effective_limit, idle_cutoff};
+use flowstate_core::{
+    Error, RecoveryStore, Result, RunId, RunLease, RunLeaseStore, RunRecoveryStore, RunStatus,
+    StalledRun, StepStatus, Timestamp, UndispatchedStep,
+};
+
+use super::{
+    DieselStore, by_dialect, by_returning, db_time, leasable_texts, on_connection, runnable,
+};
+use crate::error::backend;
+use crate::rows::{parse_id, parse_status};
+use crate::rows_leases::LeasedRunRow;
+use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
+use crate::sql::batch_claimable;
+use crate::url::Dialect;
+
+/// A step the relay found, as read.
+#[derive(Queryable)]
+struct UndispatchedRow {
+    run_id: String,
+    id: String,
+    name: String,
+    status: String,
+    updated_at: i64,
+}
+
+impl TryFrom<UndispatchedRow> for UndispatchedStep {
+    type Error = Error;
+
+    fn try_from(row: UndispatchedRow) -> Result<Self> {
+        Ok(Self {
+            run: parse_id("step run id", &row.id, &row.run_id)?,
+            step: parse_id("step id", &row.id, &row.id)?,
+            status: parse_status::<StepStatus>(&row.id, &row.status)?,
+            name: row.name,
+            updated_at: Timestamp::from_micros(row.updated_at),
+        })
+    }
+}
+
+/// A run the stalled sweep found: its id, its own `updated_at` and the
+/// latest `updated_at` of its steps (none if it has none).
+type StalledRow = (String, i64, Option<i64>);
+
+/// What a `lease_run` write found.
+enum Leased {
+    /// The run is leased: the row as written.
+    Won(Box<LeasedRunRow>),
+    /// The run had a cancel requested and is settled as cancelled.
+    Cancelled,
+    /// No run was runnable under that id (it may not exist).
+    Refused,
+    /// The run exists and is not runnable (MySQL, whose locked read tells).
+    NotRunnable,
+    /// No run has that id (MySQL, whose locked read tells).
+    Missing,
+}
+
+/// [`batch_claimable`] at the bound time `now`, led on MySQL by its
+/// virtual `claimable` column, which its batch-claim index starts with
+/// (that migration says why it is not a `status` index).
+macro_rules! claimable {
+    ($dialect:expr, $now:expr) => {{
+        let text = batch_claimable("\u{0}", None);
+        let text = match $dialect {
+            Dialect::Mysql => format!("claimable = 1 AND {text}"),
+            _ => text,
+        };
+        let (before, after) = text
+            .split_once('\u{0}')
+            .map(|(b, a)| (b.to_owned(), a.to_owned()))
+            .expect("one time in the claimable test");
+        move || sql::<Bool>(&before).bind::<BigInt, _>($now).sql(&after)
+    }};
+}
+
+/// The assignments of a won `lease_run`, the run claim's two outcomes in
+/// one `UPDATE`: a run with a cancel requested is settled as cancelled
+/// (stamped `$now`, lease cleared), any other is leased to `$worker` until
+/// the database's time plus `$until`; either way the token rises and the
+/// wait ends. `cancel_requested` is assigned last: MySQL evaluates
+/// single-table `SET` assignments left to right, so every `CASE` reads the
+/// flag the run had (PostgreSQL and SQLite read the old row whatever the
+/// order).
+macro_rules! lease_set {
+    ($conn:expr, $now:expr, $worker:expr, $until:expr) => {
+        (
+            runs::status.eq(case_when(
+                runs::cancel_requested,
+                RunStatus::Cancelled.as_str().into_sql::<Text>(),
+            )
+            .otherwise(runs::status)),
+            runs::updated_at.eq(case_when(runs::cancel_requested, $now.into_sql::<BigInt>())
+                .otherwise(runs::updated_at)),
+            runs::lease_token.eq(runs::lease_token + 1),
+            runs::lease_owner.eq(case_when(
+                runs::cancel_requested,
+                None::<String>.into_sql::<Nullable<Text>>(),
+            )
+            .otherwise(Some($worker).into_sql::<Nullable<Text>>())),
+            runs::lease_expires_at.eq(case_when(
+                runs::cancel_requested,
+                None::<i64>.into_sql::<Nullable<BigInt>>(),
+            )
+            .otherwise(db_time!($conn, $until))),
+            runs::wake_at.eq(None::<i64>),
+            runs::waiting_on.eq(None::<String>),
+            runs::cancel_requested.eq(false),
+        )
+    };
+}
+
+impl RecoveryStore for DieselStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(idle_ms = idle_for.as_millis(), limit = limit))]
+    async fn undispatched_steps(
+        &self,
+        idle_for: Duration,
+        limit: u32,
+    ) -> Result<Vec<UndispatchedStep>> {
+        let op = "undispatched_steps";
+        let now = self.now();
+        let cutoff = idle_cutoff(Timestamp::from_micros(now), idle_for).as_micros();
+        let claimable = claimable!(self.dialect(), now);
+        // `created_at < cutoff` follows from `updated_at < cutoff` (a row is
+        // never updated before it is created) and bounds the walk of the
+        // claimable index, which is in `(created_at, id)` order.
+        let rows: Vec<UndispatchedRow> = on_connection!(self, op, |conn| steps::table
+            .filter(claimable())
+            .filter(steps::updated_at.lt(cutoff))
+            .filter(steps::created_at.lt(cutoff))
+            .filter(exists(
+                runs::table
+                    .filter(runs::id.eq(steps::run_id))
+                    .filter(runs::status.eq_any(leasable_texts()))
+                    .select(runs::id),
+            ))
+            .order((steps::created_at, steps::id))
+            .limit(i64::from(effective_limit(limit)))
+            .select((
+                steps::run_id,
+                steps::id,
+                steps::name,
+                steps::status,
+                steps::updated_at,
+            ))
+            .load(conn)
+            .await)
+        .map_err(|err| backend(op, err))?;
+        let found = rows
+            .into_iter()
+            .map(UndispatchedStep::try_from)
+            .collect::<Result<Vec<_>>>()?;
+        tracing::debug!(found = found.len(), "undispatched steps");
+        Ok(found)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(idle_ms = idle_for.as_millis(), limit = limit))]
+    async fn stalled_runs(&self, idle_for: Duration, limit: u32) -> Result<Vec<StalledRun>> {
+        let op = "stalled_runs";
+        let cutoff = idle_cutoff(Timestamp::from_micros(self.now()), idle_for).as_micros();
+        let offset = self.lease_offset();
+        // A literal, not a bind: the predicate of the running-runs index.
+        let running = format!("status = '{}'", RunStatus::Running.as_str());
+        // A step a worker has, or one the run sleeps on.
+        let busy = vec![StepStatus::Running.as_str(), StepStatus::Scheduled.as_str()];
+        let rows: Vec<StalledRow> = on_connection!(self, op, |conn| runs::table
+            .filter(sql::<Bool>(&running))
+            .filter(runs::updated_at.lt(cutoff))
+            .filter(
+                runs::lease_expires_at
+                    .is_null()
+                    .or(runs::lease_expires_at.le(db_time!(conn, offset))),
+            )
+            .filter(runs::waiting_on.is_null())
+            .filter(
+                runs::wake_at
+                    .is_null()
+                    .or(runs::wake_at.le(db_time!(conn, offset))),
+            )
+            .filter(not(exists(
+                steps::table
+                    .filter(steps::run_id.eq(runs::id))
+                    .filter(
+                        steps::updated_at
+                            .ge(cutoff)
+                            .or(steps::status.eq_any(busy.clone())),
+                    )
+                    .select(steps::id),
+            )))
+            .order((runs::updated_at, runs::id))
+            .limit(i64::from(effective_limit(limit)))
+            .select((
+                runs::id,
+                runs::updated_at,
+                steps::table
+                    .filter(steps::run_id.eq(runs::id))
+                    .select(diesel::dsl::max(steps::updated_at))
+                    .single_value(),
+            ))
+            .load(conn)
+            .await)
+        .map_err(|err| backend(op, err))?;
+        let found = rows
+            .into_iter()
+            .map(|(id, updated_at, steps_at)| {
+                Ok(StalledRun {
+                    run: parse_id("run id", &id, &id)?,
+                    last_activity: Timestamp::from_micros(
+                        steps_at.map_or(updated_at, |at| at.max(updated_at)),
+                    ),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        tracing::debug!(found = found.len(), "stalled runs");
+        Ok(found)
+    }
+}
+
+impl RunRecoveryStore for DieselStore {
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run, worker = %worker))]
+    async fn lease_run(
+        &self,
+        run: RunId,
+        worker: &str,
+        lease_for: Duration,
+    ) -> Result<Option<RunLease>> {
+        let op = "lease_run";
+        self.config.limits.check_lease(worker, lease_for)?;
+        let (id, offset, now) = (run.to_string(), self.lease_offset(), self.now());
+        let until = offset.saturating_add(lease_micros(lease_for));
+        let leased: Leased = by_returning!(self, op, |conn| {
+            // One guarded `UPDATE ... RETURNING`: of concurrent calls, the
+            // first takes the row lock (SQLite: the write lock) and every
+            // later one re-reads the row it wrote, finds its lease taken
+            // and matches nothing.
+            let row: Option<LeasedRunRow> = diesel::update(
+                runs::table
+                    .filter(runs::id.eq(&id))
+                    .filter(runnable!(conn, offset)),
+            )
+            .set(lease_set!(conn, now, worker, until))
+            .returning(LeasedRunRow::as_select())
+            .get_result(conn)
+            .await
+            .optional()?;
+            Ok(match row {
+                None => Leased::Refused,
+                Some(row) if row.run.status == RunStatus::Cancelled.as_str() => Leased::Cancelled,
+                Some(row) => Leased::Won(Box::new(row)),
+            })
+        },
+        mysql: |conn| {
+            // MySQL cannot `UPDATE` a table its `WHERE` reads in a subquery
+            // (the awake test reads the children), so the run is read
+            // locked first, with whether it is runnable; the write and the
+            // read-back follow in the same transaction.
+            use diesel_async::AsyncConnection;
+            conn.transaction(async |conn| {
+                let found: Option<(bool, Option<bool>)> = runs::table
+                    .filter(runs::id.eq(&id))
+                    .select((runs::cancel_requested, runnable!(conn, offset)))
+                    .for_update()
+                    .first(conn)
+                    .await
+                    .optional()?;
+                let cancel = match found {
+                    None => return Ok(Leased::Missing),
+                    Some((cancel, Some(true))) => cancel,
+                    Some(_) => return Ok(Leased::NotRunnable),
+                };
+                diesel::update(runs::table.filter(runs::id.eq(&id)))
+                    .set(lease_set!(conn, now, worker, until))
+                    .execute(conn)
+                    .await?;
+                if cancel {
+                    return Ok(Leased::Cancelled);
+                }
+                runs::table
+                    .filter(runs::id.eq(&id))
+                    .select(LeasedRunRow::as_select())
+                    .first(conn)
+                    .await
+                    .map(|row| Leased::Won(Box::new(row)))
+            })
+            .await
+        })
+        .map_err(|err| backend(op, err))?;
+        match leased {
+            Leased::Won(row) => {
+                let lease = RunLease::try_from(*row)?;
+                tracing::debug!(token = lease.token, "run leased");
+                Ok(Some(lease))
+            }
+            Leased::Cancelled => {
+                tracing::debug!("run cancelled instead of leased");
+                Ok(None)
+            }
+            Leased::NotRunnable => Ok(None),
+            Leased::Missing => Err(Error::RunNotFound(run)),
+            Leased::Refused => {
+                // Not runnable, or missing.
+                self.lease_state(run).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(limit = limit))]
+    async fn reap_expired_leases(&self, limit: u32) -> Result<Vec<RunId>> {
+        let reaped: Vec<(String, i64)> =
+            by_dialect!(self, reap_expired_leases(effective_limit(limit)))?;
+        let mut reaped = reaped
+            .into_iter()
+            .map(|(id, expired_at)| Ok((expired_at, parse_id::<RunId>("run id", &id, &id)?)))
+            .collect::<Result<Vec<_>>>()?;
+        reaped.sort();
+        tracing::debug!(reaped = reaped.len(), "expired leases reaped");
+        Ok(reaped.into_iter().map(|(_, id)| id).collect())
+    }
+}
+
+/// The lease-expiry guard of the reaper on a row of `flowstate_runs`, for
+/// the dialects whose reap is typed (MySQL, SQLite): a lease is held (the
+/// predicate of the expiry index, stated as is so every planner sees it
+/// applies) and ran out on the database's clock plus `$offset`. A settled
+/// run still holding one (settled by `set_run_status` under its lease) is
+/// freed too: the lease has run out like any other.
+macro_rules! expired_impl {
+    ($conn:expr, $offset:expr) => {
+        runs::table
+            .filter(runs::lease_expires_at.is_not_null())
+            .filter(runs::lease_expires_at.le($crate::store::db_time!($conn, $offset)))
+    };
+}
+pub(crate) use expired_impl as expired;
