@@ -89,36 +89,36 @@ pub async fn the_relay_finds_idle_claimable_steps(dialect: Dialect) {
     let s = Setup::new(dialect).await;
     let store = &s.store;
     let run = s.run().await;
-    let old = s.step(run, "old", RetryPolicy::default()).await;
+    let old = s.step(run, "old", RetryPolicy::NONE).await;
     s.failed(run, "retrying", RetryPolicy::with_retries(1))
         .await;
-    s.failed(run, "spent", RetryPolicy::default()).await;
+    s.failed(run, "spent", RetryPolicy::NONE).await;
     let delayed = RetryPolicy {
         retries: 1,
         retry_delay: Some(Duration::from_secs(3600)),
     };
     s.failed(run, "delayed", delayed).await;
-    s.step(run, "running", RetryPolicy::default()).await;
+    s.step(run, "running", RetryPolicy::NONE).await;
     store.claim_step(run, "running", "f").await.unwrap();
-    let scheduled = s.step(run, "scheduled", RetryPolicy::default()).await;
+    let scheduled = s.step(run, "scheduled", RetryPolicy::NONE).await;
     store
         .transition_step(scheduled.id, StepTransition::Scheduled)
         .await
         .unwrap();
     let settled = s.run().await;
-    s.step(settled, "orphan", RetryPolicy::default()).await;
+    s.step(settled, "orphan", RetryPolicy::NONE).await;
     store
         .set_run_status(settled, RunStatus::Completed)
         .await
         .unwrap();
     let suspended = s.run().await;
-    s.step(suspended, "paused", RetryPolicy::default()).await;
+    s.step(suspended, "paused", RetryPolicy::NONE).await;
     store
         .set_run_status(suspended, RunStatus::Suspended)
         .await
         .unwrap();
     s.clock.advance(MINUTE);
-    s.step(run, "fresh", RetryPolicy::default()).await;
+    s.step(run, "fresh", RetryPolicy::NONE).await;
     s.clock.advance(Duration::from_secs(1));
 
     let found = store.undispatched_steps(MINUTE, 0).await.unwrap();
@@ -183,10 +183,10 @@ pub async fn the_stalled_sweep_finds_quiet_free_running_runs(dialect: Dialect) {
     let store = &s.store;
     let bare = s.run().await;
     let done_steps = s.run().await;
-    let done = s.step(done_steps, "a", RetryPolicy::default()).await;
+    let done = s.step(done_steps, "a", RetryPolicy::NONE).await;
     store.claim_step(done_steps, "a", "f").await.unwrap();
     let busy = s.run().await;
-    s.step(busy, "a", RetryPolicy::default()).await;
+    s.step(busy, "a", RetryPolicy::NONE).await;
     store.claim_step(busy, "a", "f").await.unwrap();
     let suspended = s.run().await;
     store
