@@ -18,13 +18,6 @@ pub struct StoreConfig {
     pub acquire_timeout: Duration,
     /// How long SQLite waits on a locked database before giving up.
     pub sqlite_busy_timeout: Duration,
-    /// Whether a SQLite store's hot writes take turns on one writer
-    /// connection beside the pool (on by default), instead of racing for
-    /// the database's write lock in SQLite's sleeping busy handler. Off,
-    /// every connection of the pool writes. Either way every write is
-    /// `BEGIN IMMEDIATE` with its guards in SQL; this decides only how
-    /// the writers of one process wait for each other.
-    pub sqlite_writer_connection: bool,
     /// The limits applied to every name, key and JSON value before it is written.
     pub limits: InputLimits,
     /// Where the store reads the time it stamps on rows.
@@ -49,7 +42,6 @@ impl Default for StoreConfig {
             pool_size: 10,
             acquire_timeout: Duration::from_secs(5),
             sqlite_busy_timeout: Duration::from_secs(10),
-            sqlite_writer_connection: true,
             limits: InputLimits::default(),
             clock: Arc::new(SystemClock),
             statement_log: None,
@@ -78,14 +70,6 @@ impl StoreConfig {
     #[must_use]
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
-        self
-    }
-
-    /// The same settings with SQLite's writer connection on or off (see
-    /// [`StoreConfig::sqlite_writer_connection`]).
-    #[must_use]
-    pub fn sqlite_writer_connection(mut self, on: bool) -> Self {
-        self.sqlite_writer_connection = on;
         self
     }
 

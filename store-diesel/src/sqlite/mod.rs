@@ -8,9 +8,7 @@
 //!   that runs all of its statements on the plain connection, as one
 //!   `BEGIN IMMEDIATE` transaction, which takes the write lock up front, so
 //!   two writers queue on `busy_timeout` instead of deadlocking on a
-//!   read-to-write upgrade. The hot writes of one store take turns on one
-//!   writer connection beside the pool ([`Pool`]), rather than racing for
-//!   the lock in SQLite's sleeping busy handler.
+//!   read-to-write upgrade.
 //! - Each connection is set up with `busy_timeout` (from
 //!   [`StoreConfig::sqlite_busy_timeout`], first, so the pragmas after it
 //!   already wait on a lock), `journal_mode = WAL` (readers never block the
@@ -68,48 +66,8 @@ const DIALECT: &str = "sqlite";
 /// The pooled connection type: a blocking `SqliteConnection` made async.
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
 
-/// This dialect's connections: a pool for everything, and beside it, for
-/// a database file, one connection that every hot write ([`write`]) of
-/// this store takes in turn.
-///
-/// SQLite lets one writer in at a time whatever we do. Writers that race
-/// for its lock wait in SQLite's busy handler, which *sleeps* (1, 2, 5,
-/// 10 ms and up) and retries, so past a few connections most of a burst of
-/// writes is spent asleep while the lock is free. Queued on the writer
-/// connection instead, each waits in the pool's fair queue and starts the
-/// moment the previous write commits. This is a throughput device, not the
-/// exclusion: every write still takes `BEGIN IMMEDIATE` and its guards in
-/// SQL, and a writer in another process still meets `busy_timeout`.
-#[derive(Debug)]
-pub(crate) struct Pool {
-    any: ConnectionPool<SqliteConn>,
-    /// `None` for `:memory:`, whose one connection does everything, and
-    /// when [`StoreConfig::sqlite_writer_connection`] is off.
-    writer: Option<ConnectionPool<SqliteConn>>,
-}
-
-impl Pool {
-    /// A connection for `operation` from the general pool (reads, cold
-    /// writes): see [`ConnectionPool::get`].
-    pub(crate) async fn get(
-        &self,
-        operation: &'static str,
-    ) -> Result<Object<SqliteConn>, flowstate_core::Error> {
-        self.any.get(operation).await
-    }
-
-    /// The writer connection, once the writes queued before this one are
-    /// done (the general pool for `:memory:`).
-    async fn writer(
-        &self,
-        operation: &'static str,
-    ) -> Result<Object<SqliteConn>, flowstate_core::Error> {
-        match &self.writer {
-            Some(writer) => writer.get(operation).await,
-            None => self.any.get(operation).await,
-        }
-    }
-}
+/// This dialect's pool.
+pub(crate) type Pool = ConnectionPool<SqliteConn>;
 
 /// Opens a pool on the SQLite file `url` (a path, as [`crate::DatabaseUrl`]
 /// leaves it once `sqlite://` is stripped), creating its parent directory
@@ -132,31 +90,17 @@ pub(crate) async fn connect(url: &str, config: StoreConfig) -> crate::Result<(Po
         "PRAGMA busy_timeout = {busy_ms}; PRAGMA journal_mode = WAL; \
          PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;"
     );
-    let build = |config: &StoreConfig| {
+    let pool = ConnectionPool::build(DIALECT, url, &config, move |conn: &mut SqliteConn| {
         let pragmas = pragmas.clone();
-        ConnectionPool::build(DIALECT, url, config, move |conn: &mut SqliteConn| {
-            let pragmas = pragmas.clone();
-            conn.spawn_blocking(move |conn| {
-                conn.batch_execute(&pragmas)?;
-                if in_memory {
-                    migrate_in_place(conn)?;
-                }
-                Ok(())
-            })
+        conn.spawn_blocking(move |conn| {
+            conn.batch_execute(&pragmas)?;
+            if in_memory {
+                migrate_in_place(conn)?;
+            }
+            Ok(())
         })
-    };
-    let any = build(&config)?;
-    any.check(DIALECT).await?;
-    let writer = if in_memory || !config.sqlite_writer_connection {
-        None
-    } else {
-        // Opened now, as the pool's first connection is: a bad file is
-        // reported at open, and no write pays for the setup.
-        let writer = build(&config.clone().pool_size(1))?;
-        writer.check(DIALECT).await?;
-        Some(writer)
-    };
-    let pool = Pool { any, writer };
+    })?;
+    pool.check(DIALECT).await?;
     tracing::debug!(
         url,
         in_memory,
@@ -173,7 +117,7 @@ where
     R: Send + 'static,
     W: FnOnce(&mut SqliteConnection) -> Result<R, TxError> + Send + 'static,
 {
-    let mut conn = pool.writer(op).await?;
+    let mut conn = pool.get(op).await?;
     let task = conn.spawn_blocking(move |conn| Ok(conn.immediate_transaction(work)));
     let outcome = InFlight {
         task: Some(task),

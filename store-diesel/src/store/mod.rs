@@ -57,7 +57,7 @@ pub(crate) enum Pools {
     Mysql(ConnectionPool<diesel_async::AsyncMysqlConnection>),
     /// SQLite.
     #[cfg(feature = "sqlite")]
-    Sqlite(crate::sqlite::Pool),
+    Sqlite(ConnectionPool<crate::sqlite::SqliteConn>),
 }
 
 /// Runs `$body` (an expression of type `QueryResult<T>`, typically one
