@@ -3,8 +3,9 @@
 //! MySQL has no `UPDATE ... RETURNING` and cannot `UPDATE` a table it
 //! selects from in a subquery, so the runs are taken first:
 //! `SELECT id ... FOR UPDATE SKIP LOCKED` over the runnable runs (by
-//! `flowstate_runs_status_created`), which locks what it answers and skips
-//! what other claims hold; then the `UPDATE` of exactly those ids, and the
+//! `flowstate_runs_leasable`, on a virtual column of the leasable
+//! statuses), which locks what it answers and skips what other claims
+//! hold; then the `UPDATE` of exactly those ids, and the
 //! runs read back, in the same transaction. Runs with a cancel requested
 //! are taken and settled the same way, before. Sleeping and waiting runs
 //! are left out by [`crate::sql_waits::awake`]. The time is the server's
@@ -66,9 +67,13 @@ async fn pick(
     claim: &Claim<'_>,
     cancel: bool,
 ) -> QueryResult<Vec<String>> {
+    // `leasable = 1` leads for the index on MySQL's virtual column
+    // (migration `2026-12-01-000007_lease_claim`): without it the pick
+    // sorts every unsettled run.
     runs::table
-        .filter(runnable!(conn, claim.offset))
+        .filter(diesel::dsl::sql::<diesel::sql_types::Bool>("leasable = 1"))
         .filter(runs::cancel_requested.eq(cancel))
+        .filter(runnable!(conn, claim.offset))
         .order((runs::created_at, runs::id))
         .limit(claim.n)
         .select(runs::id)
