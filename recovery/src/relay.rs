@@ -34,22 +34,17 @@ where
     Fut: Future<Output = std::result::Result<(), E>>,
     E: fmt::Display,
 {
-    let span = tracing::info_span!("recovery.relay", found = tracing::field::Empty);
-    async {
-        let steps = store
-            .undispatched_steps(options.relay_after, options.limit)
-            .await?;
-        let mut runs: Vec<RunId> = Vec::with_capacity(steps.len());
-        for step in &steps {
+    let steps = store.undispatched_steps(options.relay_after, options.limit);
+    let found = async {
+        let mut runs: Vec<RunId> = Vec::new();
+        for step in steps.await? {
             if !runs.contains(&step.run) {
                 runs.push(step.run);
             }
         }
-        tracing::Span::current().record("found", steps.len());
-        Ok(redrive(runs, Reason::Undispatched, backoff, dispatch, now).await)
-    }
-    .instrument(span)
-    .await
+        Ok(runs)
+    };
+    sweep(Reason::Undispatched, found, backoff, dispatch, now).await
 }
 
 /// Resumes the runs that are running with nothing moving for
@@ -75,14 +70,35 @@ where
     Fut: Future<Output = std::result::Result<(), E>>,
     E: fmt::Display,
 {
-    let span = tracing::info_span!("recovery.sweep_stalled", found = tracing::field::Empty);
+    let stalled = store.stalled_runs(options.stalled_after, options.limit);
+    let found = async { Ok(stalled.await?.into_iter().map(|s| s.run).collect()) };
+    sweep(Reason::Stalled, found, backoff, dispatch, now).await
+}
+
+/// One sweep for `reason`: the runs `found` answers (a store query, each
+/// run once, in order), then [`redrive`], in a `recovery.sweep` span that
+/// records how many were found.
+async fn sweep<D, Fut, E>(
+    reason: Reason,
+    found: impl Future<Output = Result<Vec<RunId>>>,
+    backoff: &mut RedispatchBackoff,
+    dispatch: &mut D,
+    now: Timestamp,
+) -> Result<RedriveReport>
+where
+    D: FnMut(RunId, Reason) -> Fut,
+    Fut: Future<Output = std::result::Result<(), E>>,
+    E: fmt::Display,
+{
+    let span = tracing::info_span!(
+        "recovery.sweep",
+        reason = reason.as_str(),
+        found = tracing::field::Empty
+    );
     async {
-        let stalled = store
-            .stalled_runs(options.stalled_after, options.limit)
-            .await?;
-        tracing::Span::current().record("found", stalled.len());
-        let runs = stalled.into_iter().map(|stalled| stalled.run).collect();
-        Ok(redrive(runs, Reason::Stalled, backoff, dispatch, now).await)
+        let runs = found.await?;
+        tracing::Span::current().record("found", runs.len());
+        Ok(redrive(runs, reason, backoff, dispatch, now).await)
     }
     .instrument(span)
     .await

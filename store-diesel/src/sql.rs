@@ -263,6 +263,13 @@ pub(crate) fn claim_set(now: &str) -> String {
 /// passed since it failed (`updated_at` plus the delay, both microseconds).
 /// Placeholders appear in the order `function` (when given), `now`.
 pub(crate) fn batch_claimable(now: &str, function: Option<&str>) -> String {
+    let (before, after) = batch_claimable_around_now(function);
+    format!("{before}{now}{after}")
+}
+
+/// [`batch_claimable`] as the text before and after its `now`, for a
+/// query that binds the time in the DSL (`sql(before).bind(now).sql(after)`).
+pub(crate) fn batch_claimable_around_now(function: Option<&str>) -> (String, String) {
     let statuses = BatchClaim::statuses();
     let all = status_in("status", &statuses);
     let retry_statuses = ClaimDecision::ClaimRetry.statuses();
@@ -274,9 +281,12 @@ pub(crate) fn batch_claimable(now: &str, function: Option<&str>) -> String {
     let pinned = function.map_or(String::new(), |f| format!(" AND function_name = {f}"));
     // The leading `status IN (...)` is the predicate of the partial index
     // the batch claim walks, stated as is so every planner sees it applies.
-    format!(
-        "{all}{pinned} AND ({fresh} OR ({retry} AND {ATTEMPTS_LEFT} \
-         AND updated_at + COALESCE(retry_delay_ms, 0) * 1000 <= {now}))"
+    (
+        format!(
+            "{all}{pinned} AND ({fresh} OR ({retry} AND {ATTEMPTS_LEFT} \
+             AND updated_at + COALESCE(retry_delay_ms, 0) * 1000 <= "
+        ),
+        "))".to_owned(),
     )
 }
 

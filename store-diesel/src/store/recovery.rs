@@ -9,7 +9,7 @@
 //! statuses, not binds: PostgreSQL can match a partial index's predicate
 //! only against literals once it plans a prepared statement generically.
 //! The rules are core's ([`flowstate_core::recovery`]): the relay's
-//! claimable test is the batch claim's own SQL ([`batch_claimable`]),
+//! claimable test is the batch claim's own SQL ([`crate::sql::batch_claimable`]),
 //! the lease clock is the database's ([`crate::lease_clock`]).
 
 use std::time::Duration;
@@ -33,7 +33,7 @@ use crate::error::backend;
 use crate::rows::{parse_id, parse_status};
 use crate::rows_leases::LeasedRunRow;
 use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
-use crate::sql::batch_claimable;
+use crate::sql::batch_claimable_around_now;
 use crate::url::Dialect;
 
 /// A step the relay found, as read.
@@ -78,20 +78,16 @@ enum Leased {
     Missing,
 }
 
-/// [`batch_claimable`] at the bound time `now`, led on MySQL by its
+/// [`crate::sql::batch_claimable`] at the bound time `now`, led on MySQL by its
 /// virtual `claimable` column, which its batch-claim index starts with
 /// (that migration says why it is not a `status` index).
 macro_rules! claimable {
     ($dialect:expr, $now:expr) => {{
-        let text = batch_claimable("\u{0}", None);
-        let text = match $dialect {
-            Dialect::Mysql => format!("claimable = 1 AND {text}"),
-            _ => text,
+        let (before, after) = batch_claimable_around_now(None);
+        let before = match $dialect {
+            Dialect::Mysql => format!("claimable = 1 AND {before}"),
+            _ => before,
         };
-        let (before, after) = text
-            .split_once('\u{0}')
-            .map(|(b, a)| (b.to_owned(), a.to_owned()))
-            .expect("one time in the claimable test");
         move || sql::<Bool>(&before).bind::<BigInt, _>($now).sql(&after)
     }};
 }

@@ -44,6 +44,33 @@ pub async fn check(dialect: Dialect, table: &[Budget]) {
 /// What a budget scenario sent: each operation and its statements.
 pub type Sent = Vec<(&'static str, Vec<String>)>;
 
+/// Defines, in the scenario that calls it, `capture!(op, call)` (run
+/// `call` under `log`, push its statements to `sent` as `op`, answer its
+/// `Ok` or panic) and `refused!(op, call)` (the same for a call that must
+/// fail). `$d` is a `$`, which the inner macros need for their own
+/// variables: `recorder!($, sent, log)`.
+macro_rules! recorder {
+    ($d:tt, $sent:ident, $log:ident) => {
+        #[allow(unused_macros)]
+        macro_rules! capture {
+                            ($d op:literal, $d call:expr) => {{
+                                let (out, statements) = $log.capture($d call).await;
+                                $sent.push(($d op, statements));
+                                out.unwrap_or_else(|err| panic!("{}: {err}", $d op))
+                            }};
+                        }
+        #[allow(unused_macros)]
+        macro_rules! refused {
+                            ($d op:literal, $d call:expr) => {{
+                                let (out, statements) = $log.capture($d call).await;
+                                $sent.push(($d op, statements));
+                                assert!(out.is_err(), "{} should be refused: {out:?}", $d op);
+                            }};
+                        }
+    };
+}
+pub(crate) use recorder;
+
 /// Runs `scenario` through a store on a fresh, migrated `dialect` database
 /// that logs every statement into the log it is handed, then drops the
 /// database; answers what each operation sent.
@@ -113,20 +140,7 @@ pub fn assert_budgets(
 /// Every operation with a budget, each captured on its own.
 async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     let mut sent = Vec::new();
-    macro_rules! capture {
-        ($op:literal, $call:expr) => {{
-            let (out, statements) = log.capture($call).await;
-            sent.push(($op, statements));
-            out.unwrap_or_else(|err| panic!("{}: {err}", $op))
-        }};
-    }
-    macro_rules! refused {
-        ($op:literal, $call:expr) => {{
-            let (out, statements) = log.capture($call).await;
-            sent.push(($op, statements));
-            assert!(out.is_err(), "{} should be refused: {out:?}", $op);
-        }};
-    }
+    recorder!($, sent, log);
     let run = capture!(
         "create_run",
         store.create_run(NewRun::new("wf", json!({"a": 1})))

@@ -18,7 +18,7 @@ use flowstate_core::{
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
 
-use super::budgets::{Budget, Sent, check_scenario};
+use super::budgets::{Budget, Sent, check_scenario, recorder};
 
 /// Runs the event scenario on a fresh `dialect` database and asserts that
 /// every operation sent exactly the statements `table` lists for it, and
@@ -31,13 +31,7 @@ pub async fn check_events(dialect: Dialect, table: &[Budget]) {
 /// operation with a budget, each captured on its own.
 async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     let mut sent = Vec::new();
-    macro_rules! capture {
-        ($op:literal, $call:expr) => {{
-            let (out, statements) = log.capture($call).await;
-            sent.push(($op, statements));
-            out.unwrap_or_else(|err| panic!("{}: {err}", $op))
-        }};
-    }
+    recorder!($, sent, log);
     let workflow = store
         .create_workflow(NewWorkflow {
             app_id: "app".into(),

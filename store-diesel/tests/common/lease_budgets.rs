@@ -13,7 +13,7 @@ use flowstate_core::{
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
 
-use super::budgets::{Budget, Sent, check_scenario};
+use super::budgets::{Budget, Sent, check_scenario, recorder};
 
 /// Runs the lease scenario on a fresh `dialect` database and asserts that
 /// every operation sent exactly the statements `table` lists for it, and
@@ -25,20 +25,7 @@ pub async fn check_leases(dialect: Dialect, table: &[Budget]) {
 /// Every lease operation with a budget, each captured on its own.
 async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     let mut sent = Vec::new();
-    macro_rules! capture {
-        ($op:literal, $call:expr) => {{
-            let (out, statements) = log.capture($call).await;
-            sent.push(($op, statements));
-            out.unwrap_or_else(|err| panic!("{}: {err}", $op))
-        }};
-    }
-    macro_rules! refused {
-        ($op:literal, $call:expr) => {{
-            let (out, statements) = log.capture($call).await;
-            sent.push(($op, statements));
-            assert!(out.is_err(), "{} should be refused: {out:?}", $op);
-        }};
-    }
+    recorder!($, sent, log);
     let lease = Duration::from_secs(300);
     for _ in 0..4 {
         store

@@ -13,7 +13,7 @@ use flowstate_core::{
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
 
-use super::budgets::{Budget, Sent, check_scenario};
+use super::budgets::{Budget, Sent, check_scenario, recorder};
 
 /// Runs the recovery scenario on a fresh `dialect` database and asserts
 /// that every operation sent exactly the statements `table` lists for it,
@@ -25,13 +25,7 @@ pub async fn check_recovery(dialect: Dialect, table: &[Budget]) {
 /// Every recovery operation with a budget, each captured on its own.
 async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     let mut sent = Vec::new();
-    macro_rules! capture {
-        ($op:literal, $call:expr) => {{
-            let (out, statements) = log.capture($call).await;
-            sent.push(($op, statements));
-            out.unwrap_or_else(|err| panic!("{}: {err}", $op))
-        }};
-    }
+    recorder!($, sent, log);
     let lease = Duration::from_secs(60);
     let run = store
         .create_run(NewRun::new("wf", json!({})))

@@ -14,7 +14,7 @@ use flowstate_core::{
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
 
-use super::budgets::{Budget, Sent, check_scenario};
+use super::budgets::{Budget, Sent, check_scenario, recorder};
 
 /// Runs the scenario on a fresh `dialect` database and asserts that every
 /// operation sent exactly what `table` lists, and that the table lists only
@@ -26,20 +26,7 @@ pub async fn check(dialect: Dialect, table: &[Budget]) {
 /// Every virtual-user operation, each captured on its own, won and lost.
 async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     let mut sent = Vec::new();
-    macro_rules! capture {
-        ($op:literal, $call:expr) => {{
-            let (out, statements) = log.capture($call).await;
-            sent.push(($op, statements));
-            out.unwrap_or_else(|err| panic!("{}: {err}", $op))
-        }};
-    }
-    macro_rules! refused {
-        ($op:literal, $call:expr) => {{
-            let (out, statements) = log.capture($call).await;
-            sent.push(($op, statements));
-            assert!(out.is_err(), "{} should be refused: {out:?}", $op);
-        }};
-    }
+    recorder!($, sent, log);
     let now = Timestamp::from_millis(1_000_000);
     let interval = Interval {
         min_ms: 1_000,
