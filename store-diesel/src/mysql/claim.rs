@@ -1,18 +1,20 @@
-//! The claim on MySQL: one transaction whose status-guarded `UPDATE`
-//! decides.
+//! The claim on MySQL: two statements, no transaction around them.
 //!
-//! `BEGIN`, the guarded `UPDATE` by (run, name); on a win the history upsert
-//! and a `SELECT` of the claimed (locked) step; on a loss a `SELECT` of the
-//! step to say why; `COMMIT`.
+//! The status-guarded `UPDATE` by (run, name) decides, and the trigger of
+//! migration `2026-12-01-000008_claim_history` writes the attempt's history
+//! row inside that same statement, so the move and its history commit
+//! together. Then a `SELECT` reads the step: on a win the step as the claim
+//! left it (nothing else moves a running step but its claimer, or a
+//! deletion, which answers not found); on a loss the step, to say why.
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
-use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
 
 use flowstate_core::{ClaimOutcome, HistoryId, Result, RunId, Step};
 
 use super::Pool;
-use super::sql::{CLAIM, CLAIM_HISTORY};
+use super::sql::CLAIM;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
@@ -48,7 +50,8 @@ pub(crate) async fn claim(
     }
 }
 
-/// The claim's transaction: whether it won, and the step as it is after.
+/// The claim's two statements: whether it won, and the step as it is
+/// after.
 async fn claim_once(
     conn: &mut AsyncMysqlConnection,
     now: i64,
@@ -56,39 +59,22 @@ async fn claim_once(
     name: &str,
     function: &str,
 ) -> diesel::QueryResult<(bool, Option<StepRow>)> {
-    conn.transaction(async |conn| {
-        {
-            let won = diesel::sql_query(CLAIM.as_str())
-                .bind::<BigInt, _>(now)
-                .bind::<Text, _>(run)
-                .bind::<Text, _>(name)
-                .bind::<Text, _>(function)
-                .cached()
-                .execute(conn)
-                .await?
-                == 1;
-            if won {
-                diesel::sql_query(CLAIM_HISTORY.as_str())
-                    .bind::<Text, _>(HistoryId::generate().to_string())
-                    .bind::<BigInt, _>(now)
-                    .bind::<BigInt, _>(now)
-                    .bind::<Text, _>(run)
-                    .bind::<Text, _>(name)
-                    .cached()
-                    .execute(conn)
-                    .await?;
-            }
-            // The claimed row is locked by this transaction; a lost claim
-            // reads the step to say why.
-            let step = steps::table
-                .filter(steps::run_id.eq(run))
-                .filter(steps::name.eq(name))
-                .select(StepRow::as_select())
-                .first(conn)
-                .await
-                .optional()?;
-            Ok((won, step))
-        }
-    })
-    .await
+    let won = diesel::sql_query(CLAIM.as_str())
+        .bind::<Text, _>(HistoryId::generate().to_string())
+        .bind::<BigInt, _>(now)
+        .bind::<Text, _>(run)
+        .bind::<Text, _>(name)
+        .bind::<Text, _>(function)
+        .cached()
+        .execute(conn)
+        .await?
+        == 1;
+    let step = steps::table
+        .filter(steps::run_id.eq(run))
+        .filter(steps::name.eq(name))
+        .select(StepRow::as_select())
+        .first(conn)
+        .await
+        .optional()?;
+    Ok((won, step))
 }

@@ -3,12 +3,15 @@
 //! MySQL has no `UPDATE ... RETURNING`, so each write that must answer what
 //! it did is one short transaction (diesel-async's `transaction`): the
 //! status-guarded `UPDATE` decides (its affected rows, which with
-//! `CLIENT_FOUND_ROWS` are the rows it matched), the history row is upserted
-//! with `INSERT ... SELECT ... ON DUPLICATE KEY UPDATE` from the step row
-//! just written, and only a claim reads the step back. InnoDB may pick any
-//! of these transactions as a deadlock victim under contention; a
-//! rolled-back transaction is run again whole, a bounded number of times
-//! ([`crate::store::conflict`]), before the error (retryable) is returned.
+//! `CLIENT_FOUND_ROWS` are the rows it matched), and the history row is
+//! upserted with `INSERT ... SELECT ... ON DUPLICATE KEY UPDATE` from the
+//! step row just written. The per-step claim, the hottest write, is the
+//! exception: a trigger writes its history row inside its `UPDATE`, so it
+//! is that `UPDATE` and a read of the step, with no transaction around them
+//! (`claim.rs`). InnoDB may pick any of these as a deadlock victim under
+//! contention; a rolled-back statement or transaction is run again whole,
+//! a bounded number of times ([`crate::store::conflict`]), before the error
+//! (retryable) is returned.
 //!
 //! Names and keys are stored as `VARBINARY(255)`, so they compare byte for
 //! byte: `utf8mb4_bin` would still treat `"a"` and `"a "` as one key (it is

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use flowstate_core::StepStatus;
 
-use crate::sql::{ByStatus, HistorySource, Move, StepMove, Upsert, claim_move, claim_update};
+use crate::sql::{ByStatus, HistorySource, Move, StepMove, Upsert, claim_update};
 
 /// The two writes of one kind of guarded move.
 #[derive(Debug)]
@@ -40,19 +40,13 @@ fn move_sql(step_move: &StepMove) -> MoveSql {
     }
 }
 
-/// The claim's guarded `UPDATE`. Binds: now, run, name, function.
-pub(super) static CLAIM: LazyLock<String> = LazyLock::new(|| claim_update("?", "?", "?", "?"));
-
-/// After a won claim: the history row of the step's new attempt, moved to
-/// running (created if missing). Binds: history id, now, now, run, name.
-pub(super) static CLAIM_HISTORY: LazyLock<String> = LazyLock::new(|| {
-    claim_move().history_upsert(
-        HistorySource {
-            from: "FROM flowstate_steps WHERE run_id = ? AND name = ?",
-            ..BY_ID
-        },
-        Upsert::OnDuplicateKey,
-    )
+/// The claim's guarded `UPDATE`, which also stamps `claim_history_id` with
+/// the id of the attempt's history row: the trigger of migration
+/// `2026-12-01-000008_claim_history` writes that row inside this same
+/// statement (its `INSERT` is the scaffold's claim upsert, which a test
+/// compares with `up.sql`). Binds: history id, now, run, name, function.
+pub(super) static CLAIM: LazyLock<String> = LazyLock::new(|| {
+    claim_update("?", "?", "?", "?").replacen(" SET ", " SET claim_history_id = ?, ", 1)
 });
 
 /// The statements of every move.
@@ -68,7 +62,40 @@ pub(super) static FIRST_HISTORY: LazyLock<String> = LazyLock::new(|| {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::claim_move;
     use flowstate_core::RetryStart;
+
+    /// The `INSERT` the claim's trigger runs for the NEW step row: the
+    /// scaffold's claim upsert, which `up.sql` must spell exactly.
+    fn claim_history_trigger() -> String {
+        claim_move().history_upsert(
+            HistorySource {
+                from: "FROM DUAL WHERE NOT (NEW.claim_history_id <=> OLD.claim_history_id)",
+                prefix: "NEW.",
+                id: "NEW.claim_history_id",
+                now: "NEW.updated_at",
+            },
+            Upsert::OnDuplicateKey,
+        )
+    }
+
+    /// The migration that creates the claim's trigger.
+    const CLAIM_HISTORY_UP: &str =
+        include_str!("../../migrations/mysql/2026-12-01-000008_claim_history/up.sql");
+
+    #[test]
+    fn the_claim_trigger_writes_the_scaffolds_claim_history_row() {
+        let trigger = claim_history_trigger();
+        assert!(
+            trigger.contains("SELECT NEW.claim_history_id, NEW.id, NEW.current_attempt, 'running'")
+        );
+        assert!(
+            CLAIM_HISTORY_UP
+                .lines()
+                .any(|line| line == format!("{trigger};")),
+            "up.sql must run exactly the claim upsert:\n{trigger};"
+        );
+    }
 
     #[test]
     fn statements_bind_in_the_order_their_placeholders_appear() {
@@ -81,7 +108,9 @@ mod tests {
         assert!(succeeded.stamps);
         assert!(!MOVES.get(Move::Transition(StepStatus::Pending)).stamps);
         assert!(!MOVES.get(Move::Retry(RetryStart::Pending)).stamps);
-        assert!(CLAIM_HISTORY.contains("SELECT ?, id, current_attempt, 'running', ?, ? FROM"));
+        assert!(
+            CLAIM.starts_with("UPDATE flowstate_steps SET claim_history_id = ?, current_attempt")
+        );
         assert!(FIRST_HISTORY.contains("SELECT ?, id, current_attempt, 'pending', ? FROM"));
     }
 }

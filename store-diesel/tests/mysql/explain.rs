@@ -170,7 +170,7 @@ async fn hot_statements_use_indexes() {
         (
             "claim",
             &claim,
-            vec![now.clone(), run.clone(), lit("s1"), lit("f")],
+            vec![lit("h"), now.clone(), run.clone(), lit("s1"), lit("f")],
             Some("flowstate_steps_run_name"),
         ),
         (
