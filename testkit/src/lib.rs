@@ -60,6 +60,7 @@ mod harness;
 mod lease_harness;
 mod lease_suite;
 mod memory;
+mod pool_suite;
 mod recovery_suite;
 mod store_harness;
 mod suite;
@@ -90,6 +91,8 @@ pub const EVENT_CASES: &[&str] = crate::__event_cases!(names);
 pub const LEASE_CASES: &[&str] = crate::__lease_cases!(names);
 /// Every case [`recovery_suite!`] stamps, as `group::case`.
 pub const RECOVERY_CASES: &[&str] = crate::__recovery_cases!(names);
+/// Every case [`pool_suite!`] stamps, as `group::case`.
+pub const POOL_CASES: &[&str] = crate::__pool_cases!(names);
 
 /// What the macros' expansions use; not part of the API.
 #[doc(hidden)]
