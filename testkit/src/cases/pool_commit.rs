@@ -226,7 +226,11 @@ where
     for step in &back {
         assert_ne!(step.status, StepStatus::Running, "{}", step.id);
     }
-    assert_eq!(back[0].result, Some(json!("first")), "the refused item wrote");
+    assert_eq!(
+        back[0].result,
+        Some(json!("first")),
+        "the refused item wrote"
+    );
     let rows = histories(&**h.store(), &steps).await;
     assert_eq!(attempts(&rows[1]), [(1, back[1].status)]);
     for rows in rows.iter().take(1).chain(&rows[2..]) {
@@ -341,8 +345,14 @@ where
     let commit = GroupCommit::new(Arc::clone(&store));
     for (i, step) in steps.iter().enumerate() {
         let done = Completion::Succeeded(json!(5));
-        within("a commit", commit.commit(step.id, done)).await.unwrap();
-        assert_eq!(store.returned(), i + 1, "answered before its flush returned");
+        within("a commit", commit.commit(step.id, done))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.returned(),
+            i + 1,
+            "answered before its flush returned"
+        );
         let stored = h.store().get_step(step.id).await.unwrap();
         assert_eq!(stored.status, StepStatus::Succeeded);
     }

@@ -16,8 +16,8 @@ use flowstate_core::{
     NewStep, Result, RetryPolicy, RetryStart, RunId, RunStore, Step, StepAttempt, StepId,
     StepStatus, StepStore, StepSummary, StepTransition,
 };
-use serde_json::{Value, json};
 use flowstate_pool::{IdleBackoff, PoolConfig};
+use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::Harness;
