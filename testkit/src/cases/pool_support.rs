@@ -33,10 +33,9 @@ const HANG_GUARD: Duration = Duration::from_secs(120);
 /// Awaits `work`, failing the case (naming `what`) if it has not finished
 /// within [`HANG_GUARD`].
 pub(crate) async fn within<T>(what: &str, work: impl Future<Output = T>) -> T {
-    match tokio::time::timeout(HANG_GUARD, work).await {
-        Ok(done) => done,
-        Err(_) => panic!("hung for {HANG_GUARD:?} waiting for {what}"),
-    }
+    tokio::time::timeout(HANG_GUARD, work)
+        .await
+        .unwrap_or_else(|elapsed| panic!("waiting for {what}: {elapsed} ({HANG_GUARD:?})"))
 }
 
 /// A store whose batch calls are watched and can be made to misbehave; the
