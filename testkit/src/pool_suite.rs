@@ -6,7 +6,8 @@
 /// Stamps every pool case (group commit: coalescing, per-item answers,
 /// nothing acknowledged before the store answered, failed flushes, close;
 /// the worker pool: every step exactly once, retries, the function filter,
-/// panics, shutdown mid-run, failed flushes and claims) into a
+/// panics, shutdown mid-run, failed flushes and claims, a claim in
+/// progress at a stop) into a
 /// multi-threaded tokio test, for a factory of a [`Harness`](crate::Harness)
 /// whose store implements
 /// [`BatchStepStore`](flowstate_core::BatchStepStore). The faults come from
@@ -51,6 +52,7 @@ macro_rules! __pool_cases {
             pool_faults {
                 failed_commits_are_counted_and_leave_their_steps_running,
                 a_failed_claim_backs_off_and_the_pool_goes_on,
+                a_claim_in_progress_at_stop_is_still_run,
                 a_worker_does_not_wait_for_its_commit_so_flushes_fill_up,
             }
         }

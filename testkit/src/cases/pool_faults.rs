@@ -1,7 +1,8 @@
 //! `flowstate_pool::WorkerPool` over the backend's store wrapped in
 //! `Watched`: failed flushes counted and acknowledging nothing, failed
-//! claims backed off from, and a worker that queues its next completion
-//! while the previous flush is still in the store.
+//! claims backed off from, a claim still in the store when the pool is
+//! stopped reaching the workers, and a worker that queues its next
+//! completion while the previous flush is still in the store.
 
 use std::sync::Arc;
 
@@ -81,6 +82,43 @@ where
     assert_eq!(stats.claims + stats.claim_errors, store.claims() as u64);
     let calls = ledger.calls();
     assert_eq!(calls.len(), 100);
+    assert!(steps.iter().all(|s| calls.get(&(s.id, 1)) == Some(&1)));
+    let rows = histories(&**h.store(), &steps).await;
+    for (step, rows) in read_back(&**h.store(), &steps).await.iter().zip(&rows) {
+        assert_eq!(step.status, StepStatus::Succeeded, "{}", step.id);
+        assert_eq!(attempts(rows), [(1, StepStatus::Succeeded)], "{}", step.id);
+    }
+}
+
+/// A stop asked for while the pool's first claim is in the store (which
+/// has claimed all 50 steps): the claim is not cancelled, its steps reach
+/// the workers, and each runs once and is written; none is left running.
+pub async fn a_claim_in_progress_at_stop_is_still_run<H: Harness>(h: &H)
+where
+    H::Store: BatchStepStore,
+{
+    let store = Arc::new(Watched::over(h.store()).holding_first_claim());
+    let steps = insert_steps(h, 50, FUNCTION, RetryPolicy::NONE).await;
+    let ledger = Ledger::new(50);
+    let config = pool_config().claimers(1);
+    let pool = WorkerPool::start(Arc::clone(&store), &config, recording(&ledger, json!(6)));
+    within("the first claim", store.claim_entered.notified()).await;
+    let back = read_back(&**h.store(), &steps).await;
+    assert!(back.iter().all(|s| s.status == StepStatus::Running));
+    assert!(ledger.calls().is_empty(), "ran before the claim answered");
+    pool.handle().stop();
+    store.claim_release.notify_one();
+    let stats = within("shutdown", pool.shutdown()).await;
+
+    assert_eq!(
+        (stats.claims, stats.claimed, stats.succeeded),
+        (1, 50, 50),
+        "{stats:?}"
+    );
+    assert_eq!(stats.accounted(), stats.claimed);
+    assert_eq!(store.claims(), 1, "claimed again after the stop");
+    let calls = ledger.calls();
+    assert_eq!(calls.len(), 50);
     assert!(steps.iter().all(|s| calls.get(&(s.id, 1)) == Some(&1)));
     let rows = histories(&**h.store(), &steps).await;
     for (step, rows) in read_back(&**h.store(), &steps).await.iter().zip(&rows) {

@@ -1,6 +1,6 @@
 //! What the pool cases share: [`Watched`], a wrapper around any
 //! [`BatchStepStore`] that counts its batch calls, can hold the first flush
-//! until released and can fail flushes or claims (so the faults run over
+//! or claim until released and can fail flushes or claims (so the faults run over
 //! the backend's real store); a [`Ledger`] of handler calls per
 //! `(step, attempt)`; step setup and read-back through the ports; and
 //! [`within`], the hang guard every wait goes through.
@@ -57,6 +57,13 @@ pub(crate) struct Watched<S> {
     pub(crate) release: Notify,
     /// When set, every `complete_batch` answers `Err` and writes nothing.
     fail: AtomicBool,
+    /// When set, the first `claim_batch` claims, then signals
+    /// `claim_entered` and waits for `claim_release` before it answers.
+    hold_first_claim: AtomicBool,
+    /// Signalled when the held claim has claimed.
+    pub(crate) claim_entered: Notify,
+    /// Lets the held claim answer.
+    pub(crate) claim_release: Notify,
     /// `claim_batch` calls.
     claims: AtomicUsize,
     /// This many of the first `claim_batch` calls answer `Err`.
@@ -74,6 +81,9 @@ impl<S> Watched<S> {
             entered: Notify::new(),
             release: Notify::new(),
             fail: AtomicBool::new(false),
+            hold_first_claim: AtomicBool::new(false),
+            claim_entered: Notify::new(),
+            claim_release: Notify::new(),
             claims: AtomicUsize::new(0),
             failing_claims: AtomicUsize::new(0),
         }
@@ -82,6 +92,13 @@ impl<S> Watched<S> {
     /// Its first flush is held until [`Watched::release`] is notified.
     pub(crate) fn holding_first(self) -> Self {
         self.hold_first.store(true, Ordering::SeqCst);
+        self
+    }
+
+    /// Its first claim is held, once the store has claimed, until
+    /// [`Watched::claim_release`] is notified.
+    pub(crate) fn holding_first_claim(self) -> Self {
+        self.hold_first_claim.store(true, Ordering::SeqCst);
         self
     }
 
@@ -123,7 +140,12 @@ impl<S: BatchStepStore> BatchStepStore for Watched<S> {
                 "server closed the connection",
             ));
         }
-        self.inner.claim_batch(claim).await
+        let claimed = self.inner.claim_batch(claim).await;
+        if call == 0 && self.hold_first_claim.load(Ordering::SeqCst) {
+            self.claim_entered.notify_one();
+            self.claim_release.notified().await;
+        }
+        claimed
     }
 
     async fn complete_batch(
