@@ -50,6 +50,9 @@
 //! ([`ScheduleStore`](flowstate_core::ScheduleStore),
 //! [`VirtualUserRunStore`](flowstate_core::VirtualUserRunStore), driving
 //! `flowstate_virtual_users::tick` and its runner through the store).
+//! [`pool_suite!`] drives `flowstate-pool`'s `GroupCommit` and
+//! `WorkerPool` over a [`BatchStepStore`](flowstate_core::BatchStepStore);
+//! its faults come from a wrapper around the harness's store, not a hook.
 //!
 //! This crate does not hold per-dialect checks (statement counts, indexes,
 //! query plans): those belong to the backend's own tests.
