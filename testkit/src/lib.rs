@@ -50,6 +50,9 @@
 //! ([`ScheduleStore`](flowstate_core::ScheduleStore),
 //! [`VirtualUserRunStore`](flowstate_core::VirtualUserRunStore), driving
 //! `flowstate_virtual_users::tick` and its runner through the store).
+//! [`pool_suite!`] drives `flowstate-pool`'s `GroupCommit` and
+//! `WorkerPool` over a [`BatchStepStore`](flowstate_core::BatchStepStore);
+//! its faults come from a wrapper around the harness's store, not a hook.
 //!
 //! This crate does not hold per-dialect checks (statement counts, indexes,
 //! query plans): those belong to the backend's own tests.
@@ -60,6 +63,7 @@ mod harness;
 mod lease_harness;
 mod lease_suite;
 mod memory;
+mod pool_suite;
 mod recovery_suite;
 mod store_harness;
 mod suite;
@@ -90,6 +94,8 @@ pub const EVENT_CASES: &[&str] = crate::__event_cases!(names);
 pub const LEASE_CASES: &[&str] = crate::__lease_cases!(names);
 /// Every case [`recovery_suite!`] stamps, as `group::case`.
 pub const RECOVERY_CASES: &[&str] = crate::__recovery_cases!(names);
+/// Every case [`pool_suite!`] stamps, as `group::case`.
+pub const POOL_CASES: &[&str] = crate::__pool_cases!(names);
 
 /// What the macros' expansions use; not part of the API.
 #[doc(hidden)]

@@ -13,6 +13,7 @@ flowstate_testkit::virtual_users_suite!(memory_virtual_users, async { MemoryHarn
 flowstate_testkit::events_suite!(memory_events, async { MemoryHarness::new() });
 flowstate_testkit::lease_suite!(memory_leases, async { MemoryHarness::new() });
 flowstate_testkit::recovery_suite!(memory_recovery, async { MemoryHarness::new() });
+flowstate_testkit::pool_suite!(memory_pool, async { MemoryHarness::new() });
 
 /// A fresh, empty store that stamps times from `clock`.
 async fn open(clock: Arc<ManualClock>) -> MemoryStore {

@@ -46,6 +46,7 @@ fn every_case_is_stamped_and_every_stamped_case_exists() {
         .chain(flowstate_testkit::EVENT_CASES)
         .chain(flowstate_testkit::LEASE_CASES)
         .chain(flowstate_testkit::RECOVERY_CASES)
+        .chain(flowstate_testkit::POOL_CASES)
         .map(|c| (*c).to_owned())
         .collect();
     stamped.sort();

@@ -26,6 +26,11 @@ flowstate_testkit::batch_suite!(
     common::harness::DieselHarness::create(Dialect::Sqlite)
 );
 
+flowstate_testkit::pool_suite!(
+    pool_conformance,
+    common::harness::DieselHarness::create(Dialect::Sqlite)
+);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn corrupt_rows_are_typed_errors() {
     common::corrupt::corrupt_rows_are_typed_errors(Dialect::Sqlite).await;
