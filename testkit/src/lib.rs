@@ -46,7 +46,11 @@
 //! two arguments: [`batch_suite!`] ([`BatchStepStore`](flowstate_core::BatchStepStore)),
 //! [`events_suite!`] ([`DefinitionStore`](flowstate_core::DefinitionStore),
 //! [`EventStore`](flowstate_core::EventStore)), [`lease_suite!`] (for a
-//! [`LeaseHarness`]) and [`virtual_users_suite!`]
+//! [`LeaseHarness`]), [`recovery_suite!`]
+//! ([`RecoveryStore`](flowstate_core::RecoveryStore),
+//! [`RunRecoveryStore`](flowstate_core::RunRecoveryStore), driving
+//! `flowstate-recovery`'s sweeps, guard and sweeper) and
+//! [`virtual_users_suite!`]
 //! ([`ScheduleStore`](flowstate_core::ScheduleStore),
 //! [`VirtualUserRunStore`](flowstate_core::VirtualUserRunStore), driving
 //! `flowstate_virtual_users::tick` and its runner through the store).
