@@ -93,7 +93,6 @@ mod cached;
 pub mod config;
 pub mod error;
 mod guard;
-mod guard_children;
 pub mod lease_clock;
 pub mod migrate;
 mod pool;

@@ -6,13 +6,13 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
 
-use flowstate_core::{Error, HistoryId, Result, RunId};
+use flowstate_core::{HistoryId, Result, RunId};
 
 use super::Pool;
 use super::sql::FIRST_HISTORY;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
-use crate::error::{backend, is_foreign_key_violation};
+use crate::error::or_missing_run;
 use crate::rows::StepRow;
 use crate::schema::flowstate_steps as steps;
 use crate::store::conflict::retry_conflicts;
@@ -22,16 +22,12 @@ use crate::store::conflict::retry_conflicts;
 pub(crate) async fn insert_step(
     pool: &Pool,
     _config: &StoreConfig,
+    run: RunId,
     row: &StepRow,
 ) -> Result<Option<StepRow>> {
     let mut conn = pool.get("insert_step").await?;
-    let holder = retry_conflicts!("insert_step", insert_once(&mut conn, row).await).map_err(
-        |err| match (is_foreign_key_violation(&err), row.run_id.parse::<RunId>()) {
-            (true, Ok(run)) => Error::RunNotFound(run),
-            _ => backend("insert_step", err),
-        },
-    )?;
-    Ok(holder)
+    retry_conflicts!("insert_step", insert_once(&mut conn, row).await)
+        .map_err(|err| or_missing_run("insert_step", run, err))
 }
 
 async fn insert_once(

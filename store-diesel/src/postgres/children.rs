@@ -27,5 +27,5 @@ pub(crate) async fn insert_children(
             .execute(&mut *conn)
             .await
     )
-    .map_err(|err| crate::guard_children::missing_parent(parent, err))
+    .map_err(|err| crate::error::or_missing_run("create_children", parent, err))
 }

@@ -28,9 +28,8 @@ pub(crate) async fn insert_children(
             {
                 Ok(n) => n,
                 Err(err) => {
-                    return Err(TxError::Port(crate::guard_children::missing_parent(
-                        parent, err,
-                    )));
+                    let err = crate::error::or_missing_run("create_children", parent, err);
+                    return Err(TxError::Port(err));
                 }
             };
         }

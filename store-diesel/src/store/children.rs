@@ -14,7 +14,6 @@ use diesel_async::RunQueryDsl;
 use flowstate_core::{ChildRunStore, Error, Inserted, NewChild, Result, Run, RunId, Timestamp};
 
 use super::{DieselStore, by_dialect, on_connection};
-use crate::error::backend;
 use crate::rows::RunRow;
 use crate::schema::flowstate_runs as runs;
 
@@ -46,8 +45,7 @@ impl ChildRunStore for DieselStore {
             .filter(runs::idempotency_key.eq_any(&keys))
             .select(RunRow::as_select())
             .load(conn)
-            .await)
-        .map_err(|err| backend(op, err))?;
+            .await)?;
         let mut by_key: HashMap<String, Run> = HashMap::with_capacity(stored.len());
         for row in stored {
             let run = Run::try_from(row)?;

@@ -18,7 +18,6 @@ use flowstate_core::{
 };
 
 use super::{DieselStore, InsertKeyedRun, TxError, in_transaction, on_connection};
-use crate::error::backend;
 use crate::rows::{RunRow, parse_id};
 use crate::rows_events::{DeliveryRow, EventRow};
 use crate::schema::{
@@ -235,21 +234,20 @@ impl EventStore for DieselStore {
             .select(EventRow::as_select())
             .first(conn)
             .await
-            .optional())
-        .map_err(|err| backend("get_event", err))?;
+            .optional())?;
         row.map_or(Err(Error::EventNotFound(id)), Event::try_from)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn pending_events(&self, limit: u32) -> Result<Vec<PendingEvent>> {
         let now = self.now();
-        let rows: Vec<(String, i64)> = on_connection!(self, "pending_events", |conn| pending!(now)
-            .select((events::id, events::attempts))
-            .order((events::dispatch_after, events::occurred_at, events::id))
-            .limit(i64::from(limit))
-            .load(conn)
-            .await)
-        .map_err(|err| backend("pending_events", err))?;
+        let rows: Vec<(String, i64)> =
+            on_connection!(self, "pending_events", |conn| pending!(now)
+                .select((events::id, events::attempts))
+                .order((events::dispatch_after, events::occurred_at, events::id))
+                .limit(i64::from(limit))
+                .load(conn)
+                .await)?;
         rows.into_iter()
             .map(|(id, attempts)| {
                 Ok(PendingEvent {
@@ -320,8 +318,7 @@ impl EventStore for DieselStore {
             events::dead_lettered_at.eq(dead),
         ))
         .execute(conn)
-        .await)
-        .map_err(|err| backend(op, err))?;
+        .await)?;
         if wrote == 0 {
             self.get_event(id).await?;
         }
@@ -356,8 +353,7 @@ impl EventStore for DieselStore {
                 .offset(i64::from(offset))
                 .load(conn)
                 .await
-        })
-        .map_err(|err| backend("list_undispatched", err))?;
+        })?;
         crate::rows::convert(rows)
     }
 
@@ -377,8 +373,7 @@ impl EventStore for DieselStore {
             events::dispatch_after.eq(now),
         ))
         .execute(conn)
-        .await)
-        .map_err(|err| backend("redrive", err))?;
+        .await)?;
         if wrote == 0 {
             self.get_event(id).await?;
         }
@@ -397,8 +392,7 @@ impl EventStore for DieselStore {
                 .first(conn)
                 .await
                 .optional()
-        })
-        .map_err(|err| backend("run_cause", err))?;
+        })?;
         let Some((delivery, event)) = row else {
             return Ok(None);
         };

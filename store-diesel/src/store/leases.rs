@@ -20,7 +20,6 @@ use flowstate_core::{
 };
 
 use super::{DieselStore, by_dialect, by_returning, on_connection};
-use crate::error::backend;
 use crate::rows::parse_status;
 use crate::rows_leases::LeaseRow;
 use crate::schema::flowstate_runs as runs;
@@ -102,8 +101,7 @@ impl DieselStore {
             .select(runs::id)
             .first(conn)
             .await
-            .optional())
-        .map_err(|err| backend(op, err))?;
+            .optional())?;
         Err(match found {
             Some(_) => Error::LeaseLost { run, token },
             None => Error::RunNotFound(run),
@@ -143,8 +141,7 @@ impl RunLeaseStore for DieselStore {
         ))
         .set(runs::lease_expires_at.eq(db_time!(conn, until)))
         .execute(conn)
-        .await)
-        .map_err(|err| backend("renew", err))?;
+        .await)?;
         if renewed == 0 {
             return self.lease_refused("renew", run, token).await;
         }
@@ -171,8 +168,7 @@ impl RunLeaseStore for DieselStore {
             runs::failure_reason.eq(outcome.reason()),
         ))
         .execute(conn)
-        .await)
-        .map_err(|err| backend("finish", err))?;
+        .await)?;
         if finished == 0 {
             return self.lease_refused("finish", run, token).await;
         }
@@ -251,8 +247,7 @@ impl RunLeaseStore for DieselStore {
                 )
             };
             release_with!(set)
-        }
-        .map_err(|err| backend("release", err))?;
+        }?;
         let Some((status, failures)) = released else {
             return self.lease_refused("release", run, token).await;
         };
@@ -274,8 +269,7 @@ impl RunLeaseStore for DieselStore {
         )
         .set(runs::cancel_requested.eq(true))
         .execute(conn)
-        .await)
-        .map_err(|err| backend("request_cancel", err))?;
+        .await)?;
         if marked == 0 {
             // Settled (nothing to do) or missing.
             self.lease_state(run).await?;
@@ -291,8 +285,7 @@ impl RunLeaseStore for DieselStore {
             .select(LeaseRow::as_select())
             .first(conn)
             .await
-            .optional())
-        .map_err(|err| backend("lease_state", err))?;
+            .optional())?;
         row.map(LeaseState::from).ok_or(Error::RunNotFound(run))
     }
 }

@@ -64,28 +64,18 @@ pub(crate) enum Pools {
 /// typed diesel query ending in `.await`) with `$conn` bound to a pooled
 /// connection of the store's dialect: the same DSL, compiled for each.
 /// A lock conflict runs the body again ([`conflict::retry_conflicts!`]);
-/// a pool timeout returns from the enclosing function.
+/// a pool timeout returns from the enclosing function. Evaluates to
+/// `flowstate_core::Result<T>`, a diesel error mapped by
+/// [`crate::error::backend`]; with `parent: run`, a foreign-key violation
+/// is that run missing ([`crate::error::or_missing_run`]).
 macro_rules! on_connection {
-    ($store:expr, $op:expr, |$conn:ident| $body:expr) => {
-        match &$store.pools {
-            #[cfg(feature = "postgres")]
-            $crate::store::Pools::Postgres(pool) => {
-                $crate::store::leased!(pool, $op, |$conn| $body)
-            }
-            #[cfg(feature = "mysql")]
-            $crate::store::Pools::Mysql(pool) => {
-                $crate::store::leased!(pool, $op, |$conn| $body)
-            }
-            #[cfg(feature = "sqlite")]
-            $crate::store::Pools::Sqlite(pool) => {
-                $crate::store::leased!(pool, $op, |$conn| $body)
-            }
-        }
+    ($store:expr, $op:expr, $(parent: $run:expr,)? |$conn:ident| $body:expr) => {
+        $crate::store::by_returning!($store, $op, $(parent: $run,)? |$conn| $body, mysql: |$conn| $body)
     };
 }
 pub(crate) use on_connection;
 
-/// One arm of [`on_connection!`]: take a pooled connection, run the body
+/// One arm of [`by_returning!`]: take a pooled connection, run the body
 /// on it (again after a conflict).
 macro_rules! leased {
     ($pool:expr, $op:expr, |$conn:ident| $body:expr) => {{
@@ -101,7 +91,13 @@ pub(crate) use leased;
 /// for MySQL, which has neither.
 macro_rules! by_returning {
     ($store:expr, $op:expr, |$conn:ident| $returning:expr, mysql: |$my:ident| $mysql:expr) => {
-        match &$store.pools {
+        $crate::store::by_returning!(
+            $store, $op, parent: None::<flowstate_core::RunId>,
+            |$conn| $returning, mysql: |$my| $mysql
+        )
+    };
+    ($store:expr, $op:expr, parent: $run:expr, |$conn:ident| $returning:expr, mysql: |$my:ident| $mysql:expr) => {{
+        let out: diesel::QueryResult<_> = match &$store.pools {
             #[cfg(feature = "postgres")]
             $crate::store::Pools::Postgres(pool) => {
                 $crate::store::leased!(pool, $op, |$conn| $returning)
@@ -112,8 +108,9 @@ macro_rules! by_returning {
             }
             #[cfg(feature = "mysql")]
             $crate::store::Pools::Mysql(pool) => $crate::store::leased!(pool, $op, |$my| $mysql),
-        }
-    };
+        };
+        out.map_err(|err| $crate::error::or_missing_run($op, $run, err))
+    }};
 }
 pub(crate) use by_returning;
 
@@ -296,7 +293,6 @@ impl DieselStore {
     pub async fn batch_execute(&self, sql: &str) -> flowstate_core::Result<()> {
         use diesel_async::SimpleAsyncConnection;
         on_connection!(self, "batch_execute", |conn| conn.batch_execute(sql).await)
-            .map_err(|err| crate::error::backend("batch_execute", err))
     }
 
     /// Takes one connection out of the pool and holds it until the answer

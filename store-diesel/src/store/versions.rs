@@ -10,7 +10,6 @@ use flowstate_core::{
 
 use super::runs::IDEMPOTENT_TRIES;
 use super::{DieselStore, by_returning, on_connection};
-use crate::error::backend;
 use crate::rows::VersionRow;
 use crate::schema::{JsonText, flowstate_workflow_versions as versions};
 
@@ -24,7 +23,6 @@ impl DieselStore {
             .first(conn)
             .await
             .optional())
-        .map_err(|err| backend("get_version", err))
     }
 }
 
@@ -61,8 +59,7 @@ impl VersionStore for DieselStore {
                 .on_conflict_do_nothing()
                 .execute(conn)
                 .await
-                .map(|_| None))
-            .map_err(|err| backend("upsert_version", err))?;
+                .map(|_| None))?;
             if wrote == Some(true) {
                 return Ok(Inserted {
                     record: WorkflowVersion::try_from(row)?,
