@@ -15,9 +15,7 @@
 //! a PAD SPACE collation on MySQL and MariaDB alike).
 
 mod batch;
-mod children;
 mod claim;
-mod events;
 mod leases;
 mod recovery;
 mod sql;
@@ -25,7 +23,6 @@ mod steps;
 mod transition;
 
 pub(crate) use batch::{claim_batch, complete_batch};
-pub(crate) use children::insert_children;
 pub(crate) use claim::claim;
 pub(crate) use leases::claim_runs;
 pub(crate) use recovery::reap_expired_leases;

@@ -30,7 +30,6 @@
 mod batch;
 mod children;
 mod claim;
-mod events;
 mod leases;
 mod recovery;
 mod sql;

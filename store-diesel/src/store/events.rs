@@ -2,8 +2,8 @@
 //! emit is one transaction (match, record, pin, and with `Now` create the
 //! runs), a dispatch another (lock the event, create its runs, mark it).
 //!
-//! Only the lock differs per dialect ([`LockPending`], in each dialect's
-//! `events.rs`): `FOR UPDATE SKIP LOCKED` on PostgreSQL and MySQL, and on
+//! Only the lock differs per dialect ([`LockPending`], stamped here for each
+//! connection): `FOR UPDATE SKIP LOCKED` on PostgreSQL and MySQL, and on
 //! SQLite nothing, since the dispatch's `BEGIN IMMEDIATE` already makes it
 //! the only writer. Runs are inserted with the same statement `create_run`
 //! sends ([`InsertKeyedRun`]), in the event's transaction.
@@ -31,7 +31,7 @@ const MAX_ERROR_BYTES: usize = 2_000;
 
 /// Locks event `id` for its dispatch if it is still pending at `now`,
 /// answering its row; `None` if it is not pending or another dispatcher
-/// holds it. Each dialect's `events.rs` implements it for its connection.
+/// holds it.
 pub(crate) trait LockPending {
     /// The lock.
     fn lock_pending(
@@ -41,30 +41,57 @@ pub(crate) trait LockPending {
     ) -> impl std::future::Future<Output = QueryResult<Option<EventRow>>> + Send;
 }
 
-/// Records an event row unless its dedupe key is taken: answers whether
-/// the insert itself says it wrote the row (`None`: it cannot tell, on
-/// MySQL, where `INSERT IGNORE` of a duplicate still reports a row). Each
-/// dialect's `events.rs` implements it for its connection.
-pub(crate) trait InsertEvent {
-    /// The insert.
-    fn insert_event(
-        &mut self,
-        row: &EventRow,
-    ) -> impl std::future::Future<Output = QueryResult<Option<bool>>> + Send;
-}
-
 /// The pending events, guarded as [`Event::is_pending`] says; each
 /// dialect's lock filters it to one id and adds its locking clause.
 macro_rules! pending {
     ($now:expr) => {
-        $crate::schema::flowstate_events::table
-            .filter($crate::schema::flowstate_events::dispatched_at.is_null())
-            .filter($crate::schema::flowstate_events::dead_lettered_at.is_null())
-            .filter($crate::schema::flowstate_events::matched.gt(0_i64))
-            .filter($crate::schema::flowstate_events::dispatch_after.le($now))
+        events::table
+            .filter(events::dispatched_at.is_null())
+            .filter(events::dead_lettered_at.is_null())
+            .filter(events::matched.gt(0_i64))
+            .filter(events::dispatch_after.le($now))
     };
 }
-pub(crate) use pending;
+
+/// PostgreSQL, MySQL 8 and MariaDB 10.6+ lock with `FOR UPDATE SKIP
+/// LOCKED`, so a dispatcher passes over an event another one holds instead
+/// of waiting for it.
+macro_rules! skip_locked {
+    ($conn:ty) => {
+        impl LockPending for $conn {
+            async fn lock_pending(&mut self, id: &str, now: i64) -> QueryResult<Option<EventRow>> {
+                pending!(now)
+                    .filter(events::id.eq(id))
+                    .select(EventRow::as_select())
+                    .for_update()
+                    .skip_locked()
+                    .first(self)
+                    .await
+                    .optional()
+            }
+        }
+    };
+}
+
+#[cfg(feature = "postgres")]
+skip_locked!(diesel_async::AsyncPgConnection);
+#[cfg(feature = "mysql")]
+skip_locked!(diesel_async::AsyncMysqlConnection);
+
+/// SQLite has no row locks and needs none: a dispatch runs in a `BEGIN
+/// IMMEDIATE` transaction, so it is the only writer until it commits, and a
+/// second dispatcher of the same event reads it dispatched.
+#[cfg(feature = "sqlite")]
+impl LockPending for crate::sqlite::SqliteConn {
+    async fn lock_pending(&mut self, id: &str, now: i64) -> QueryResult<Option<EventRow>> {
+        pending!(now)
+            .filter(events::id.eq(id))
+            .select(EventRow::as_select())
+            .first(self)
+            .await
+            .optional()
+    }
+}
 
 /// What an emit's transaction did.
 enum Emitted {
@@ -111,6 +138,7 @@ impl EventStore for DieselStore {
         let now = Timestamp::from_micros(self.now());
         let base = event.into_event(EventId::generate(), now);
         let target = base.target_workflow.map(|t| t.to_string());
+        let tells_skips = self.inserts_tell_skips();
         let emitted = in_transaction!(self, "emit", |conn| {
             let mut matching = activations::table
                 .inner_join(
@@ -148,7 +176,14 @@ impl EventStore for DieselStore {
                 record.attempts = 1;
             }
             let row = EventRow::new(&record, encoded.clone());
-            let wrote = conn.insert_event(&row).await?;
+            // `INSERT IGNORE` on MySQL: no foreign key on this table, so it
+            // hides nothing but the taken key.
+            let written = diesel::insert_into(events::table)
+                .values(&row)
+                .on_conflict_do_nothing()
+                .execute(conn)
+                .await?;
+            let wrote = tells_skips.then_some(written == 1);
             if wrote != Some(true) && base.dedupe_key.is_some() {
                 let first: Vec<(String, Option<String>)> = events::table
                     .left_join(deliveries::table.on(deliveries::event_id.eq(events::id)))

@@ -310,6 +310,14 @@ impl DieselStore {
         }))
     }
 
+    /// Whether an insert that skips a taken key says so by affecting no
+    /// row: not on MySQL, where a skipped duplicate still counts as a row
+    /// (`INSERT IGNORE`, or a matched row under `CLIENT_FOUND_ROWS`), so
+    /// the caller reads the holder of the key to know.
+    pub(crate) fn inserts_tell_skips(&self) -> bool {
+        self.dialect() != Dialect::Mysql
+    }
+
     /// The time to stamp on rows written now, in microseconds.
     pub(crate) fn now(&self) -> i64 {
         self.config.clock.now().as_micros()
