@@ -21,7 +21,7 @@ use flowstate_core::{
 
 use super::{DieselStore, by_dialect, by_returning, on_connection};
 use crate::rows::parse_status;
-use crate::rows_leases::LeaseRow;
+use crate::rows_leases::{LeaseRow, claimed};
 use crate::schema::flowstate_runs as runs;
 
 /// The database's time plus `$plus` microseconds (a bound `i64`), as a
@@ -108,6 +108,19 @@ impl DieselStore {
         })
     }
 
+    /// Up to `n` runs leased to `worker` by the dialect's claim, oldest
+    /// first; its input already checked.
+    async fn leased_runs(
+        &self,
+        worker: &str,
+        n: u32,
+        lease_for: Duration,
+    ) -> Result<Vec<RunLease>> {
+        let leases = claimed(by_dialect!(self, claim_runs(worker, n, lease_for))?)?;
+        tracing::debug!(claimed = leases.len(), "runs claimed");
+        Ok(leases)
+    }
+
     /// The lease clock offset, in microseconds.
     pub(super) fn lease_offset(&self) -> i64 {
         self.config.lease_clock_offset.micros()
@@ -118,14 +131,14 @@ impl RunLeaseStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(worker = %worker))]
     async fn claim_run(&self, worker: &str, lease_for: Duration) -> Result<Option<RunLease>> {
         self.config.limits.check_lease(worker, lease_for)?;
-        let leases: Vec<RunLease> = by_dialect!(self, claim_runs(worker, 1, lease_for))?;
+        let leases = self.leased_runs(worker, 1, lease_for).await?;
         Ok(leases.into_iter().next())
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(worker = %worker, n))]
     async fn claim_runs(&self, worker: &str, n: u32, lease_for: Duration) -> Result<Vec<RunLease>> {
         self.config.limits.check_claim_batch(worker, n, lease_for)?;
-        by_dialect!(self, claim_runs(worker, n, lease_for))
+        self.leased_runs(worker, n, lease_for).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]
