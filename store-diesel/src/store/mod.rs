@@ -118,33 +118,14 @@ pub(crate) use by_returning;
 /// (mapped by [`crate::error::backend`], a lock conflict running the work
 /// again), or an answer of the port (a typed not-found, a corrupt row) that
 /// also rolls the transaction back.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum TxError {
     /// A diesel error.
-    Db(diesel::result::Error),
+    #[error(transparent)]
+    Db(#[from] diesel::result::Error),
     /// The port's own answer.
-    Port(flowstate_core::Error),
-}
-
-impl std::fmt::Display for TxError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Db(err) => err.fmt(f),
-            Self::Port(err) => err.fmt(f),
-        }
-    }
-}
-
-impl From<diesel::result::Error> for TxError {
-    fn from(err: diesel::result::Error) -> Self {
-        Self::Db(err)
-    }
-}
-
-impl From<flowstate_core::Error> for TxError {
-    fn from(err: flowstate_core::Error) -> Self {
-        Self::Port(err)
-    }
+    #[error(transparent)]
+    Port(#[from] flowstate_core::Error),
 }
 
 /// Runs `$body` (an expression of type `Result<T, TxError>`, typed diesel
@@ -224,21 +205,17 @@ impl DieselStore {
     /// changes no table (diesel may create its own migrations table).
     pub async fn open(url: &str, config: StoreConfig) -> Result<Self> {
         let parsed = DatabaseUrl::parse(url)?;
-        let (pools, config) = match parsed.dialect {
+        let mut config = config;
+        let pools = match parsed.dialect {
             #[cfg(feature = "postgres")]
-            Dialect::Postgres => (
-                Pools::Postgres(crate::postgres::connect(&parsed.target, &config).await?),
-                config,
-            ),
+            Dialect::Postgres => {
+                Pools::Postgres(crate::postgres::connect(&parsed.target, &config).await?)
+            }
             #[cfg(feature = "mysql")]
-            Dialect::Mysql => (
-                Pools::Mysql(crate::mysql::connect(&parsed.target, &config).await?),
-                config,
-            ),
+            Dialect::Mysql => Pools::Mysql(crate::mysql::connect(&parsed.target, &config).await?),
             #[cfg(feature = "sqlite")]
             Dialect::Sqlite => {
-                let (pool, config) = crate::sqlite::connect(&parsed.target, config).await?;
-                (Pools::Sqlite(pool), config)
+                Pools::Sqlite(crate::sqlite::connect(&parsed.target, &mut config).await?)
             }
             #[allow(unreachable_patterns)]
             other => {
