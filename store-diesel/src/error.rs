@@ -106,6 +106,22 @@ pub(crate) fn backend(operation: &'static str, err: DieselError) -> flowstate_co
     flowstate_core::Error::backend(operation, retryable, err)
 }
 
+/// Maps a diesel error raised during `operation` on a row that references
+/// run `parent` by foreign key (its steps, state, effects, signals,
+/// children): a foreign-key violation is that run missing
+/// ([`flowstate_core::Error::RunNotFound`]); anything else, or no parent, is
+/// [`backend`].
+pub(crate) fn or_missing_run(
+    operation: &'static str,
+    parent: impl Into<Option<flowstate_core::RunId>>,
+    err: DieselError,
+) -> flowstate_core::Error {
+    match parent.into() {
+        Some(run) if is_foreign_key_violation(&err) => flowstate_core::Error::RunNotFound(run),
+        _ => backend(operation, err),
+    }
+}
+
 /// Whether a diesel error is transient.
 pub(crate) fn is_retryable(err: &DieselError) -> bool {
     match err {

@@ -21,6 +21,14 @@ pub(crate) enum Guarded {
     Unseen,
 }
 
+impl Guarded {
+    /// What a write that does not look why it matched nothing did: whether
+    /// its guard `moved` the step.
+    pub(crate) fn written(moved: bool) -> Self {
+        if moved { Self::Moved } else { Self::Unseen }
+    }
+}
+
 /// The error for a step transition to `to` that matched no row, given the
 /// step's status as read afterwards (`None`: no such step).
 pub(crate) fn step_transition_refused(

@@ -6,6 +6,7 @@
 //! they work on any tokio runtime flavour.
 
 use diesel::migration::MigrationSource;
+use diesel_async::async_connection_wrapper::AsyncConnectionWrapper as Blocking;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness};
 
 use crate::error::{Error, Result};
@@ -116,19 +117,13 @@ async fn run(url: &str, action: Action) -> Result<Outcome> {
     let task = tokio::task::spawn_blocking(move || -> Result<Outcome> {
         match dialect {
             #[cfg(feature = "postgres")]
-            Dialect::Postgres => {
-                type Conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper<
-                    diesel_async::AsyncPgConnection,
-                >;
-                apply::<Conn>(dialect, &target, &POSTGRES, action)
-            }
+            Dialect::Postgres => apply::<Blocking<diesel_async::AsyncPgConnection>>(
+                dialect, &target, &POSTGRES, action,
+            ),
             #[cfg(feature = "mysql")]
-            Dialect::Mysql => {
-                type Conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper<
-                    diesel_async::AsyncMysqlConnection,
-                >;
-                apply::<Conn>(dialect, &target, &MYSQL, action)
-            }
+            Dialect::Mysql => apply::<Blocking<diesel_async::AsyncMysqlConnection>>(
+                dialect, &target, &MYSQL, action,
+            ),
             #[cfg(feature = "sqlite")]
             Dialect::Sqlite => {
                 crate::sqlite::create_parent_dir(&target)?;

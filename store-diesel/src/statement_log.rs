@@ -1,9 +1,7 @@
 //! A record of the statements a store sends, for the statement-count tests
 //! and the bench: budgets are counted, not timed.
 
-use std::sync::Arc;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use diesel::connection::{Instrumentation, InstrumentationEvent};
 
@@ -14,7 +12,6 @@ use diesel::connection::{Instrumentation, InstrumentationEvent};
 /// too: `BEGIN` and `COMMIT` are statements the server answers.
 #[derive(Debug, Default)]
 pub struct StatementLog {
-    count: AtomicU64,
     statements: Mutex<Vec<String>>,
 }
 
@@ -26,24 +23,17 @@ impl StatementLog {
 
     /// How many statements have been sent so far.
     pub fn count(&self) -> u64 {
-        self.count.load(Ordering::Relaxed)
+        self.logged().len() as u64
     }
 
     /// The SQL of every statement sent so far.
     pub fn statements(&self) -> Vec<String> {
-        self.statements
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.logged().clone()
     }
 
     /// Forgets everything recorded so far.
     pub fn clear(&self) {
-        self.statements
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
-        self.count.store(0, Ordering::Relaxed);
+        self.logged().clear();
     }
 
     /// Runs `op` and returns its output with the statements it sent.
@@ -56,12 +46,12 @@ impl StatementLog {
         (out, self.statements())
     }
 
-    fn record(&self, sql: String) {
-        self.count.fetch_add(1, Ordering::Relaxed);
+    /// The statements, locked; a panic elsewhere while it was held leaves
+    /// them as they were.
+    fn logged(&self) -> MutexGuard<'_, Vec<String>> {
         self.statements
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(sql);
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The instrumentation to install on a connection so it reports here.
@@ -90,7 +80,7 @@ impl Instrumentation for LogInstrumentation {
                 .unwrap_or(&text)
                 .trim()
                 .to_owned();
-            self.log.record(sql);
+            self.log.logged().push(sql);
         }
     }
 }

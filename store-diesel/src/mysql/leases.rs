@@ -14,17 +14,16 @@
 use std::time::Duration;
 
 use diesel::prelude::*;
-use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
 
 use flowstate_core::lease::lease_micros;
-use flowstate_core::{Result, RunLease, RunStatus};
+use flowstate_core::{Result, RunStatus};
 
-use super::Pool;
+use super::{Pool, transaction};
 use crate::config::StoreConfig;
 use crate::error::backend;
-use crate::rows_leases::{LeasedRunRow, claimed};
+use crate::rows_leases::LeasedRunRow;
 use crate::schema::flowstate_runs as runs;
-use crate::store::conflict::retry_conflicts;
 use crate::store::{db_time, runnable};
 
 /// What one claim binds.
@@ -37,14 +36,14 @@ struct Claim<'a> {
 }
 
 /// [`RunLeaseStore::claim_runs`](flowstate_core::RunLeaseStore::claim_runs),
-/// its input already checked.
+/// its input already checked: the runs it leased, as written.
 pub(crate) async fn claim_runs(
     pool: &Pool,
     config: &StoreConfig,
     worker: &str,
     n: u32,
     lease_for: Duration,
-) -> Result<Vec<RunLease>> {
+) -> Result<Vec<LeasedRunRow>> {
     let offset = config.lease_clock_offset.micros();
     let claim = Claim {
         worker,
@@ -53,12 +52,44 @@ pub(crate) async fn claim_runs(
         until: offset.saturating_add(lease_micros(lease_for)),
         now: config.clock.now().as_micros(),
     };
-    let mut conn = pool.get("claim_run").await?;
-    let rows = retry_conflicts!("claim_run", claim_once(&mut conn, &claim).await)
-        .map_err(|err| backend("claim_run", err))?;
-    let leases = claimed(rows)?;
-    tracing::debug!(claimed = leases.len(), "runs claimed");
-    Ok(leases)
+    transaction!(pool, "claim_run", |conn| {
+        let cancelled = pick(conn, &claim, true).await?;
+        if !cancelled.is_empty() {
+            diesel::update(runs::table.filter(runs::id.eq_any(&cancelled)))
+                .set((
+                    runs::status.eq(RunStatus::Cancelled.as_str()),
+                    runs::updated_at.eq(claim.now),
+                    runs::lease_token.eq(runs::lease_token + 1),
+                    runs::lease_owner.eq(None::<String>),
+                    runs::lease_expires_at.eq(None::<i64>),
+                    runs::cancel_requested.eq(false),
+                    runs::wake_at.eq(None::<i64>),
+                    runs::waiting_on.eq(None::<String>),
+                ))
+                .execute(conn)
+                .await?;
+        }
+        let ids = pick(conn, &claim, false).await?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        diesel::update(runs::table.filter(runs::id.eq_any(&ids)))
+            .set((
+                runs::lease_token.eq(runs::lease_token + 1),
+                runs::lease_owner.eq(claim.worker),
+                runs::lease_expires_at.eq(db_time!(conn, claim.until)),
+                runs::wake_at.eq(None::<i64>),
+                runs::waiting_on.eq(None::<String>),
+            ))
+            .execute(conn)
+            .await?;
+        runs::table
+            .filter(runs::id.eq_any(&ids))
+            .select(LeasedRunRow::as_select())
+            .load(conn)
+            .await
+    })
+    .map_err(|err| backend("claim_run", err))
 }
 
 /// Up to `n` runnable runs with (or without) a cancel requested, locked.
@@ -81,49 +112,4 @@ async fn pick(
         .skip_locked()
         .load(conn)
         .await
-}
-
-/// The claim's transaction: the runs it leased, as written.
-async fn claim_once(
-    conn: &mut AsyncMysqlConnection,
-    claim: &Claim<'_>,
-) -> QueryResult<Vec<LeasedRunRow>> {
-    conn.transaction(async |conn| {
-        let cancelled = pick(conn, claim, true).await?;
-        if !cancelled.is_empty() {
-            diesel::update(runs::table.filter(runs::id.eq_any(&cancelled)))
-                .set((
-                    runs::status.eq(RunStatus::Cancelled.as_str()),
-                    runs::updated_at.eq(claim.now),
-                    runs::lease_token.eq(runs::lease_token + 1),
-                    runs::lease_owner.eq(None::<String>),
-                    runs::lease_expires_at.eq(None::<i64>),
-                    runs::cancel_requested.eq(false),
-                    runs::wake_at.eq(None::<i64>),
-                    runs::waiting_on.eq(None::<String>),
-                ))
-                .execute(conn)
-                .await?;
-        }
-        let ids = pick(conn, claim, false).await?;
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        diesel::update(runs::table.filter(runs::id.eq_any(&ids)))
-            .set((
-                runs::lease_token.eq(runs::lease_token + 1),
-                runs::lease_owner.eq(claim.worker),
-                runs::lease_expires_at.eq(db_time!(conn, claim.until)),
-                runs::wake_at.eq(None::<i64>),
-                runs::waiting_on.eq(None::<String>),
-            ))
-            .execute(conn)
-            .await?;
-        runs::table
-            .filter(runs::id.eq_any(&ids))
-            .select(LeasedRunRow::as_select())
-            .load(conn)
-            .await
-    })
-    .await
 }

@@ -18,9 +18,7 @@
 //! a PAD SPACE collation on MySQL and MariaDB alike).
 
 mod batch;
-mod children;
 mod claim;
-mod events;
 mod leases;
 mod recovery;
 mod sql;
@@ -28,7 +26,6 @@ mod steps;
 mod transition;
 
 pub(crate) use batch::{claim_batch, complete_batch};
-pub(crate) use children::insert_children;
 pub(crate) use claim::claim;
 pub(crate) use leases::claim_runs;
 pub(crate) use recovery::reap_expired_leases;
@@ -66,6 +63,21 @@ pub(crate) type Pool = ConnectionPool<AsyncMysqlConnection>;
 const SESSION_SETUP: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; \
      SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,\
      ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'";
+
+/// Runs `$body` (typed queries on `$conn`, a `QueryResult`) as one
+/// transaction on a connection of `$pool`, and again whole after a lock
+/// conflict ([`crate::store::conflict`]); evaluates to its last
+/// `QueryResult`. A pool timeout returns from the enclosing function.
+macro_rules! transaction {
+    ($pool:expr, $op:expr, |$conn:ident| $body:expr) => {{
+        let mut conn = $pool.get($op).await?;
+        $crate::store::conflict::retry_conflicts!(
+            $op,
+            diesel_async::AsyncConnection::transaction(&mut *conn, async |$conn| $body).await
+        )
+    }};
+}
+use transaction;
 
 /// Builds the pool for `url` (`mysql://user:password@host:port/database`)
 /// and opens one connection, so a bad URL or a server that is down is

@@ -9,15 +9,14 @@
 //! `UPDATE` of exactly those ids, in the same transaction.
 
 use diesel::prelude::*;
-use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 
 use flowstate_core::Result;
 
-use super::Pool;
+use super::{Pool, transaction};
 use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::schema::flowstate_runs as runs;
-use crate::store::conflict::retry_conflicts;
 use crate::store::expired;
 
 /// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::RunRecoveryStore::reap_expired_leases)
@@ -30,17 +29,7 @@ pub(crate) async fn reap_expired_leases(
 ) -> Result<Vec<(String, i64)>> {
     let op = "reap_expired_leases";
     let offset = config.lease_clock_offset.micros();
-    let mut conn = pool.get(op).await?;
-    retry_conflicts!(op, reap_once(&mut conn, offset, limit).await).map_err(|err| backend(op, err))
-}
-
-/// The reap's transaction.
-async fn reap_once(
-    conn: &mut AsyncMysqlConnection,
-    offset: i64,
-    limit: u32,
-) -> QueryResult<Vec<(String, i64)>> {
-    conn.transaction(async |conn| {
+    transaction!(pool, op, |conn| {
         let picked: Vec<(String, Option<i64>)> = expired!(conn, offset)
             .order((runs::lease_expires_at, runs::id))
             .limit(i64::from(limit))
@@ -65,5 +54,5 @@ async fn reap_once(
             .map(|(id, at)| (id, at.unwrap_or_default()))
             .collect())
     })
-    .await
+    .map_err(|err| backend(op, err))
 }

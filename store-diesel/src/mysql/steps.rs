@@ -4,70 +4,54 @@
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
-use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 
-use flowstate_core::{Error, HistoryId, Result, RunId};
+use flowstate_core::{HistoryId, Result, RunId};
 
-use super::Pool;
 use super::sql::FIRST_HISTORY;
+use super::{Pool, transaction};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
-use crate::error::{backend, is_foreign_key_violation};
+use crate::error::or_missing_run;
 use crate::rows::StepRow;
 use crate::schema::flowstate_steps as steps;
-use crate::store::conflict::retry_conflicts;
 
 /// Inserts `row` with its first history row; `None` if this call inserted
 /// it, else the step that already holds its name.
 pub(crate) async fn insert_step(
     pool: &Pool,
     _config: &StoreConfig,
+    run: RunId,
     row: &StepRow,
 ) -> Result<Option<StepRow>> {
-    let mut conn = pool.get("insert_step").await?;
-    let holder = retry_conflicts!("insert_step", insert_once(&mut conn, row).await).map_err(
-        |err| match (is_foreign_key_violation(&err), row.run_id.parse::<RunId>()) {
-            (true, Ok(run)) => Error::RunNotFound(run),
-            _ => backend("insert_step", err),
-        },
-    )?;
-    Ok(holder)
-}
-
-async fn insert_once(
-    conn: &mut AsyncMysqlConnection,
-    row: &StepRow,
-) -> diesel::QueryResult<Option<StepRow>> {
-    conn.transaction(async |conn| {
-        {
-            // A duplicate (run, name) counts as a matched row here
-            // (`CLIENT_FOUND_ROWS`), so the affected rows cannot tell; the
-            // row the upsert locked is read instead, whoever wrote it.
-            diesel::insert_into(steps::table)
-                .values(row)
-                .on_conflict(diesel::dsl::DuplicatedKeys)
-                .do_update()
-                .set(steps::id.eq(steps::id))
-                .execute(conn)
-                .await?;
-            let holder: StepRow = steps::table
-                .filter(steps::run_id.eq(&row.run_id))
-                .filter(steps::name.eq(&row.name))
-                .select(StepRow::as_select())
-                .first(conn)
-                .await?;
-            if holder.id != row.id {
-                return Ok(Some(holder));
-            }
-            diesel::sql_query(FIRST_HISTORY.as_str())
-                .bind::<Text, _>(HistoryId::generate().to_string())
-                .bind::<BigInt, _>(row.created_at)
-                .bind::<Text, _>(&row.id)
-                .cached()
-                .execute(conn)
-                .await?;
-            Ok(None)
+    transaction!(pool, "insert_step", |conn| {
+        // A duplicate (run, name) counts as a matched row here
+        // (`CLIENT_FOUND_ROWS`), so the affected rows cannot tell; the
+        // row the upsert locked is read instead, whoever wrote it.
+        diesel::insert_into(steps::table)
+            .values(row)
+            .on_conflict(diesel::dsl::DuplicatedKeys)
+            .do_update()
+            .set(steps::id.eq(steps::id))
+            .execute(conn)
+            .await?;
+        let holder: StepRow = steps::table
+            .filter(steps::run_id.eq(&row.run_id))
+            .filter(steps::name.eq(&row.name))
+            .select(StepRow::as_select())
+            .first(conn)
+            .await?;
+        if holder.id != row.id {
+            return Ok(Some(holder));
         }
+        diesel::sql_query(FIRST_HISTORY.as_str())
+            .bind::<Text, _>(HistoryId::generate().to_string())
+            .bind::<BigInt, _>(row.created_at)
+            .bind::<Text, _>(&row.id)
+            .cached()
+            .execute(conn)
+            .await?;
+        Ok(None)
     })
-    .await
+    .map_err(|err| or_missing_run("insert_step", run, err))
 }

@@ -4,19 +4,18 @@
 //! reads the status, on the error path only.
 
 use diesel::sql_types::{BigInt, Text};
-use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 
 use flowstate_core::{HistoryId, Result, StepId};
 
-use super::Pool;
-use super::sql::{MOVES, MoveSql};
+use super::sql::MOVES;
+use super::{Pool, transaction};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::guard::Guarded;
 use crate::schema::{Json, JsonText};
 use crate::sql::Move;
-use crate::store::conflict::retry_conflicts;
 
 /// A transition or retry of step `id`, its payload already encoded by core,
 /// as one transaction (run again after a lock conflict).
@@ -34,35 +33,15 @@ pub(crate) async fn guarded_move(
     );
     let payload = payload.map(JsonText);
     let sql = MOVES.get(step_move);
-    let mut conn = pool.get(op).await?;
-    let moved = retry_conflicts!(
-        op,
-        write_once(&mut conn, sql, &id, now, payload.as_ref()).await
-    )
-    .map_err(|err| backend(op, err))?;
-    Ok(if moved {
-        Guarded::Moved
-    } else {
-        Guarded::Unseen
-    })
-}
-
-async fn write_once(
-    conn: &mut AsyncMysqlConnection,
-    sql: &'static MoveSql,
-    id: &str,
-    now: i64,
-    payload: Option<&JsonText>,
-) -> diesel::QueryResult<bool> {
-    conn.transaction(async |conn| {
+    let moved = transaction!(pool, op, |conn| {
         let update = diesel::sql_query(sql.update.as_str())
             .into_boxed()
             .bind::<BigInt, _>(now);
-        let update = match payload {
+        let update = match &payload {
             Some(json) => update.bind::<Json, _>(json),
             None => update,
         };
-        if update.bind::<Text, _>(id).cached().execute(conn).await? == 0 {
+        if update.bind::<Text, _>(&id).cached().execute(conn).await? == 0 {
             return Ok(false);
         }
         let history = diesel::sql_query(sql.history.as_str())
@@ -74,8 +53,9 @@ async fn write_once(
         } else {
             history
         };
-        history.bind::<Text, _>(id).cached().execute(conn).await?;
+        history.bind::<Text, _>(&id).cached().execute(conn).await?;
         Ok(true)
     })
-    .await
+    .map_err(|err| backend(op, err))?;
+    Ok(Guarded::written(moved))
 }

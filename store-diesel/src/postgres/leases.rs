@@ -18,14 +18,14 @@ use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use flowstate_core::lease::lease_micros;
-use flowstate_core::{Result, RunLease, RunStatus};
+use flowstate_core::{Result, RunStatus};
 
 use super::Pool;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::lease_clock::DbClock;
-use crate::rows_leases::{LeasedRunRow, claimed};
+use crate::rows_leases::LeasedRunRow;
 use crate::store::leasable_texts;
 
 /// The claim. Binds: `$1` the `updated_at` stamp of a cancelled run, `$2`
@@ -62,17 +62,17 @@ static CLAIM_RUNS: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// [`RunLeaseStore::claim_runs`](flowstate_core::RunLeaseStore::claim_runs),
-/// its input already checked.
+/// its input already checked: the runs it leased, as written.
 pub(crate) async fn claim_runs(
     pool: &Pool,
     config: &StoreConfig,
     worker: &str,
     n: u32,
     lease_for: Duration,
-) -> Result<Vec<RunLease>> {
+) -> Result<Vec<LeasedRunRow>> {
     let offset = config.lease_clock_offset.micros();
     let mut conn = pool.get("claim_run").await?;
-    let rows: Vec<LeasedRunRow> = diesel::sql_query(CLAIM_RUNS.as_str())
+    diesel::sql_query(CLAIM_RUNS.as_str())
         .bind::<BigInt, _>(config.clock.now().as_micros())
         .bind::<BigInt, _>(offset)
         .bind::<BigInt, _>(i64::from(n))
@@ -81,8 +81,5 @@ pub(crate) async fn claim_runs(
         .cached()
         .load(&mut *conn)
         .await
-        .map_err(|err| backend("claim_run", err))?;
-    let leases = claimed(rows)?;
-    tracing::debug!(claimed = leases.len(), "runs claimed");
-    Ok(leases)
+        .map_err(|err| backend("claim_run", err))
 }

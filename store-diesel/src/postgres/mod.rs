@@ -14,9 +14,7 @@
 //! transaction is ever opened, and the pool sends no ping on checkout.
 
 mod batch;
-mod children;
 mod claim;
-mod events;
 mod leases;
 mod recovery;
 mod sql;
@@ -24,7 +22,6 @@ mod steps;
 mod transition;
 
 pub(crate) use batch::{claim_batch, complete_batch};
-pub(crate) use children::insert_children;
 pub(crate) use claim::claim;
 pub(crate) use leases::claim_runs;
 pub(crate) use recovery::reap_expired_leases;

@@ -11,7 +11,7 @@ use super::Pool;
 use super::sql::INSERT_STEP;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
-use crate::error::{backend, is_foreign_key_violation};
+use crate::error::{backend, or_missing_run};
 use crate::rows::StepRow;
 use crate::schema::{Json, flowstate_steps as steps};
 
@@ -27,6 +27,7 @@ struct InsertedRow {
 pub(crate) async fn insert_step(
     pool: &Pool,
     _config: &StoreConfig,
+    run: RunId,
     row: &StepRow,
 ) -> Result<Option<StepRow>> {
     let mut conn = pool.get("insert_step").await?;
@@ -44,12 +45,7 @@ pub(crate) async fn insert_step(
             .cached()
             .get_result(&mut *conn)
             .await
-            .map_err(
-                |err| match (is_foreign_key_violation(&err), row.run_id.parse::<RunId>()) {
-                    (true, Ok(run)) => Error::RunNotFound(run),
-                    _ => backend("insert_step", err),
-                },
-            )?;
+            .map_err(|err| or_missing_run("insert_step", run, err))?;
         if written.inserted == 1 {
             return Ok(None);
         }

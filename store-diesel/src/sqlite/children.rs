@@ -5,7 +5,6 @@
 use diesel::prelude::*;
 
 use super::{Pool, TxError, write};
-use crate::config::StoreConfig;
 use crate::rows::RunRow;
 use crate::schema::flowstate_runs as runs;
 
@@ -13,7 +12,6 @@ use crate::schema::flowstate_runs as runs;
 /// a missing parent is [`flowstate_core::Error::RunNotFound`].
 pub(crate) async fn insert_children(
     pool: &Pool,
-    _config: &StoreConfig,
     parent: flowstate_core::RunId,
     rows: Vec<RunRow>,
 ) -> flowstate_core::Result<usize> {
@@ -28,9 +26,8 @@ pub(crate) async fn insert_children(
             {
                 Ok(n) => n,
                 Err(err) => {
-                    return Err(TxError::Port(crate::guard_children::missing_parent(
-                        parent, err,
-                    )));
+                    let err = crate::error::or_missing_run("create_children", parent, err);
+                    return Err(TxError::Port(err));
                 }
             };
         }

@@ -16,13 +16,13 @@ use diesel::RunQueryDsl;
 use diesel::sql_types::{BigInt, Text};
 
 use flowstate_core::lease::lease_micros;
-use flowstate_core::{Result, RunLease, RunStatus};
+use flowstate_core::{Result, RunStatus};
 
 use super::{Pool, SqliteConn, Written, write};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::lease_clock::DbClock;
-use crate::rows_leases::{LeasedRunRow, claimed};
+use crate::rows_leases::LeasedRunRow;
 use crate::store::leasable_texts;
 
 /// The `IN (SELECT ...)` of runnable runs with (`1`) or without (`0`) a
@@ -75,19 +75,19 @@ static CLAIM: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// [`RunLeaseStore::claim_runs`](flowstate_core::RunLeaseStore::claim_runs),
-/// its input already checked.
+/// its input already checked: the runs it leased, as written.
 pub(crate) async fn claim_runs(
     pool: &Pool,
     config: &StoreConfig,
     worker: &str,
     n: u32,
     lease_for: Duration,
-) -> Result<Vec<RunLease>> {
+) -> Result<Vec<LeasedRunRow>> {
     let offset = config.lease_clock_offset.micros();
     let now = config.clock.now().as_micros();
     let worker = worker.to_owned();
     let until = offset.saturating_add(lease_micros(lease_for));
-    let rows = write(pool, "claim_run", move |conn| {
+    write(pool, "claim_run", move |conn| {
         let _cancelled: Vec<Written> = diesel::sql_query(CANCEL.as_str())
             .bind::<BigInt, _>(now)
             .bind::<BigInt, _>(offset)
@@ -95,7 +95,7 @@ pub(crate) async fn claim_runs(
             .bind::<BigInt, _>(i64::from(n))
             .cached()
             .load(conn)?;
-        let rows: Vec<LeasedRunRow> = diesel::sql_query(CLAIM.as_str())
+        let claimed: Vec<LeasedRunRow> = diesel::sql_query(CLAIM.as_str())
             .bind::<Text, _>(&worker)
             .bind::<BigInt, _>(until)
             .bind::<BigInt, _>(offset)
@@ -103,10 +103,7 @@ pub(crate) async fn claim_runs(
             .bind::<BigInt, _>(i64::from(n))
             .cached()
             .load(conn)?;
-        Ok(rows)
+        Ok(claimed)
     })
-    .await?;
-    let leases = claimed(rows)?;
-    tracing::debug!(claimed = leases.len(), "runs claimed");
-    Ok(leases)
+    .await
 }

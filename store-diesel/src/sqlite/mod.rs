@@ -30,7 +30,6 @@
 mod batch;
 mod children;
 mod claim;
-mod events;
 mod leases;
 mod recovery;
 mod sql;
@@ -73,9 +72,8 @@ pub(crate) type Pool = ConnectionPool<SqliteConn>;
 /// leaves it once `sqlite://` is stripped), creating its parent directory
 /// if it is missing, and checks that a connection can be made. For
 /// `:memory:` the pool holds one connection and the schema is applied on
-/// it; the config answered says so.
-pub(crate) async fn connect(url: &str, config: StoreConfig) -> crate::Result<(Pool, StoreConfig)> {
-    let mut config = config;
+/// it, and `config` is changed to say so.
+pub(crate) async fn connect(url: &str, config: &mut StoreConfig) -> crate::Result<Pool> {
     let in_memory = crate::url::is_sqlite_memory(url);
     if in_memory {
         // Each connection to `:memory:` is a database of its own.
@@ -90,7 +88,7 @@ pub(crate) async fn connect(url: &str, config: StoreConfig) -> crate::Result<(Po
         "PRAGMA busy_timeout = {busy_ms}; PRAGMA journal_mode = WAL; \
          PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;"
     );
-    let pool = ConnectionPool::build(DIALECT, url, &config, move |conn: &mut SqliteConn| {
+    let pool = ConnectionPool::build(DIALECT, url, config, move |conn: &mut SqliteConn| {
         let pragmas = pragmas.clone();
         conn.spawn_blocking(move |conn| {
             conn.batch_execute(&pragmas)?;
@@ -107,7 +105,7 @@ pub(crate) async fn connect(url: &str, config: StoreConfig) -> crate::Result<(Po
         pool_size = config.pool_size,
         "sqlite store opened"
     );
-    Ok((pool, config))
+    Ok(pool)
 }
 
 /// Runs `work` as one `BEGIN IMMEDIATE` transaction in one hop to the

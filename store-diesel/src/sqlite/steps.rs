@@ -5,12 +5,12 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 
-use flowstate_core::{Error, HistoryId, Result, RunId, StepStatus};
+use flowstate_core::{HistoryId, Result, RunId, StepStatus};
 
 use super::sql::MOVES;
 use super::{Pool, TxError, write, wrote};
 use crate::config::StoreConfig;
-use crate::error::is_foreign_key_violation;
+use crate::error::or_missing_run;
 use crate::rows::StepRow;
 use crate::schema::flowstate_steps as steps;
 use crate::sql::Move;
@@ -20,6 +20,7 @@ use crate::sql::Move;
 pub(crate) async fn insert_step(
     pool: &Pool,
     _config: &StoreConfig,
+    run: RunId,
     row: &StepRow,
 ) -> Result<Option<StepRow>> {
     let row = row.clone();
@@ -29,12 +30,7 @@ pub(crate) async fn insert_step(
             .on_conflict((steps::run_id, steps::name))
             .do_nothing()
             .execute(conn)
-            .map_err(
-                |err| match (is_foreign_key_violation(&err), row.run_id.parse::<RunId>()) {
-                    (true, Ok(run)) => TxError::Port(Error::RunNotFound(run)),
-                    _ => TxError::Db(err),
-                },
-            )?;
+            .map_err(|err| TxError::Port(or_missing_run("insert_step", run, err)))?;
         if inserted == 0 {
             let holder = steps::table
                 .filter(steps::run_id.eq(&row.run_id))

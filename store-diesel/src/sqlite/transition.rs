@@ -28,11 +28,7 @@ pub(crate) async fn guarded_move(
     let now = config.clock.now().as_micros();
     write(pool, step_move.operation(), move |conn| {
         let moved = move_once(conn, step_move, now, &id.to_string(), payload)?;
-        Ok(if moved {
-            Guarded::Moved
-        } else {
-            Guarded::Unseen
-        })
+        Ok(Guarded::written(moved))
     })
     .await
 }

@@ -14,7 +14,6 @@ use flowstate_core::{
 };
 
 use super::{DieselStore, by_dialect, on_connection};
-use crate::error::backend;
 use crate::rows::{convert, parse_status};
 use crate::schema::flowstate_steps as steps;
 
@@ -40,8 +39,7 @@ impl DieselStore {
             .filter(steps::id.eq_any(&ids))
             .select((steps::id, steps::status))
             .load(conn)
-            .await)
-        .map_err(|err| backend(op, err))?;
+            .await)?;
         rows.into_iter()
             .map(|(id, status)| Ok((id.clone(), parse_status::<StepStatus>(&id, &status)?)))
             .collect()

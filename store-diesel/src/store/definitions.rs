@@ -16,7 +16,7 @@ use flowstate_core::{
 };
 
 use super::{DieselStore, TxError, in_transaction, on_connection};
-use crate::error::{backend, is_foreign_key_violation};
+use crate::error::is_foreign_key_violation;
 use crate::rows::convert;
 use crate::rows_events::{ActivationRow, PublishedVersionRow, WorkflowRow};
 use crate::schema::{
@@ -33,7 +33,6 @@ impl DieselStore {
             .first(conn)
             .await
             .optional())
-        .map_err(|err| backend(op, err))
     }
 
     /// The activation row `id`, if any.
@@ -44,7 +43,6 @@ impl DieselStore {
             .first(conn)
             .await
             .optional())
-        .map_err(|err| backend(op, err))
     }
 }
 
@@ -68,16 +66,14 @@ impl DefinitionStore for DieselStore {
             .values(&row)
             .on_conflict_do_nothing()
             .execute(conn)
-            .await)
-        .map_err(|err| backend(op, err))?;
+            .await)?;
         let holder: WorkflowRow = on_connection!(self, op, |conn| workflows::table
             .filter(workflows::app_id.eq(&row.app_id))
             .filter(workflows::scope_id.eq(&row.scope_id))
             .filter(workflows::name.eq(&row.name))
             .select(WorkflowRow::as_select())
             .first(conn)
-            .await)
-        .map_err(|err| backend(op, err))?;
+            .await)?;
         let inserted = holder.id == row.id;
         Ok(Inserted {
             record: Workflow::try_from(holder)?,
@@ -104,8 +100,7 @@ impl DefinitionStore for DieselStore {
                 .select(WorkflowRow::as_select())
                 .load(conn)
                 .await
-        })
-        .map_err(|err| backend("list_workflows", err))?;
+        })?;
         convert(rows)
     }
 
@@ -118,8 +113,7 @@ impl DefinitionStore for DieselStore {
         )
         .set(workflows::enabled.eq(enabled))
         .execute(conn)
-        .await)
-        .map_err(|err| backend(op, err))?;
+        .await)?;
         self.workflow_row(op, &id_text)
             .await?
             .map_or(Err(Error::WorkflowNotFound(id)), Workflow::try_from)
@@ -186,8 +180,7 @@ impl DefinitionStore for DieselStore {
                 .select(PublishedVersionRow::as_select())
                 .load(conn)
                 .await
-        })
-        .map_err(|err| backend("list_versions", err))?;
+        })?;
         convert(rows)
     }
 
@@ -209,8 +202,7 @@ impl DefinitionStore for DieselStore {
             .filter(versions::workflow_id.eq(&row.workflow_id))
             .count()
             .get_result(conn)
-            .await)
-        .map_err(|err| backend(op, err))?;
+            .await)?;
         if owned == 0 {
             self.get_workflow(activation.workflow).await?;
             return Err(Error::PublishedVersionNotFound {
@@ -221,8 +213,7 @@ impl DefinitionStore for DieselStore {
         on_connection!(self, op, |conn| diesel::insert_into(activations::table)
             .values(&row)
             .execute(conn)
-            .await)
-        .map_err(|err| backend(op, err))?;
+            .await)?;
         Activation::try_from(row)
     }
 
@@ -235,8 +226,7 @@ impl DefinitionStore for DieselStore {
         )
         .set(activations::enabled.eq(enabled))
         .execute(conn)
-        .await)
-        .map_err(|err| backend(op, err))?;
+        .await)?;
         self.activation_row(op, &id_text)
             .await?
             .map_or(Err(Error::ActivationNotFound(id)), Activation::try_from)
@@ -252,8 +242,7 @@ impl DefinitionStore for DieselStore {
                 .select(ActivationRow::as_select())
                 .load(conn)
                 .await
-        })
-        .map_err(|err| backend("list_activations", err))?;
+        })?;
         convert(rows)
     }
 }

@@ -13,7 +13,6 @@ use flowstate_core::backend::decode_json;
 use flowstate_core::{EffectBegin, EffectJournal, Error, Result, RunId, StrandedEffect, Timestamp};
 
 use super::{DieselStore, by_returning, on_connection};
-use crate::error::{backend, is_foreign_key_violation};
 use crate::rows::parse_id;
 use crate::schema::{JsonText, flowstate_effects as effects};
 
@@ -43,7 +42,7 @@ impl EffectJournal for DieselStore {
             began_at: self.now(),
             settled_at: None,
         };
-        by_returning!(self, op, |conn| diesel::insert_into(effects::table)
+        by_returning!(self, op, parent: run, |conn| diesel::insert_into(effects::table)
             .values(&row)
             .on_conflict((effects::run_id, effects::effect_key))
             .do_nothing()
@@ -55,20 +54,12 @@ impl EffectJournal for DieselStore {
             .do_update()
             .set(effects::run_id.eq(effects::run_id))
             .execute(conn)
-            .await)
-        .map_err(|err| {
-            if is_foreign_key_violation(&err) {
-                Error::RunNotFound(run)
-            } else {
-                backend(op, err)
-            }
-        })?;
+            .await)?;
         let stored: EffectRow = on_connection!(self, op, |conn| effects::table
             .find((&row.run_id, &row.effect_key))
             .select(EffectRow::as_select())
             .first(conn)
-            .await)
-        .map_err(|err| backend(op, err))?;
+            .await)?;
         Ok(match stored.outcome {
             _ if stored.began_by == mine => EffectBegin::Started,
             Some(outcome) => {
@@ -97,8 +88,7 @@ impl EffectJournal for DieselStore {
             effects::settled_at.eq(Some(now)),
         ))
         .execute(conn)
-        .await)
-        .map_err(|err| backend(op, err))?;
+        .await)?;
         if settled == 1 {
             return Ok(());
         }
@@ -108,8 +98,7 @@ impl EffectJournal for DieselStore {
             .select(effects::run_id)
             .first(conn)
             .await
-            .optional())
-        .map_err(|err| backend(op, err))?;
+            .optional())?;
         match found {
             Some(_) => Ok(()),
             None => Err(Error::EffectNotFound {
@@ -131,8 +120,7 @@ impl EffectJournal for DieselStore {
             .order((effects::began_at, effects::run_id, effects::effect_key))
             .select((effects::run_id, effects::effect_key, effects::began_at))
             .load(conn)
-            .await)
-        .map_err(|err| backend(op, err))?;
+            .await)?;
         rows.into_iter()
             .map(|(run, key, began_at)| {
                 Ok(StrandedEffect {

@@ -2,8 +2,8 @@
 //! emit is one transaction (match, record, pin, and with `Now` create the
 //! runs), a dispatch another (lock the event, create its runs, mark it).
 //!
-//! Only the lock differs per dialect ([`LockPending`], in each dialect's
-//! `events.rs`): `FOR UPDATE SKIP LOCKED` on PostgreSQL and MySQL, and on
+//! Only the lock differs per dialect ([`LockPending`], stamped here for each
+//! connection): `FOR UPDATE SKIP LOCKED` on PostgreSQL and MySQL, and on
 //! SQLite nothing, since the dispatch's `BEGIN IMMEDIATE` already makes it
 //! the only writer. Runs are inserted with the same statement `create_run`
 //! sends ([`InsertKeyedRun`]), in the event's transaction.
@@ -18,7 +18,6 @@ use flowstate_core::{
 };
 
 use super::{DieselStore, InsertKeyedRun, TxError, in_transaction, on_connection};
-use crate::error::backend;
 use crate::rows::{RunRow, parse_id};
 use crate::rows_events::{DeliveryRow, EventRow};
 use crate::schema::{
@@ -32,7 +31,7 @@ const MAX_ERROR_BYTES: usize = 2_000;
 
 /// Locks event `id` for its dispatch if it is still pending at `now`,
 /// answering its row; `None` if it is not pending or another dispatcher
-/// holds it. Each dialect's `events.rs` implements it for its connection.
+/// holds it.
 pub(crate) trait LockPending {
     /// The lock.
     fn lock_pending(
@@ -42,30 +41,57 @@ pub(crate) trait LockPending {
     ) -> impl std::future::Future<Output = QueryResult<Option<EventRow>>> + Send;
 }
 
-/// Records an event row unless its dedupe key is taken: answers whether
-/// the insert itself says it wrote the row (`None`: it cannot tell, on
-/// MySQL, where `INSERT IGNORE` of a duplicate still reports a row). Each
-/// dialect's `events.rs` implements it for its connection.
-pub(crate) trait InsertEvent {
-    /// The insert.
-    fn insert_event(
-        &mut self,
-        row: &EventRow,
-    ) -> impl std::future::Future<Output = QueryResult<Option<bool>>> + Send;
-}
-
 /// The pending events, guarded as [`Event::is_pending`] says; each
 /// dialect's lock filters it to one id and adds its locking clause.
 macro_rules! pending {
     ($now:expr) => {
-        $crate::schema::flowstate_events::table
-            .filter($crate::schema::flowstate_events::dispatched_at.is_null())
-            .filter($crate::schema::flowstate_events::dead_lettered_at.is_null())
-            .filter($crate::schema::flowstate_events::matched.gt(0_i64))
-            .filter($crate::schema::flowstate_events::dispatch_after.le($now))
+        events::table
+            .filter(events::dispatched_at.is_null())
+            .filter(events::dead_lettered_at.is_null())
+            .filter(events::matched.gt(0_i64))
+            .filter(events::dispatch_after.le($now))
     };
 }
-pub(crate) use pending;
+
+/// PostgreSQL, MySQL 8 and MariaDB 10.6+ lock with `FOR UPDATE SKIP
+/// LOCKED`, so a dispatcher passes over an event another one holds instead
+/// of waiting for it.
+macro_rules! skip_locked {
+    ($conn:ty) => {
+        impl LockPending for $conn {
+            async fn lock_pending(&mut self, id: &str, now: i64) -> QueryResult<Option<EventRow>> {
+                pending!(now)
+                    .filter(events::id.eq(id))
+                    .select(EventRow::as_select())
+                    .for_update()
+                    .skip_locked()
+                    .first(self)
+                    .await
+                    .optional()
+            }
+        }
+    };
+}
+
+#[cfg(feature = "postgres")]
+skip_locked!(diesel_async::AsyncPgConnection);
+#[cfg(feature = "mysql")]
+skip_locked!(diesel_async::AsyncMysqlConnection);
+
+/// SQLite has no row locks and needs none: a dispatch runs in a `BEGIN
+/// IMMEDIATE` transaction, so it is the only writer until it commits, and a
+/// second dispatcher of the same event reads it dispatched.
+#[cfg(feature = "sqlite")]
+impl LockPending for crate::sqlite::SqliteConn {
+    async fn lock_pending(&mut self, id: &str, now: i64) -> QueryResult<Option<EventRow>> {
+        pending!(now)
+            .filter(events::id.eq(id))
+            .select(EventRow::as_select())
+            .first(self)
+            .await
+            .optional()
+    }
+}
 
 /// What an emit's transaction did.
 enum Emitted {
@@ -112,6 +138,7 @@ impl EventStore for DieselStore {
         let now = Timestamp::from_micros(self.now());
         let base = event.into_event(EventId::generate(), now);
         let target = base.target_workflow.map(|t| t.to_string());
+        let tells_skips = self.inserts_tell_skips();
         let emitted = in_transaction!(self, "emit", |conn| {
             let mut matching = activations::table
                 .inner_join(
@@ -149,7 +176,14 @@ impl EventStore for DieselStore {
                 record.attempts = 1;
             }
             let row = EventRow::new(&record, encoded.clone());
-            let wrote = conn.insert_event(&row).await?;
+            // `INSERT IGNORE` on MySQL: no foreign key on this table, so it
+            // hides nothing but the taken key.
+            let written = diesel::insert_into(events::table)
+                .values(&row)
+                .on_conflict_do_nothing()
+                .execute(conn)
+                .await?;
+            let wrote = tells_skips.then_some(written == 1);
             if wrote != Some(true) && base.dedupe_key.is_some() {
                 let first: Vec<(String, Option<String>)> = events::table
                     .left_join(deliveries::table.on(deliveries::event_id.eq(events::id)))
@@ -235,21 +269,20 @@ impl EventStore for DieselStore {
             .select(EventRow::as_select())
             .first(conn)
             .await
-            .optional())
-        .map_err(|err| backend("get_event", err))?;
+            .optional())?;
         row.map_or(Err(Error::EventNotFound(id)), Event::try_from)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn pending_events(&self, limit: u32) -> Result<Vec<PendingEvent>> {
         let now = self.now();
-        let rows: Vec<(String, i64)> = on_connection!(self, "pending_events", |conn| pending!(now)
-            .select((events::id, events::attempts))
-            .order((events::dispatch_after, events::occurred_at, events::id))
-            .limit(i64::from(limit))
-            .load(conn)
-            .await)
-        .map_err(|err| backend("pending_events", err))?;
+        let rows: Vec<(String, i64)> =
+            on_connection!(self, "pending_events", |conn| pending!(now)
+                .select((events::id, events::attempts))
+                .order((events::dispatch_after, events::occurred_at, events::id))
+                .limit(i64::from(limit))
+                .load(conn)
+                .await)?;
         rows.into_iter()
             .map(|(id, attempts)| {
                 Ok(PendingEvent {
@@ -320,8 +353,7 @@ impl EventStore for DieselStore {
             events::dead_lettered_at.eq(dead),
         ))
         .execute(conn)
-        .await)
-        .map_err(|err| backend(op, err))?;
+        .await)?;
         if wrote == 0 {
             self.get_event(id).await?;
         }
@@ -356,8 +388,7 @@ impl EventStore for DieselStore {
                 .offset(i64::from(offset))
                 .load(conn)
                 .await
-        })
-        .map_err(|err| backend("list_undispatched", err))?;
+        })?;
         crate::rows::convert(rows)
     }
 
@@ -377,8 +408,7 @@ impl EventStore for DieselStore {
             events::dispatch_after.eq(now),
         ))
         .execute(conn)
-        .await)
-        .map_err(|err| backend("redrive", err))?;
+        .await)?;
         if wrote == 0 {
             self.get_event(id).await?;
         }
@@ -397,8 +427,7 @@ impl EventStore for DieselStore {
                 .first(conn)
                 .await
                 .optional()
-        })
-        .map_err(|err| backend("run_cause", err))?;
+        })?;
         let Some((delivery, event)) = row else {
             return Ok(None);
         };

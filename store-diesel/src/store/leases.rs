@@ -20,9 +20,8 @@ use flowstate_core::{
 };
 
 use super::{DieselStore, by_dialect, by_returning, on_connection};
-use crate::error::backend;
 use crate::rows::parse_status;
-use crate::rows_leases::LeaseRow;
+use crate::rows_leases::{LeaseRow, claimed};
 use crate::schema::flowstate_runs as runs;
 
 /// The database's time plus `$plus` microseconds (a bound `i64`), as a
@@ -102,12 +101,24 @@ impl DieselStore {
             .select(runs::id)
             .first(conn)
             .await
-            .optional())
-        .map_err(|err| backend(op, err))?;
+            .optional())?;
         Err(match found {
             Some(_) => Error::LeaseLost { run, token },
             None => Error::RunNotFound(run),
         })
+    }
+
+    /// Up to `n` runs leased to `worker` by the dialect's claim, oldest
+    /// first; its input already checked.
+    async fn leased_runs(
+        &self,
+        worker: &str,
+        n: u32,
+        lease_for: Duration,
+    ) -> Result<Vec<RunLease>> {
+        let leases = claimed(by_dialect!(self, claim_runs(worker, n, lease_for))?)?;
+        tracing::debug!(claimed = leases.len(), "runs claimed");
+        Ok(leases)
     }
 
     /// The lease clock offset, in microseconds.
@@ -120,14 +131,14 @@ impl RunLeaseStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(worker = %worker))]
     async fn claim_run(&self, worker: &str, lease_for: Duration) -> Result<Option<RunLease>> {
         self.config.limits.check_lease(worker, lease_for)?;
-        let leases: Vec<RunLease> = by_dialect!(self, claim_runs(worker, 1, lease_for))?;
+        let leases = self.leased_runs(worker, 1, lease_for).await?;
         Ok(leases.into_iter().next())
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(worker = %worker, n))]
     async fn claim_runs(&self, worker: &str, n: u32, lease_for: Duration) -> Result<Vec<RunLease>> {
         self.config.limits.check_claim_batch(worker, n, lease_for)?;
-        by_dialect!(self, claim_runs(worker, n, lease_for))
+        self.leased_runs(worker, n, lease_for).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]
@@ -143,8 +154,7 @@ impl RunLeaseStore for DieselStore {
         ))
         .set(runs::lease_expires_at.eq(db_time!(conn, until)))
         .execute(conn)
-        .await)
-        .map_err(|err| backend("renew", err))?;
+        .await)?;
         if renewed == 0 {
             return self.lease_refused("renew", run, token).await;
         }
@@ -171,8 +181,7 @@ impl RunLeaseStore for DieselStore {
             runs::failure_reason.eq(outcome.reason()),
         ))
         .execute(conn)
-        .await)
-        .map_err(|err| backend("finish", err))?;
+        .await)?;
         if finished == 0 {
             return self.lease_refused("finish", run, token).await;
         }
@@ -251,8 +260,7 @@ impl RunLeaseStore for DieselStore {
                 )
             };
             release_with!(set)
-        }
-        .map_err(|err| backend("release", err))?;
+        }?;
         let Some((status, failures)) = released else {
             return self.lease_refused("release", run, token).await;
         };
@@ -274,8 +282,7 @@ impl RunLeaseStore for DieselStore {
         )
         .set(runs::cancel_requested.eq(true))
         .execute(conn)
-        .await)
-        .map_err(|err| backend("request_cancel", err))?;
+        .await)?;
         if marked == 0 {
             // Settled (nothing to do) or missing.
             self.lease_state(run).await?;
@@ -291,8 +298,7 @@ impl RunLeaseStore for DieselStore {
             .select(LeaseRow::as_select())
             .first(conn)
             .await
-            .optional())
-        .map_err(|err| backend("lease_state", err))?;
+            .optional())?;
         row.map(LeaseState::from).ok_or(Error::RunNotFound(run))
     }
 }

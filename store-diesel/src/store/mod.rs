@@ -64,28 +64,18 @@ pub(crate) enum Pools {
 /// typed diesel query ending in `.await`) with `$conn` bound to a pooled
 /// connection of the store's dialect: the same DSL, compiled for each.
 /// A lock conflict runs the body again ([`conflict::retry_conflicts!`]);
-/// a pool timeout returns from the enclosing function.
+/// a pool timeout returns from the enclosing function. Evaluates to
+/// `flowstate_core::Result<T>`, a diesel error mapped by
+/// [`crate::error::backend`]; with `parent: run`, a foreign-key violation
+/// is that run missing ([`crate::error::or_missing_run`]).
 macro_rules! on_connection {
-    ($store:expr, $op:expr, |$conn:ident| $body:expr) => {
-        match &$store.pools {
-            #[cfg(feature = "postgres")]
-            $crate::store::Pools::Postgres(pool) => {
-                $crate::store::leased!(pool, $op, |$conn| $body)
-            }
-            #[cfg(feature = "mysql")]
-            $crate::store::Pools::Mysql(pool) => {
-                $crate::store::leased!(pool, $op, |$conn| $body)
-            }
-            #[cfg(feature = "sqlite")]
-            $crate::store::Pools::Sqlite(pool) => {
-                $crate::store::leased!(pool, $op, |$conn| $body)
-            }
-        }
+    ($store:expr, $op:expr, $(parent: $run:expr,)? |$conn:ident| $body:expr) => {
+        $crate::store::by_returning!($store, $op, $(parent: $run,)? |$conn| $body, mysql: |$conn| $body)
     };
 }
 pub(crate) use on_connection;
 
-/// One arm of [`on_connection!`]: take a pooled connection, run the body
+/// One arm of [`by_returning!`]: take a pooled connection, run the body
 /// on it (again after a conflict).
 macro_rules! leased {
     ($pool:expr, $op:expr, |$conn:ident| $body:expr) => {{
@@ -101,7 +91,13 @@ pub(crate) use leased;
 /// for MySQL, which has neither.
 macro_rules! by_returning {
     ($store:expr, $op:expr, |$conn:ident| $returning:expr, mysql: |$my:ident| $mysql:expr) => {
-        match &$store.pools {
+        $crate::store::by_returning!(
+            $store, $op, parent: None::<flowstate_core::RunId>,
+            |$conn| $returning, mysql: |$my| $mysql
+        )
+    };
+    ($store:expr, $op:expr, parent: $run:expr, |$conn:ident| $returning:expr, mysql: |$my:ident| $mysql:expr) => {{
+        let out: diesel::QueryResult<_> = match &$store.pools {
             #[cfg(feature = "postgres")]
             $crate::store::Pools::Postgres(pool) => {
                 $crate::store::leased!(pool, $op, |$conn| $returning)
@@ -112,8 +108,9 @@ macro_rules! by_returning {
             }
             #[cfg(feature = "mysql")]
             $crate::store::Pools::Mysql(pool) => $crate::store::leased!(pool, $op, |$my| $mysql),
-        }
-    };
+        };
+        out.map_err(|err| $crate::error::or_missing_run($op, $run, err))
+    }};
 }
 pub(crate) use by_returning;
 
@@ -121,33 +118,14 @@ pub(crate) use by_returning;
 /// (mapped by [`crate::error::backend`], a lock conflict running the work
 /// again), or an answer of the port (a typed not-found, a corrupt row) that
 /// also rolls the transaction back.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum TxError {
     /// A diesel error.
-    Db(diesel::result::Error),
+    #[error(transparent)]
+    Db(#[from] diesel::result::Error),
     /// The port's own answer.
-    Port(flowstate_core::Error),
-}
-
-impl std::fmt::Display for TxError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Db(err) => err.fmt(f),
-            Self::Port(err) => err.fmt(f),
-        }
-    }
-}
-
-impl From<diesel::result::Error> for TxError {
-    fn from(err: diesel::result::Error) -> Self {
-        Self::Db(err)
-    }
-}
-
-impl From<flowstate_core::Error> for TxError {
-    fn from(err: flowstate_core::Error) -> Self {
-        Self::Port(err)
-    }
+    #[error(transparent)]
+    Port(#[from] flowstate_core::Error),
 }
 
 /// Runs `$body` (an expression of type `Result<T, TxError>`, typed diesel
@@ -227,21 +205,17 @@ impl DieselStore {
     /// changes no table (diesel may create its own migrations table).
     pub async fn open(url: &str, config: StoreConfig) -> Result<Self> {
         let parsed = DatabaseUrl::parse(url)?;
-        let (pools, config) = match parsed.dialect {
+        let mut config = config;
+        let pools = match parsed.dialect {
             #[cfg(feature = "postgres")]
-            Dialect::Postgres => (
-                Pools::Postgres(crate::postgres::connect(&parsed.target, &config).await?),
-                config,
-            ),
+            Dialect::Postgres => {
+                Pools::Postgres(crate::postgres::connect(&parsed.target, &config).await?)
+            }
             #[cfg(feature = "mysql")]
-            Dialect::Mysql => (
-                Pools::Mysql(crate::mysql::connect(&parsed.target, &config).await?),
-                config,
-            ),
+            Dialect::Mysql => Pools::Mysql(crate::mysql::connect(&parsed.target, &config).await?),
             #[cfg(feature = "sqlite")]
             Dialect::Sqlite => {
-                let (pool, config) = crate::sqlite::connect(&parsed.target, config).await?;
-                (Pools::Sqlite(pool), config)
+                Pools::Sqlite(crate::sqlite::connect(&parsed.target, &mut config).await?)
             }
             #[allow(unreachable_patterns)]
             other => {
@@ -296,7 +270,6 @@ impl DieselStore {
     pub async fn batch_execute(&self, sql: &str) -> flowstate_core::Result<()> {
         use diesel_async::SimpleAsyncConnection;
         on_connection!(self, "batch_execute", |conn| conn.batch_execute(sql).await)
-            .map_err(|err| crate::error::backend("batch_execute", err))
     }
 
     /// Takes one connection out of the pool and holds it until the answer
@@ -312,6 +285,14 @@ impl DieselStore {
             #[cfg(feature = "sqlite")]
             Pools::Sqlite(pool) => Box::new(pool.get(op).await?),
         }))
+    }
+
+    /// Whether an insert that skips a taken key says so by affecting no
+    /// row: not on MySQL, where a skipped duplicate still counts as a row
+    /// (`INSERT IGNORE`, or a matched row under `CLIENT_FOUND_ROWS`), so
+    /// the caller reads the holder of the key to know.
+    pub(crate) fn inserts_tell_skips(&self) -> bool {
+        self.dialect() != Dialect::Mysql
     }
 
     /// The time to stamp on rows written now, in microseconds.

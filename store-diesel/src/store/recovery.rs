@@ -29,7 +29,6 @@ use flowstate_core::{
 use super::{
     DieselStore, by_dialect, by_returning, db_time, leasable_texts, on_connection, runnable,
 };
-use crate::error::backend;
 use crate::rows::{parse_id, parse_status};
 use crate::rows_leases::LeasedRunRow;
 use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
@@ -162,8 +161,7 @@ impl RecoveryStore for DieselStore {
                 steps::updated_at,
             ))
             .load(conn)
-            .await)
-        .map_err(|err| backend(op, err))?;
+            .await)?;
         let found = rows
             .into_iter()
             .map(UndispatchedStep::try_from)
@@ -216,8 +214,7 @@ impl RecoveryStore for DieselStore {
                     .single_value(),
             ))
             .load(conn)
-            .await)
-        .map_err(|err| backend(op, err))?;
+            .await)?;
         let found = rows
             .into_iter()
             .map(|(id, updated_at, steps_at)| {
@@ -301,8 +298,7 @@ impl RunRecoveryStore for DieselStore {
                     .map(|row| Leased::Won(Box::new(row)))
             })
             .await
-        })
-        .map_err(|err| backend(op, err))?;
+        })?;
         match leased {
             Leased::Won(row) => {
                 let lease = RunLease::try_from(*row)?;

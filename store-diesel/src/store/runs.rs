@@ -14,7 +14,6 @@ use flowstate_core::{
 
 use super::{DieselStore, by_returning, on_connection};
 use crate::cached::CacheExt;
-use crate::error::{backend, is_foreign_key_violation};
 use crate::guard::run_transition_refused;
 use crate::rows::{RunRow, convert, parse_status};
 use crate::schema::flowstate_runs as runs;
@@ -51,18 +50,15 @@ impl DieselStore {
             .first(conn)
             .await
             .optional())
-        .map_err(|err| backend("create_run", err))
     }
 
     /// Inserts `row`, whose idempotency key may be taken: answers whether
     /// the insert itself says it wrote the row (`None`: it cannot tell, on
     /// MySQL, where a duplicate counts as a matched row).
-    async fn insert_keyed_run(
-        &self,
-        row: &RunRow,
-        fail: impl Fn(diesel::result::Error) -> Error,
-    ) -> Result<Option<bool>> {
-        on_connection!(self, "create_run", |conn| conn.insert_keyed_run(row).await).map_err(fail)
+    async fn insert_keyed_run(&self, row: &RunRow, parent: Option<RunId>) -> Result<Option<bool>> {
+        on_connection!(self, "create_run", parent: parent, |conn| conn
+            .insert_keyed_run(row)
+            .await)
     }
 }
 
@@ -117,27 +113,19 @@ impl InsertKeyedRun for diesel_async::AsyncMysqlConnection {
     }
 }
 
-/// A foreign-key violation on create means the parent does not exist.
-fn missing_parent(parent: Option<RunId>) -> impl Fn(diesel::result::Error) -> Error {
-    move |err| match (parent, is_foreign_key_violation(&err)) {
-        (Some(parent), true) => Error::RunNotFound(parent),
-        _ => backend("create_run", err),
-    }
-}
-
 impl RunStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(workflow = %run.workflow))]
     async fn create_run(&self, run: NewRun) -> Result<Inserted<Run>> {
         let input = self.config.limits.encode_run(&run)?;
         let record = run.into_run(RunId::generate(), Timestamp::from_micros(self.now()));
         let row = RunRow::new(&record, input);
-        let fail = missing_parent(record.parent);
         let Some(key) = record.idempotency_key.as_deref() else {
-            on_connection!(self, "create_run", |conn| diesel::insert_into(runs::table)
-                .values(&row)
-                .execute(conn)
-                .await)
-            .map_err(&fail)?;
+            on_connection!(self, "create_run", parent: record.parent, |conn| {
+                diesel::insert_into(runs::table)
+                    .values(&row)
+                    .execute(conn)
+                    .await
+            })?;
             tracing::debug!(run = %record.id, "run created");
             return Ok(Inserted {
                 record,
@@ -145,7 +133,7 @@ impl RunStore for DieselStore {
             });
         };
         for _ in 0..IDEMPOTENT_TRIES {
-            if self.insert_keyed_run(&row, &fail).await? == Some(true) {
+            if self.insert_keyed_run(&row, record.parent).await? == Some(true) {
                 tracing::debug!(run = %record.id, "run created");
                 return Ok(Inserted {
                     record,
@@ -176,8 +164,7 @@ impl RunStore for DieselStore {
             .select(RunRow::as_select())
             .first(conn)
             .await
-            .optional())
-        .map_err(|err| backend("get_run", err))?;
+            .optional())?;
         row.map_or(Err(Error::RunNotFound(id)), Run::try_from)
     }
 
@@ -220,8 +207,7 @@ impl RunStore for DieselStore {
                 .cached()
                 .load(conn)
                 .await
-        })
-        .map_err(|err| backend("list_runs", err))?;
+        })?;
         let items: Vec<Run> = convert(rows)?;
         let next = (items.len() == limit as usize)
             .then(|| items.last().map(RunCursor::after))
@@ -256,8 +242,7 @@ impl RunStore for DieselStore {
                     .map(Some)
             })
             .await
-        })
-        .map_err(|err| backend(op, err))?;
+        })?;
         if let Some(row) = moved {
             return Run::try_from(row);
         }
@@ -273,8 +258,7 @@ impl RunStore for DieselStore {
             runs::table.find(&id_text)
         )
         .execute(conn)
-        .await)
-        .map_err(|err| backend("delete_run", err))?;
+        .await)?;
         if deleted == 0 {
             return Err(Error::RunNotFound(id));
         }
@@ -298,8 +282,7 @@ impl RunStore for DieselStore {
                 ))
                 .load(conn)
                 .await
-        })
-        .map_err(|err| backend("count_children", err))?;
+        })?;
         if rows.is_empty() {
             return Err(Error::RunNotFound(parent));
         }

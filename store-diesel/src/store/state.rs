@@ -10,11 +10,10 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use serde_json::{Map, Value};
 
-use flowstate_core::{Error, Result, RunId};
+use flowstate_core::{Result, RunId};
 
 use super::{DieselStore, by_returning, on_connection};
 use crate::cached::CacheExt;
-use crate::error::{backend, is_foreign_key_violation};
 use crate::rows::{StateRow, joined_to_run, state_map};
 use crate::schema::{JsonText, flowstate_run_state as state, flowstate_runs as runs};
 
@@ -29,7 +28,7 @@ impl DieselStore {
             value: JsonText(self.config.limits.encode("state value", value)?),
         };
         let op = "write_state";
-        by_returning!(self, op, |conn| diesel::insert_into(state::table)
+        by_returning!(self, op, parent: run, |conn| diesel::insert_into(state::table)
             .values(&row)
             .on_conflict((state::run_id, state::state_key))
             .do_update()
@@ -47,14 +46,7 @@ impl DieselStore {
             .set(state::value.eq(&row.value))
             .cached()
             .execute(conn)
-            .await)
-        .map_err(|err| {
-            if is_foreign_key_violation(&err) {
-                Error::RunNotFound(run)
-            } else {
-                backend(op, err)
-            }
-        })?;
+            .await)?;
         Ok(())
     }
 
@@ -69,8 +61,7 @@ impl DieselStore {
                 .filter(runs::id.eq(&run_text))
                 .select((state::state_key, state::value).nullable())
                 .load(conn)
-                .await)
-            .map_err(|err| backend("read_state", err))?;
+                .await)?;
         state_map(run, joined_to_run(run, rows)?)
     }
 }

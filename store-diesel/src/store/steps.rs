@@ -11,7 +11,6 @@ use flowstate_core::{
 };
 
 use super::{DieselStore, by_dialect, on_connection};
-use crate::error::backend;
 use crate::guard::{Guarded, step_transition_refused};
 use crate::rows::{AttemptRow, StepRow, convert, joined_to_run};
 use crate::schema::flowstate_steps as steps;
@@ -33,8 +32,7 @@ impl DieselStore {
             .select(StepRow::as_select())
             .first(conn)
             .await
-            .optional())
-        .map_err(|err| backend(op, err))?;
+            .optional())?;
         row.map(Step::try_from).transpose()
     }
 }
@@ -53,8 +51,7 @@ impl DieselStore {
                     .select(steps::status)
                     .first::<String>(conn)
                     .await
-                    .optional())
-                .map_err(|err| backend("step_status", err))?
+                    .optional())?
             }
         };
         Err(step_transition_refused(id, status.as_deref(), to))
@@ -71,7 +68,7 @@ impl StepStore for DieselStore {
         )?;
         let row = StepRow::new(&record, encoded.input, encoded.retry_delay_ms);
         // `None`: this call inserted the step; else the step holding the name.
-        let holder: Option<StepRow> = by_dialect!(self, insert_step(&row))?;
+        let holder: Option<StepRow> = by_dialect!(self, insert_step(record.run, &row))?;
         let inserted = holder.is_none();
         tracing::debug!(run = %record.run, inserted, "step inserted");
         Ok(Inserted {
@@ -91,8 +88,7 @@ impl StepStore for DieselStore {
             .select(StepRow::as_select())
             .first(conn)
             .await
-            .optional())
-        .map_err(|err| backend("get_step", err))?;
+            .optional())?;
         row.map_or(Err(Error::StepNotFound(id)), Step::try_from)
     }
 
@@ -117,8 +113,7 @@ impl StepStore for DieselStore {
             .order((steps::created_at, steps::name))
             .select(Option::<StepRow>::as_select())
             .load(conn)
-            .await)
-        .map_err(|err| backend("list_steps", err))?;
+            .await)?;
         convert(joined_to_run(run, rows)?)
     }
 
@@ -169,8 +164,7 @@ impl StepStore for DieselStore {
                 .order((history::created_at, history::attempt, history::id))
                 .select(Option::<AttemptRow>::as_select())
                 .load(conn)
-                .await)
-            .map_err(|err| backend("step_history", err))?;
+                .await)?;
         convert(joined_to_run(run, rows)?)
     }
 
@@ -186,8 +180,7 @@ impl StepStore for DieselStore {
         )
         .set((steps::branch_taken.eq(branch), steps::updated_at.eq(now)))
         .execute(conn)
-        .await)
-        .map_err(|err| backend("set_branch_taken", err))?;
+        .await)?;
         if matched == 0 {
             return Err(Error::StepNotFound(id));
         }

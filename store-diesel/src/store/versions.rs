@@ -9,8 +9,7 @@ use flowstate_core::{
 };
 
 use super::runs::IDEMPOTENT_TRIES;
-use super::{DieselStore, by_returning, on_connection};
-use crate::error::backend;
+use super::{DieselStore, on_connection};
 use crate::rows::VersionRow;
 use crate::schema::{JsonText, flowstate_workflow_versions as versions};
 
@@ -24,7 +23,6 @@ impl DieselStore {
             .first(conn)
             .await
             .optional())
-        .map_err(|err| backend("get_version", err))
     }
 }
 
@@ -44,26 +42,18 @@ impl VersionStore for DieselStore {
                 created_at: self.now(),
             };
             // The unique (workflow, graph_hash) decides. Whether this call
-            // wrote the row is told by the affected rows, except on MySQL,
-            // where a duplicate still counts as a matched row
-            // (`CLIENT_FOUND_ROWS`): there the holder is read, as for runs.
-            let wrote: Option<bool> = by_returning!(self, "upsert_version", |conn| {
+            // wrote the row is told by the affected rows, except on MySQL
+            // ([`DieselStore::inserts_tell_skips`]): there the holder is
+            // read, as for runs. No foreign key on this table, so MySQL's
+            // `INSERT IGNORE` hides nothing.
+            let written = on_connection!(self, "upsert_version", |conn| {
                 diesel::insert_into(versions::table)
                     .values(&row)
                     .on_conflict_do_nothing()
                     .execute(conn)
                     .await
-                    .map(|n| Some(n == 1))
-            },
-            // No foreign key on this table, so `INSERT IGNORE` hides nothing.
-            mysql: |conn| diesel::insert_into(versions::table)
-                .values(&row)
-                .on_conflict_do_nothing()
-                .execute(conn)
-                .await
-                .map(|_| None))
-            .map_err(|err| backend("upsert_version", err))?;
-            if wrote == Some(true) {
+            })?;
+            if self.inserts_tell_skips() && written == 1 {
                 return Ok(Inserted {
                     record: WorkflowVersion::try_from(row)?,
                     inserted: true,

@@ -69,8 +69,7 @@ impl DieselStore {
             runs::updated_at.eq(now),
         ))
         .execute(conn)
-        .await)
-        .map_err(|err| backend(op, err))?;
+        .await)?;
         if settled == 0 {
             return Err(self.not_running(id).await);
         }
@@ -113,8 +112,7 @@ impl ScheduleStore for DieselStore {
             .do_update()
             .set(replaced)
             .execute(conn)
-            .await)
-        .map_err(|err| backend(op, err))?;
+            .await)?;
         Ok(())
     }
 
@@ -126,8 +124,7 @@ impl ScheduleStore for DieselStore {
             .select(ScheduleRow::as_select())
             .first(conn)
             .await
-            .optional())
-        .map_err(|err| backend("get_schedule", err))?;
+            .optional())?;
         row.map(Schedule::try_from).transpose()
     }
 
@@ -144,8 +141,7 @@ impl ScheduleStore for DieselStore {
                 .select(ScheduleRow::as_select())
                 .load(conn)
                 .await
-        })
-        .map_err(|err| backend("due_schedules", err))?;
+        })?;
         convert(rows)
     }
 
@@ -172,8 +168,7 @@ impl ScheduleStore for DieselStore {
             schedules::updated_at.eq(now),
         ))
         .execute(conn)
-        .await)
-        .map_err(|err| backend("claim_schedule", err))?;
+        .await)?;
         Ok(claimed == 1)
     }
 }
@@ -193,8 +188,7 @@ impl VirtualUserRunStore for DieselStore {
         )
         .values(&row)
         .execute(conn)
-        .await)
-        .map_err(|err| backend("start_virtual_user_run", err))?;
+        .await)?;
         Ok(run)
     }
 
@@ -206,8 +200,7 @@ impl VirtualUserRunStore for DieselStore {
             .select(VirtualUserRunRow::as_select())
             .first(conn)
             .await
-            .optional())
-        .map_err(|err| backend("get_virtual_user_run", err))?;
+            .optional())?;
         row.map_or(
             Err(Error::VirtualUserRunNotFound(id)),
             VirtualUserRun::try_from,
@@ -223,26 +216,26 @@ impl VirtualUserRunStore for DieselStore {
             self.config.limits.check_persona(persona)?;
         }
         let limit = i64::from(query.effective_limit());
-        let rows: Vec<VirtualUserRunRow> = on_connection!(self, "list_virtual_user_runs", |conn| {
-            let mut listing = runs::table
-                .select(VirtualUserRunRow::as_select())
-                .into_boxed();
-            if let Some(persona) = &query.persona {
-                listing = listing.filter(runs::persona.eq(persona));
-            }
-            if let Some(status) = query.status {
-                listing = listing.filter(runs::status.eq(status.as_str()));
-            }
-            // Boxed, so never kept prepared by diesel; its text is one of
-            // four filter combinations, so it is cached here.
-            listing
-                .order((runs::created_at.desc(), runs::id.desc()))
-                .limit(limit)
-                .cached()
-                .load(conn)
-                .await
-        })
-        .map_err(|err| backend("list_virtual_user_runs", err))?;
+        let rows: Vec<VirtualUserRunRow> =
+            on_connection!(self, "list_virtual_user_runs", |conn| {
+                let mut listing = runs::table
+                    .select(VirtualUserRunRow::as_select())
+                    .into_boxed();
+                if let Some(persona) = &query.persona {
+                    listing = listing.filter(runs::persona.eq(persona));
+                }
+                if let Some(status) = query.status {
+                    listing = listing.filter(runs::status.eq(status.as_str()));
+                }
+                // Boxed, so never kept prepared by diesel; its text is one of
+                // four filter combinations, so it is cached here.
+                listing
+                    .order((runs::created_at.desc(), runs::id.desc()))
+                    .limit(limit)
+                    .cached()
+                    .load(conn)
+                    .await
+            })?;
         convert(rows)
     }
 
@@ -391,8 +384,7 @@ impl VirtualUserRunStore for DieselStore {
                 .limit(i64::from(limit))
                 .select((transcript::seq, transcript::entry, transcript::at).nullable())
                 .load(conn)
-                .await)
-            .map_err(|err| backend("read_transcript", err))?;
+                .await)?;
         if rows.is_empty() {
             return Err(Error::VirtualUserRunNotFound(id));
         }

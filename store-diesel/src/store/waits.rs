@@ -10,12 +10,11 @@ use serde_json::Value;
 
 use flowstate_core::backend::decode_json;
 use flowstate_core::lease::lease_micros;
-use flowstate_core::{Error, Result, RunId, RunWaitStore, Wait};
+use flowstate_core::{Result, RunId, RunWaitStore, Wait};
 
 use super::leases::{held, stored_token};
 use super::{DieselStore, by_returning, db_time, leasable_texts, on_connection};
 use crate::cached::CacheExt;
-use crate::error::{backend, is_foreign_key_violation};
 use crate::schema::{JsonText, flowstate_run_signals as signals, flowstate_runs as runs};
 
 /// A signal to insert.
@@ -56,8 +55,7 @@ impl RunWaitStore for DieselStore {
                     .execute(conn)
                     .await
             }
-        })
-        .map_err(|err| backend("wait", err))?;
+        })?;
         if waited == 0 {
             return self.lease_refused("wait", run, token).await;
         }
@@ -74,7 +72,7 @@ impl RunWaitStore for DieselStore {
             payload: JsonText(self.config.limits.encode("signal payload", payload)?),
             sent_at: self.now(),
         };
-        by_returning!(self, "signal", |conn| diesel::insert_into(signals::table)
+        by_returning!(self, "signal", parent: run, |conn| diesel::insert_into(signals::table)
             .values(&row)
             .on_conflict((signals::run_id, signals::name))
             .do_update()
@@ -92,14 +90,7 @@ impl RunWaitStore for DieselStore {
             .set((signals::payload.eq(&row.payload), signals::sent_at.eq(row.sent_at)))
             .cached()
             .execute(conn)
-            .await)
-        .map_err(|err| {
-            if is_foreign_key_violation(&err) {
-                Error::RunNotFound(run)
-            } else {
-                backend("signal", err)
-            }
-        })?;
+            .await)?;
         Ok(())
     }
 
@@ -146,8 +137,7 @@ impl RunWaitStore for DieselStore {
                 Ok(payload)
             })
             .await
-        })
-        .map_err(|err| backend("take_signal", err))?;
+        })?;
         if let Some(payload) = payload {
             return decode_json("signal payload", &id, &payload.0).map(Some);
         }
@@ -156,8 +146,7 @@ impl RunWaitStore for DieselStore {
             on_connection!(self, "take_signal", |conn| held!(conn, &id, stored, offset)
                 .count()
                 .get_result(conn)
-                .await)
-            .map_err(|err| backend("take_signal", err))?;
+                .await)?;
         if holds == 0 {
             return self.lease_refused("take_signal", run, token).await;
         }
@@ -177,8 +166,7 @@ impl RunWaitStore for DieselStore {
             runs::waiting_on.eq(None::<String>),
         ))
         .execute(conn)
-        .await)
-        .map_err(|err| backend("wake_expired", err))?;
+        .await)?;
         tracing::debug!(woken, "expired waits ended");
         Ok(woken as u64)
     }
