@@ -1,7 +1,9 @@
 //! Batches on PostgreSQL: a batch claim and a batch of completions, one
-//! statement each however many steps they carry.
+//! statement each however many steps they carry (the claim's inside a
+//! transaction that first fixes how it scans).
 //!
-//! The claim picks its steps with `FOR UPDATE SKIP LOCKED`, so concurrent
+//! The claim picks its steps with `FOR UPDATE SKIP LOCKED`, through an
+//! ordered scan of its partial index ([`ORDERED_PICK`]), so concurrent
 //! batch claimers take disjoint sets without waiting on each other, and a
 //! per-name claim racing a batch waits on the row lock, re-checks its guard
 //! and loses. The completions are `unnest`ed arrays joined into one guarded
@@ -12,7 +14,7 @@ use std::sync::LazyLock;
 
 use diesel::QueryableByName;
 use diesel::sql_types::{Array, BigInt, Text};
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncConnection, RunQueryDsl};
 
 use flowstate_core::{HistoryId, Result, StepStatus};
 
@@ -98,8 +100,24 @@ struct Moved {
     id: String,
 }
 
+/// Turns off bitmap scans for the rest of the claim's transaction.
+///
+/// Every claim leaves its steps' entries in the partial index it walks
+/// (PostgreSQL removes index entries only at `VACUUM`), and the next claims
+/// start from the oldest entry again. An ordered index scan marks each
+/// entry whose row is dead to every snapshot (`kill_prior_tuple`), so later
+/// claims step over it without reading the heap; a bitmap scan never does,
+/// and reads the heap of every claimed step since the last vacuum on every
+/// claim. The planner picks the bitmap scan and a sort whenever its
+/// statistics say few steps are claimable, which is the usual state of a
+/// queue, so the claim cannot leave the choice to it: on a table holding
+/// 40,000 claimed steps, an empty claim took 6.2 ms through the bitmap
+/// scan, and 1.0 ms through the index once its entries were marked.
+const ORDERED_PICK: &str = "SET LOCAL enable_bitmapscan = off";
+
 /// [`BatchStepStore::claim_batch`](flowstate_core::BatchStepStore::claim_batch),
-/// its function already checked and `limit` at least 1.
+/// its function already checked and `limit` at least 1: one transaction,
+/// [`ORDERED_PICK`] then the claim.
 pub(crate) async fn claim_batch(
     pool: &Pool,
     config: &StoreConfig,
@@ -110,21 +128,20 @@ pub(crate) async fn claim_batch(
     let history_ids: Vec<String> = (0..limit)
         .map(|_| HistoryId::generate().to_string())
         .collect();
+    let now = config.clock.now().as_micros();
     let mut conn = pool.get(op).await?;
-    let query = diesel::sql_query(CLAIM_BATCH[usize::from(function.is_some())].as_str())
-        .bind::<BigInt, _>(config.clock.now().as_micros())
-        .bind::<BigInt, _>(i64::from(limit))
-        .bind::<Array<Text>, _>(history_ids);
-    match function {
-        Some(function) => {
-            query
-                .bind::<Text, _>(function)
-                .cached()
-                .load(&mut *conn)
-                .await
+    conn.transaction(async |conn| {
+        diesel::sql_query(ORDERED_PICK).execute(conn).await?;
+        let query = diesel::sql_query(CLAIM_BATCH[usize::from(function.is_some())].as_str())
+            .bind::<BigInt, _>(now)
+            .bind::<BigInt, _>(i64::from(limit))
+            .bind::<Array<Text>, _>(history_ids);
+        match function {
+            Some(function) => query.bind::<Text, _>(function).cached().load(conn).await,
+            None => query.cached().load(conn).await,
         }
-        None => query.cached().load(&mut *conn).await,
-    }
+    })
+    .await
     .map_err(|err| backend(op, err))
 }
 

@@ -258,14 +258,28 @@ async fn the_batch_claim_reaches_steps_through_its_partial_index_on_100k_steps()
     ] {
         let (claimed, statements) = log.capture(store.claim_batch(&claim)).await;
         assert_eq!(claimed.unwrap().len(), 64);
-        assert_eq!(statements.len(), 1, "{statements:?}");
+        let verbs: Vec<&str> = statements
+            .iter()
+            .map(|s| s.split_whitespace().next().unwrap_or_default())
+            .collect();
+        assert_eq!(verbs, ["BEGIN", "SET", "WITH", "COMMIT"], "{statements:#?}");
+        assert_eq!(statements[1], "SET LOCAL enable_bitmapscan = off");
         let mut all = vec!["1000000".to_owned(), "64".to_owned(), history_ids.clone()];
         all.append(&mut args);
-        let p = plan(&mut conn, &statements[0], &all).await;
-        // With a few thousand claimable rows the planner may fetch them
-        // through the index and sort them (cheaper than walking it); what
-        // must never happen is a scan of the finished steps.
+        // Planned as the claim runs it: with bitmap scans off. It must walk
+        // its partial index in order (which marks the entries of claimed
+        // steps dead for the next claims), never fetch the claimable rows
+        // through a bitmap and sort them, and never scan the finished steps.
+        conn.batch_execute("SET enable_bitmapscan = off")
+            .await
+            .unwrap();
+        let p = plan(&mut conn, &statements[2], &all).await;
+        conn.batch_execute("RESET enable_bitmapscan").await.unwrap();
         assert_indexed(&format!("claim_batch {claim:?}"), &p, &[index]);
+        assert!(
+            !p.contains("Bitmap") && !p.contains("Sort"),
+            "claim_batch {claim:?} does not walk {index} in order:\n{p}"
+        );
         assert!(
             p.contains("LockRows"),
             "claim_batch {claim:?} locks nothing:\n{p}"
