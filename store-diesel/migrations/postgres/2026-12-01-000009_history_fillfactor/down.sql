@@ -1,0 +1,1 @@
+ALTER TABLE flowstate_step_history RESET (fillfactor);
