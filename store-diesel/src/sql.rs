@@ -229,13 +229,23 @@ impl StepMove {
 /// raises the attempt and clears result and error. `status` is assigned
 /// last: MySQL evaluates single-table `SET` assignments left to right, so
 /// every `CASE` reads the status the step had (PostgreSQL and SQLite read
-/// the old row whatever the order). Placeholders appear in the order `now`,
-/// `run`, `name`, `function`.
-pub(crate) fn claim_update(now: &str, run: &str, name: &str, function: &str) -> String {
+/// the old row whatever the order). With `history_id`, the claim also
+/// stamps `claim_history_id` with it, first: MySQL's trigger writes the
+/// attempt's history row from that column (migration
+/// `2026-12-01-000008_claim_history`). Placeholders appear in the order
+/// `history_id` (when given), `now`, `run`, `name`, `function`.
+pub(crate) fn claim_update(
+    history_id: Option<&str>,
+    now: &str,
+    run: &str,
+    name: &str,
+    function: &str,
+) -> String {
     let fresh = status_in("status", &ClaimDecision::ClaimFresh.statuses());
     let retry = status_in("status", &ClaimDecision::ClaimRetry.statuses());
+    let stamp = history_id.map_or(String::new(), |id| format!("claim_history_id = {id}, "));
     format!(
-        "UPDATE flowstate_steps SET {} \
+        "UPDATE flowstate_steps SET {stamp}{} \
          WHERE run_id = {run} AND name = {name} \
          AND (function_name IS NULL OR function_name = {function}) \
          AND ({fresh} OR ({retry} AND {ATTEMPTS_LEFT}))",
@@ -327,7 +337,7 @@ mod tests {
     /// change in either is seen.
     #[test]
     fn the_claim_guard_is_the_claim_decision() {
-        let sql = claim_update("?", "?", "?", "?");
+        let sql = claim_update(None, "?", "?", "?", "?");
         assert!(sql.contains(
             "AND (status IN ('pending', 'scheduled') OR (status IN ('failed') \
              AND current_attempt < retries + 1 AND current_attempt < 4294967295))"

@@ -16,8 +16,7 @@ use flowstate_core::Result;
 use super::{Pool, transaction};
 use crate::config::StoreConfig;
 use crate::error::backend;
-use crate::schema::flowstate_runs as runs;
-use crate::store::expired;
+use crate::store::{expired_first, free_leases, reaped};
 
 /// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::RunRecoveryStore::reap_expired_leases)
 /// of at most `limit` runs (already the effective limit): each run reaped
@@ -30,29 +29,16 @@ pub(crate) async fn reap_expired_leases(
     let op = "reap_expired_leases";
     let offset = config.lease_clock_offset.micros();
     transaction!(pool, op, |conn| {
-        let picked: Vec<(String, Option<i64>)> = expired!(conn, offset)
-            .order((runs::lease_expires_at, runs::id))
-            .limit(i64::from(limit))
-            .select((runs::id, runs::lease_expires_at))
+        let picked: Vec<(String, Option<i64>)> = expired_first!(conn, offset, limit)
             .for_update()
             .skip_locked()
             .load(conn)
             .await?;
-        if picked.is_empty() {
-            return Ok(Vec::new());
+        if !picked.is_empty() {
+            let ids: Vec<&String> = picked.iter().map(|(id, _)| id).collect();
+            free_leases!(ids).execute(conn).await?;
         }
-        let ids: Vec<&String> = picked.iter().map(|(id, _)| id).collect();
-        diesel::update(runs::table.filter(runs::id.eq_any(ids)))
-            .set((
-                runs::lease_owner.eq(None::<String>),
-                runs::lease_expires_at.eq(None::<i64>),
-            ))
-            .execute(conn)
-            .await?;
-        Ok(picked
-            .into_iter()
-            .map(|(id, at)| (id, at.unwrap_or_default()))
-            .collect())
+        Ok(reaped(picked))
     })
     .map_err(|err| backend(op, err))
 }

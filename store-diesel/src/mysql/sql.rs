@@ -45,9 +45,8 @@ fn move_sql(step_move: &StepMove) -> MoveSql {
 /// `2026-12-01-000008_claim_history` writes that row inside this same
 /// statement (its `INSERT` is the scaffold's claim upsert, which a test
 /// compares with `up.sql`). Binds: history id, now, run, name, function.
-pub(super) static CLAIM: LazyLock<String> = LazyLock::new(|| {
-    claim_update("?", "?", "?", "?").replacen(" SET ", " SET claim_history_id = ?, ", 1)
-});
+pub(super) static CLAIM: LazyLock<String> =
+    LazyLock::new(|| claim_update(Some("?"), "?", "?", "?", "?"));
 
 /// The statements of every move.
 pub(super) static MOVES: LazyLock<ByStatus<Move, MoveSql>> =

@@ -31,7 +31,7 @@ pub(super) fn history_from<'a>(
 /// the claim (won), or as the statement's snapshot saw it (lost; no row: no
 /// such step).
 pub(super) static CLAIM: LazyLock<String> = LazyLock::new(|| {
-    let update = claim_update("$1", "$2", "$3", "$4");
+    let update = claim_update(None, "$1", "$2", "$3", "$4");
     let history = claim_move().history_upsert(
         history_from("FROM claimed AS c", "c.", "$5", "$1"),
         Upsert::OnConflict,

@@ -13,8 +13,7 @@ use flowstate_core::Result;
 
 use super::{Pool, write};
 use crate::config::StoreConfig;
-use crate::schema::flowstate_runs as runs;
-use crate::store::expired;
+use crate::store::{expired_first, free_leases, reaped};
 
 /// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::RunRecoveryStore::reap_expired_leases)
 /// of at most `limit` runs (already the effective limit): each run reaped
@@ -26,25 +25,12 @@ pub(crate) async fn reap_expired_leases(
 ) -> Result<Vec<(String, i64)>> {
     let offset = config.lease_clock_offset.micros();
     write(pool, "reap_expired_leases", move |conn| {
-        let picked: Vec<(String, Option<i64>)> = expired!(conn, offset)
-            .order((runs::lease_expires_at, runs::id))
-            .limit(i64::from(limit))
-            .select((runs::id, runs::lease_expires_at))
-            .load(conn)?;
-        if picked.is_empty() {
-            return Ok(Vec::new());
+        let picked: Vec<(String, Option<i64>)> = expired_first!(conn, offset, limit).load(conn)?;
+        if !picked.is_empty() {
+            let ids: Vec<&String> = picked.iter().map(|(id, _)| id).collect();
+            free_leases!(ids).execute(conn)?;
         }
-        let ids: Vec<&String> = picked.iter().map(|(id, _)| id).collect();
-        diesel::update(runs::table.filter(runs::id.eq_any(ids)))
-            .set((
-                runs::lease_owner.eq(None::<String>),
-                runs::lease_expires_at.eq(None::<i64>),
-            ))
-            .execute(conn)?;
-        Ok(picked
-            .into_iter()
-            .map(|(id, at)| (id, at.unwrap_or_default()))
-            .collect())
+        Ok(reaped(picked))
     })
     .await
 }

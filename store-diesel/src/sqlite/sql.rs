@@ -48,7 +48,7 @@ fn move_sql(step_move: &StepMove) -> MoveSql {
 /// `?1` now, `?2` run, `?3` name, `?4` function. Its history write is the
 /// transition to running's.
 pub(super) static CLAIM: LazyLock<String> =
-    LazyLock::new(|| format!("{} RETURNING *", claim_update("?1", "?2", "?3", "?4")));
+    LazyLock::new(|| format!("{} RETURNING *", claim_update(None, "?1", "?2", "?3", "?4")));
 
 /// The statements of every move.
 pub(super) static MOVES: LazyLock<ByStatus<Move, MoveSql>> =

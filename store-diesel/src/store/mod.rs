@@ -21,7 +21,7 @@ mod leases;
 mod waits;
 pub(crate) use leases::{db_time, leasable_texts, runnable};
 mod recovery;
-pub(crate) use recovery::expired;
+pub(crate) use recovery::{expired, expired_first, free_leases, reaped};
 mod runs;
 pub(crate) use runs::{IDEMPOTENT_TRIES, InsertKeyedRun};
 mod state;

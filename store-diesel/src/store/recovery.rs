@@ -341,9 +341,56 @@ impl RunRecoveryStore for DieselStore {
 /// freed too: the lease has run out like any other.
 macro_rules! expired_impl {
     ($conn:expr, $offset:expr) => {
-        runs::table
-            .filter(runs::lease_expires_at.is_not_null())
-            .filter(runs::lease_expires_at.le($crate::store::db_time!($conn, $offset)))
+        $crate::schema::flowstate_runs::table
+            .filter($crate::schema::flowstate_runs::lease_expires_at.is_not_null())
+            .filter(
+                $crate::schema::flowstate_runs::lease_expires_at
+                    .le($crate::store::db_time!($conn, $offset)),
+            )
     };
 }
 pub(crate) use expired_impl as expired;
+
+/// The typed reapers' pick (MySQL, SQLite): at most `$limit` expired
+/// leases, first expired first (by the expiry index), each run's id with
+/// the expiry the answer reports. MySQL adds its row locks to it.
+macro_rules! expired_first_impl {
+    ($conn:expr, $offset:expr, $limit:expr) => {
+        $crate::store::expired!($conn, $offset)
+            .order((
+                $crate::schema::flowstate_runs::lease_expires_at,
+                $crate::schema::flowstate_runs::id,
+            ))
+            .limit(i64::from($limit))
+            .select((
+                $crate::schema::flowstate_runs::id,
+                $crate::schema::flowstate_runs::lease_expires_at,
+            ))
+    };
+}
+pub(crate) use expired_first_impl as expired_first;
+
+/// The typed reapers' `UPDATE` (MySQL, SQLite): frees the leases of the
+/// runs `$ids` the pick answered.
+macro_rules! free_leases_impl {
+    ($ids:expr) => {
+        diesel::update(
+            $crate::schema::flowstate_runs::table
+                .filter($crate::schema::flowstate_runs::id.eq_any($ids)),
+        )
+        .set((
+            $crate::schema::flowstate_runs::lease_owner.eq(None::<String>),
+            $crate::schema::flowstate_runs::lease_expires_at.eq(None::<i64>),
+        ))
+    };
+}
+pub(crate) use free_leases_impl as free_leases;
+
+/// The typed reapers' answer from what their pick read: each run and its
+/// old expiry (never null: the pick takes held leases only).
+pub(crate) fn reaped(picked: Vec<(String, Option<i64>)>) -> Vec<(String, i64)> {
+    picked
+        .into_iter()
+        .map(|(id, at)| (id, at.unwrap_or_default()))
+        .collect()
+}
