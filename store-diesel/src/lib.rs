@@ -31,8 +31,8 @@
 //! - Every hot operation sends a fixed, small number of statements, counted
 //!   by the tests through [`StatementLog`]; a batch
 //!   ([`BatchStepStore`](flowstate_core::BatchStepStore)) sends the same
-//!   number however many steps it carries (on SQLite, two per completion,
-//!   in one transaction).
+//!   number however many steps it carries (up to 500 steps a statement on
+//!   MySQL and SQLite, which bind no arrays and list the steps instead).
 //! - Ids are 36-character text, timestamps `BIGINT` microseconds since the
 //!   epoch (UTC) on every dialect, so values round-trip exactly.
 //! - Events ([`flowstate_core::EventStore`], with the definitions of
@@ -72,8 +72,8 @@
 //! | run claim | PostgreSQL, SQLite | PostgreSQL's is one statement (a writable CTE settling cancelled runs, then `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING *`); SQLite's names its partial index with `INDEXED BY`, which the DSL cannot say |
 //! | history upserts | all | `INSERT ... SELECT` from the step row just written, `ON CONFLICT DO UPDATE` / `ON DUPLICATE KEY UPDATE`: no insert-from-select upsert in the DSL on every dialect |
 //! | guarded step `UPDATE`s | MySQL, SQLite | built from core's tables in the same scaffold as the history upsert they pair with, so guard and history cannot drift apart |
-//! | batch claim (`claim_batch`) | all | `FOR UPDATE SKIP LOCKED` in a writable CTE (PostgreSQL, one statement, in a transaction that first turns bitmap scans off so the pick walks its index in order) or a locking pick (MySQL), the claim's `CASE`s, and history ids zipped to the claimed rows (`row_number()` over an array, or a `CASE` per id) |
-//! | batch completions (`complete_batch`) | PostgreSQL, MySQL | `unnest`ed arrays joined into a guarded `UPDATE ... FROM` with its history upsert (PostgreSQL, one statement); a `CASE` per step for its payload over an `IN` list (MySQL); SQLite runs each item's prepared move in one transaction |
+//! | batch claim (`claim_batch`) | all | `FOR UPDATE SKIP LOCKED` in a writable CTE (PostgreSQL, one statement, in a transaction that first turns bitmap scans off so the pick walks its index in order) or a locking pick (MySQL), the claim's `CASE`s, and history ids zipped to the claimed rows (`row_number()` over an array, or a `CASE` per id; on MySQL the `CASE` stamps `claim_history_id` and the claim trigger writes the rows) |
+//! | batch completions (`complete_batch`) | all | `unnest`ed arrays joined into a guarded `UPDATE ... FROM` with its history upsert (PostgreSQL, one statement); a `CASE` per step for its payload over an `IN` list, then the history upsert of the listed steps (MySQL, SQLite; `src/sql_listed.rs`) |
 //! | expired-lease reap (`reap_expired_leases`) | PostgreSQL | `WITH expired AS (SELECT ... FOR UPDATE SKIP LOCKED) UPDATE ... FROM expired RETURNING`: the answer's order is the expiry the `UPDATE` clears, and diesel has neither `UPDATE ... FROM` nor `WITH`; MySQL and SQLite pick and free in one typed transaction |
 //!
 //! diesel's `i-implement-a-third-party-backend-and-opt-into-breaking-changes`
@@ -103,6 +103,8 @@ mod rows_leases;
 mod rows_virtual_users;
 mod schema;
 mod sql;
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+mod sql_listed;
 mod sql_waits;
 pub mod statement_log;
 mod store;

@@ -3,16 +3,19 @@
 //!
 //! The claim locks its steps with `SELECT ... FOR UPDATE SKIP LOCKED`
 //! (MySQL 8, MariaDB 10.6+), so concurrent batch claimers take disjoint
-//! sets without waiting, then moves them with one `UPDATE ... WHERE id IN`,
-//! upserts their history rows with one `INSERT ... SELECT` and reads them
-//! back. The completions lock their steps with `SELECT ... FOR UPDATE`,
-//! keep the items core's transition table allows from the locked status,
-//! and write each target status's share with one guarded `UPDATE` (a
-//! `CASE` per step for its payload) and one history upsert.
+//! sets without waiting, moves them with one `UPDATE ... WHERE id IN` that
+//! stamps each with a fresh `claim_history_id` (the trigger of migration
+//! `2026-12-01-000008_claim_history` writes each attempt's history row
+//! inside that `UPDATE`, as for the per-step claim), and reads them back.
 //!
-//! The `IN` lists vary with the batch, so these statements are built per
-//! call and bound one value at a time ([`diesel::query_builder::BoxedSqlQuery`]);
-//! MySQL prepares them each time, which a batch pays once for many steps.
+//! The completions first try the move as it usually goes, every step still
+//! running: per target status one guarded `UPDATE` (a `CASE` per step for
+//! its payload) and one history upsert, no read. If an `UPDATE` moves fewer
+//! rows than it names, some step was not in a status it may move from: the
+//! transaction rolls back and the locking path runs instead, which locks
+//! the steps with `SELECT ... FOR UPDATE`, keeps the items core's
+//! transition table allows from the locked status and moves those. The
+//! statements name at most [`MAX_LISTED`] steps each ([`crate::sql_listed`]).
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -30,8 +33,8 @@ use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::rows::{StepRow, parse_status};
 use crate::schema::flowstate_steps as steps;
-use crate::schema::{Json, JsonText};
-use crate::sql::{HistorySource, StepMove, Upsert, batch_claimable, claim_move, claim_set};
+use crate::sql::{StepMove, Upsert, batch_claimable, claim_set};
+use crate::sql_listed::{MAX_LISTED, bind_history, bind_move, history_sql, move_sql, placeholders};
 use crate::store::BatchItem;
 use crate::store::conflict::retry_conflicts;
 
@@ -58,27 +61,14 @@ struct Picked {
     id: String,
 }
 
-/// `?, ?, ...`, `n` of them.
-fn placeholders(n: usize) -> String {
-    vec!["?"; n].join(", ")
-}
-
-/// The history upsert of a move of `n` steps to `step_move`'s status, read
-/// from the rows just written. Binds: `(step id, fresh history id)` for
-/// each, now twice (once without a stamp column), then the `n` step ids.
-fn history_sql(step_move: &StepMove, n: usize) -> String {
-    let id = format!("CASE m.id {}END", "WHEN ? THEN ? ".repeat(n));
-    step_move.history_upsert(
-        HistorySource {
-            from: &format!(
-                "FROM flowstate_steps AS m WHERE m.id IN ({})",
-                placeholders(n)
-            ),
-            prefix: "m.",
-            id: &id,
-            now: "?",
-        },
-        Upsert::OnDuplicateKey,
+/// The claim of `n` picked steps, each stamped with its history row's id.
+/// Binds: `(id, fresh history id)` for each, now, then the `n` ids.
+fn claim_sql(n: usize) -> String {
+    format!(
+        "UPDATE flowstate_steps SET claim_history_id = CASE id {}END, {} WHERE id IN ({})",
+        "WHEN ? THEN ? ".repeat(n),
+        claim_set("?"),
+        placeholders(n)
     )
 }
 
@@ -89,20 +79,15 @@ async fn upsert_history(
     ids: &[String],
     now: i64,
 ) -> QueryResult<usize> {
-    let mut history = diesel::sql_query(history_sql(step_move, ids.len())).into_boxed::<Mysql>();
-    for id in ids {
-        history = history
-            .bind::<Text, _>(id.clone())
-            .bind::<Text, _>(HistoryId::generate().to_string());
-    }
-    history = history.bind::<BigInt, _>(now);
-    if crate::sql::stamp_column(step_move.to).is_some() {
-        history = history.bind::<BigInt, _>(now);
-    }
-    for id in ids {
-        history = history.bind::<Text, _>(id.clone());
-    }
-    history.execute(conn).await
+    let sql = history_sql(step_move, ids.len(), Upsert::OnDuplicateKey);
+    bind_history(
+        diesel::sql_query(sql).into_boxed::<Mysql>(),
+        step_move,
+        ids,
+        now,
+    )
+    .execute(conn)
+    .await
 }
 
 /// [`BatchStepStore::claim_batch`](flowstate_core::BatchStepStore::claim_batch),
@@ -152,18 +137,19 @@ async fn claim_once(
             return Ok(Vec::new());
         }
         let ids: Vec<String> = picked.into_iter().map(|p| p.id).collect();
-        let set = claim_set("?");
-        let mut update = diesel::sql_query(format!(
-            "UPDATE flowstate_steps SET {set} WHERE id IN ({})",
-            placeholders(ids.len())
-        ))
-        .into_boxed::<Mysql>()
-        .bind::<BigInt, _>(now);
-        for id in &ids {
-            update = update.bind::<Text, _>(id.clone());
+        for chunk in ids.chunks(MAX_LISTED) {
+            let mut update = diesel::sql_query(claim_sql(chunk.len())).into_boxed::<Mysql>();
+            for id in chunk {
+                update = update
+                    .bind::<Text, _>(id.clone())
+                    .bind::<Text, _>(HistoryId::generate().to_string());
+            }
+            update = update.bind::<BigInt, _>(now);
+            for id in chunk {
+                update = update.bind::<Text, _>(id.clone());
+            }
+            update.execute(conn).await?;
         }
-        update.execute(conn).await?;
-        upsert_history(conn, &claim_move(), &ids, now).await?;
         steps::table
             .filter(steps::id.eq_any(&ids))
             .select(StepRow::as_select())
@@ -186,20 +172,89 @@ pub(crate) async fn complete_batch(
     retry_conflicts!(op, complete_once(&mut conn, now, items).await).map_err(|err| backend(op, err))
 }
 
-/// The completions' transaction.
+/// Why the usual completion path gave way.
+enum Usual {
+    /// A step was not in a status its move may leave; rolled back.
+    Refused,
+    /// The database failed; rolled back.
+    Db(diesel::result::Error),
+}
+
+impl From<diesel::result::Error> for Usual {
+    fn from(err: diesel::result::Error) -> Self {
+        Self::Db(err)
+    }
+}
+
+/// The completions: the usual path, or the locking one when it refused.
 async fn complete_once(
+    conn: &mut AsyncMysqlConnection,
+    now: i64,
+    items: &[BatchItem],
+) -> QueryResult<HashSet<String>> {
+    match complete_usual(conn, now, items).await {
+        Ok(moved) => Ok(moved),
+        Err(Usual::Db(err)) => Err(err),
+        Err(Usual::Refused) => complete_locking(conn, now, items).await,
+    }
+}
+
+/// Every item moves: its guarded `UPDATE` moves all it names, or the whole
+/// transaction rolls back as [`Usual::Refused`].
+async fn complete_usual(
+    conn: &mut AsyncMysqlConnection,
+    now: i64,
+    items: &[BatchItem],
+) -> Result<HashSet<String>, Usual> {
+    conn.transaction(async |conn| {
+        for to in [StepStatus::Succeeded, StepStatus::Failed] {
+            let movers: Vec<&BatchItem> = items.iter().filter(|item| item.to == to).collect();
+            move_all(conn, now, to, &movers).await?;
+        }
+        Ok(items.iter().map(|item| item.id.to_string()).collect())
+    })
+    .await
+}
+
+/// Moves `movers` to `to` with their history rows, [`MAX_LISTED`] a
+/// statement; [`Usual::Refused`] if an `UPDATE` moves fewer than it names.
+async fn move_all(
+    conn: &mut AsyncMysqlConnection,
+    now: i64,
+    to: StepStatus,
+    movers: &[&BatchItem],
+) -> Result<(), Usual> {
+    let step_move = StepMove::transition(to);
+    for chunk in movers.chunks(MAX_LISTED) {
+        let update = diesel::sql_query(move_sql(&step_move, chunk.len())).into_boxed::<Mysql>();
+        if bind_move(update, now, chunk).execute(conn).await? != chunk.len() {
+            return Err(Usual::Refused);
+        }
+        let ids: Vec<String> = chunk.iter().map(|item| item.id.to_string()).collect();
+        upsert_history(conn, &step_move, &ids, now).await?;
+    }
+    Ok(())
+}
+
+/// The completions after a refusal: the steps locked, then moved as far
+/// as core's transition table allows from each locked status.
+async fn complete_locking(
     conn: &mut AsyncMysqlConnection,
     now: i64,
     items: &[BatchItem],
 ) -> QueryResult<HashSet<String>> {
     conn.transaction(async |conn| {
         let ids: Vec<String> = items.iter().map(|item| item.id.to_string()).collect();
-        let locked: Vec<(String, String)> = steps::table
-            .filter(steps::id.eq_any(&ids))
-            .select((steps::id, steps::status))
-            .for_update()
-            .load(conn)
-            .await?;
+        let mut locked: Vec<(String, String)> = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(MAX_LISTED) {
+            let rows: Vec<(String, String)> = steps::table
+                .filter(steps::id.eq_any(chunk))
+                .select((steps::id, steps::status))
+                .for_update()
+                .load(conn)
+                .await?;
+            locked.extend(rows);
+        }
         let mut moved = HashSet::new();
         for to in [StepStatus::Succeeded, StepStatus::Failed] {
             let movers: Vec<&BatchItem> = items
@@ -214,28 +269,12 @@ async fn complete_once(
                     })
                 })
                 .collect();
-            if movers.is_empty() {
-                continue;
+            match move_all(conn, now, to, &movers).await {
+                Ok(()) => {}
+                Err(Usual::Db(err)) => return Err(err),
+                Err(Usual::Refused) => unreachable!("locked rows move as decided"),
             }
-            let step_move = StepMove::transition(to);
-            let ids: Vec<String> = movers.iter().map(|item| item.id.to_string()).collect();
-            let payload = format!("CASE id {}END", "WHEN ? THEN ? ".repeat(movers.len()));
-            let target = format!("id IN ({})", placeholders(movers.len()));
-            let mut update = diesel::sql_query(step_move.update_where("?", &payload, "", &target))
-                .into_boxed::<Mysql>()
-                .bind::<BigInt, _>(now);
-            for item in &movers {
-                update = update
-                    .bind::<Text, _>(item.id.to_string())
-                    .bind::<Json, _>(JsonText(item.payload.clone()));
-            }
-            for id in &ids {
-                update = update.bind::<Text, _>(id.clone());
-            }
-            let written = update.execute(conn).await?;
-            debug_assert_eq!(written, movers.len(), "locked rows move as decided");
-            upsert_history(conn, &step_move, &ids, now).await?;
-            moved.extend(ids);
+            moved.extend(movers.iter().map(|item| item.id.to_string()));
         }
         Ok(moved)
     })
@@ -247,11 +286,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_pick_skips_locked_rows_and_the_history_reads_the_moved_rows() {
+    fn the_pick_skips_locked_rows_and_the_claim_stamps_history_ids() {
         assert!(PICK[0].ends_with("ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED"));
         assert!(PICK[1].contains("AND function_name = ?"));
-        let history = history_sql(&claim_move(), 2);
-        assert!(history.contains("SELECT CASE m.id WHEN ? THEN ? WHEN ? THEN ? END, m.id"));
-        assert!(history.contains("WHERE m.id IN (?, ?) ON DUPLICATE KEY UPDATE"));
+        let claim = claim_sql(2);
+        assert!(claim.starts_with(
+            "UPDATE flowstate_steps SET claim_history_id = CASE id WHEN ? THEN ? WHEN ? THEN ? END, \
+             current_attempt = CASE"
+        ));
+        assert!(claim.ends_with("WHERE id IN (?, ?)"));
     }
 }

@@ -3,25 +3,27 @@
 //! exclusion, so no row is ever skipped or waited for inside it).
 //!
 //! The claim is one `UPDATE ... WHERE id IN (SELECT ... LIMIT) RETURNING *`
-//! and one history upsert for every step it returned. The completions run
-//! each item's guarded move (the same prepared statements as
-//! `transition_step`) inside the one transaction: SQLite has no round trip
-//! to save, only the commit, and that is shared.
+//! and one history upsert for the steps it returned. The completions are,
+//! per target status, one guarded `UPDATE ... WHERE id IN (...) RETURNING
+//! id` (a `CASE` per step for its payload) and one history upsert of the
+//! ids it returned: four statements for a batch of successes however many
+//! it carries (chunked at [`MAX_LISTED`](crate::sql_listed::MAX_LISTED)
+//! steps a statement, see [`crate::sql_listed`]).
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-use diesel::RunQueryDsl;
 use diesel::sql_types::{BigInt, Text};
 use diesel::sqlite::Sqlite;
+use diesel::{QueryResult, QueryableByName, RunQueryDsl, SqliteConnection};
 
-use flowstate_core::{HistoryId, Result};
+use flowstate_core::{Result, StepStatus};
 
-use super::transition::move_once;
 use super::{Pool, write};
 use crate::config::StoreConfig;
 use crate::rows::StepRow;
-use crate::sql::{HistorySource, Move, Upsert, batch_claimable, claim_move, claim_set};
+use crate::sql::{StepMove, Upsert, batch_claimable, claim_move, claim_set};
+use crate::sql_listed::{MAX_LISTED, bind_history, bind_move, history_sql, move_sql};
 use crate::store::BatchItem;
 
 /// The batch claim. Binds: `?1` now, `?2` limit, then `?3` the function in
@@ -38,22 +40,6 @@ fn claim_batch_sql(by_function: bool) -> String {
 /// The batch claim of any function, and of one.
 static CLAIM_BATCH: LazyLock<[String; 2]> =
     LazyLock::new(|| [claim_batch_sql(false), claim_batch_sql(true)]);
-
-/// The history upsert of `n` steps just claimed. Binds: `(step id, fresh
-/// history id)` for each, now twice, then the `n` step ids.
-fn claim_history_sql(n: usize) -> String {
-    let ids = vec!["?"; n].join(", ");
-    let id = format!("CASE m.id {}END", "WHEN ? THEN ? ".repeat(n));
-    claim_move().history_upsert(
-        HistorySource {
-            from: &format!("FROM flowstate_steps AS m WHERE m.id IN ({ids})"),
-            prefix: "m.",
-            id: &id,
-            now: "?",
-        },
-        Upsert::OnConflict,
-    )
-}
 
 /// [`BatchStepStore::claim_batch`](flowstate_core::BatchStepStore::claim_batch),
 /// its function already checked and `limit` at least 1.
@@ -76,21 +62,38 @@ pub(crate) async fn claim_batch(
         if claimed.is_empty() {
             return Ok(claimed);
         }
-        let mut history =
-            diesel::sql_query(claim_history_sql(claimed.len())).into_boxed::<Sqlite>();
-        for step in &claimed {
-            history = history
-                .bind::<Text, _>(step.id.clone())
-                .bind::<Text, _>(HistoryId::generate().to_string());
+        let ids: Vec<String> = claimed.iter().map(|step| step.id.clone()).collect();
+        for chunk in ids.chunks(MAX_LISTED) {
+            write_history(conn, &claim_move(), chunk, now)?;
         }
-        history = history.bind::<BigInt, _>(now).bind::<BigInt, _>(now);
-        for step in &claimed {
-            history = history.bind::<Text, _>(step.id.clone());
-        }
-        history.execute(conn)?;
         Ok(claimed)
     })
     .await
+}
+
+/// The history rows of the move of `ids` (at most [`MAX_LISTED`]) just
+/// written.
+fn write_history(
+    conn: &mut SqliteConnection,
+    step_move: &StepMove,
+    ids: &[String],
+    now: i64,
+) -> QueryResult<usize> {
+    let sql = history_sql(step_move, ids.len(), Upsert::OnConflict);
+    bind_history(
+        diesel::sql_query(sql).into_boxed::<Sqlite>(),
+        step_move,
+        ids,
+        now,
+    )
+    .execute(conn)
+}
+
+/// A moved step's id, as a guarded move returns it.
+#[derive(QueryableByName)]
+struct Moved {
+    #[diesel(sql_type = Text)]
+    id: String,
 }
 
 /// [`BatchStepStore::complete_batch`](flowstate_core::BatchStepStore::complete_batch)
@@ -104,16 +107,21 @@ pub(crate) async fn complete_batch(
     let items = items.to_vec();
     write(pool, "complete_batch", move |conn| {
         let mut moved = HashSet::new();
-        for item in items {
-            let id = item.id.to_string();
-            if move_once(
-                conn,
-                Move::Transition(item.to),
-                now,
-                &id,
-                Some(item.payload),
-            )? {
-                moved.insert(id);
+        for to in [StepStatus::Succeeded, StepStatus::Failed] {
+            let step_move = StepMove::transition(to);
+            let movers: Vec<&BatchItem> = items.iter().filter(|item| item.to == to).collect();
+            for chunk in movers.chunks(MAX_LISTED) {
+                let sql = format!("{} RETURNING id", move_sql(&step_move, chunk.len()));
+                let ids: Vec<String> =
+                    bind_move(diesel::sql_query(sql).into_boxed::<Sqlite>(), now, chunk)
+                        .load::<Moved>(conn)?
+                        .into_iter()
+                        .map(|row| row.id)
+                        .collect();
+                if !ids.is_empty() {
+                    write_history(conn, &step_move, &ids, now)?;
+                }
+                moved.extend(ids);
             }
         }
         Ok(moved)

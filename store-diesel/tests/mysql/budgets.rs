@@ -48,16 +48,15 @@ const BUDGETS: &[Budget] = &[
     ),
     (
         "claim_batch",
-        &["BEGIN", "SELECT", "UPDATE", "INSERT", "SELECT", "COMMIT"],
+        &["BEGIN", "SELECT", "UPDATE", "SELECT", "COMMIT"],
     ),
-    (
-        "complete_batch",
-        &["BEGIN", "SELECT", "UPDATE", "INSERT", "COMMIT"],
-    ),
+    ("complete_batch", &["BEGIN", "UPDATE", "INSERT", "COMMIT"]),
     ("claim_batch empty", &["BEGIN", "SELECT", "COMMIT"]),
     (
         "complete_batch refused",
-        &["BEGIN", "SELECT", "COMMIT", "SELECT"],
+        &[
+            "BEGIN", "UPDATE", "ROLLBACK", "BEGIN", "SELECT", "COMMIT", "SELECT",
+        ],
     ),
     ("get_step", &["SELECT"]),
     ("find_step", &["SELECT"]),

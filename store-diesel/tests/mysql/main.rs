@@ -66,3 +66,13 @@ flowstate_testkit::recovery_suite!(
     recovery,
     common::harness::DieselHarness::create(Dialect::Mysql)
 );
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_over_many_chunks_moves_every_step() {
+    common::large_batches::a_batch_over_many_chunks_moves_every_step(Dialect::Mysql).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partly_refused_batch_moves_the_rest() {
+    common::large_batches::a_partly_refused_batch_moves_the_rest(Dialect::Mysql).await;
+}

@@ -43,12 +43,7 @@ const BUDGETS: &[Budget] = &[
         &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
     ),
     ("claim_batch", &["BEGIN", "UPDATE", "INSERT", "COMMIT"]),
-    (
-        "complete_batch",
-        &[
-            "BEGIN", "UPDATE", "INSERT", "UPDATE", "INSERT", "UPDATE", "INSERT", "COMMIT",
-        ],
-    ),
+    ("complete_batch", &["BEGIN", "UPDATE", "INSERT", "COMMIT"]),
     ("claim_batch empty", &["BEGIN", "UPDATE", "COMMIT"]),
     (
         "complete_batch refused",

@@ -1,0 +1,138 @@
+//! Batch statements over a listed set of steps (`id IN (?, ...)`), for the
+//! dialects that bind no arrays (MySQL and SQLite): the guarded move of
+//! listed steps to one status, each with its own payload, and the history
+//! upsert of listed steps, with the binding of each written once for both
+//! backends.
+//!
+//! The lists vary with the batch, so these statements are built per call
+//! and bound one value at a time ([`BoxedSqlQuery`]). A batch is cut into
+//! chunks of at most [`MAX_LISTED`] steps, inside the caller's one
+//! transaction, so no statement comes near a placeholder limit (SQLite's
+//! 32,766, MySQL's 65,535), however many completions a caller hands in.
+
+use diesel::backend::Backend;
+use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
+use diesel::serialize::ToSql;
+use diesel::sql_types::{BigInt, HasSqlType, Text};
+
+use flowstate_core::HistoryId;
+
+use crate::schema::{Json, JsonText};
+use crate::sql::{HistorySource, StepMove, Upsert, stamp_column};
+use crate::store::BatchItem;
+
+/// The most steps one listed statement names.
+pub(crate) const MAX_LISTED: usize = 500;
+
+/// A boxed raw query on backend `DB`.
+pub(crate) type Listed<'f, DB> = BoxedSqlQuery<'f, DB, SqlQuery>;
+
+/// `?, ?, ...`, `n` of them.
+pub(crate) fn placeholders(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+/// `CASE {column} WHEN ? THEN ? ... END`, `n` arms: a value per listed step.
+fn per_step(column: &str, n: usize) -> String {
+    format!("CASE {column} {}END", "WHEN ? THEN ? ".repeat(n))
+}
+
+/// The guarded move of `n` listed steps to `step_move`'s status, each with
+/// its own payload. Binds ([`bind_move`]): now, `(id, payload)` for each,
+/// then the `n` ids.
+pub(crate) fn move_sql(step_move: &StepMove, n: usize) -> String {
+    step_move.update_where(
+        "?",
+        &per_step("id", n),
+        "",
+        &format!("id IN ({})", placeholders(n)),
+    )
+}
+
+/// Binds [`move_sql`] for `items`.
+pub(crate) fn bind_move<'f, DB>(
+    mut query: Listed<'f, DB>,
+    now: i64,
+    items: &[&BatchItem],
+) -> Listed<'f, DB>
+where
+    DB: Backend + HasSqlType<Text> + HasSqlType<BigInt> + HasSqlType<Json>,
+    String: ToSql<Text, DB>,
+    i64: ToSql<BigInt, DB>,
+    JsonText: ToSql<Json, DB>,
+{
+    query = query.bind::<BigInt, _>(now);
+    for item in items {
+        query = query
+            .bind::<Text, _>(item.id.to_string())
+            .bind::<Json, _>(JsonText(item.payload.clone()));
+    }
+    for item in items {
+        query = query.bind::<Text, _>(item.id.to_string());
+    }
+    query
+}
+
+/// The history upsert of a move of `n` listed steps to `step_move`'s
+/// status, read from the rows just written. Binds ([`bind_history`]):
+/// `(id, fresh history id)` for each, now (twice when the move stamps a
+/// column), then the `n` ids.
+pub(crate) fn history_sql(step_move: &StepMove, n: usize, upsert: Upsert) -> String {
+    step_move.history_upsert(
+        HistorySource {
+            from: &format!(
+                "FROM flowstate_steps AS m WHERE m.id IN ({})",
+                placeholders(n)
+            ),
+            prefix: "m.",
+            id: &per_step("m.id", n),
+            now: "?",
+        },
+        upsert,
+    )
+}
+
+/// Binds [`history_sql`] for the steps `ids`, each given a fresh history id.
+pub(crate) fn bind_history<'f, DB>(
+    mut query: Listed<'f, DB>,
+    step_move: &StepMove,
+    ids: &[String],
+    now: i64,
+) -> Listed<'f, DB>
+where
+    DB: Backend + HasSqlType<Text> + HasSqlType<BigInt>,
+    String: ToSql<Text, DB>,
+    i64: ToSql<BigInt, DB>,
+{
+    for id in ids {
+        query = query
+            .bind::<Text, _>(id.clone())
+            .bind::<Text, _>(HistoryId::generate().to_string());
+    }
+    query = query.bind::<BigInt, _>(now);
+    if stamp_column(step_move.to).is_some() {
+        query = query.bind::<BigInt, _>(now);
+    }
+    for id in ids {
+        query = query.bind::<Text, _>(id.clone());
+    }
+    query
+}
+
+#[cfg(test)]
+mod tests {
+    use flowstate_core::StepStatus;
+
+    use super::*;
+    use crate::sql::claim_move;
+
+    #[test]
+    fn listed_statements_name_each_step_once_per_list() {
+        let moved = move_sql(&StepMove::transition(StepStatus::Succeeded), 2);
+        assert!(moved.contains("result = CASE id WHEN ? THEN ? WHEN ? THEN ? END"));
+        assert!(moved.ends_with("WHERE id IN (?, ?) AND status IN ('running')"));
+        let history = history_sql(&claim_move(), 2, Upsert::OnDuplicateKey);
+        assert!(history.contains("SELECT CASE m.id WHEN ? THEN ? WHEN ? THEN ? END, m.id"));
+        assert!(history.contains("WHERE m.id IN (?, ?) ON DUPLICATE KEY UPDATE"));
+    }
+}
