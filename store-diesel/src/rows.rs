@@ -168,6 +168,14 @@ pub(crate) struct HistoryRow {
     pub failed_at: Option<i64>,
 }
 
+/// The id a raw statement answers (`SELECT id`, `RETURNING id`).
+#[derive(Debug, QueryableByName)]
+pub(crate) struct IdRow {
+    /// The row's id.
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub id: String,
+}
+
 /// A history row with its step's name.
 #[derive(Debug, Queryable, Selectable)]
 pub(crate) struct AttemptRow {

@@ -1,5 +1,6 @@
-//! The one SQL spelling of "this run is awake", shared by the dialects'
-//! claims, so a claim and a wait can never disagree about who may run.
+//! The one SQL spelling of "this run is awake" (and of "this run may be
+//! leased", which includes it), shared by the dialects' claims, so a claim
+//! and a wait can never disagree about who may run.
 
 use flowstate_core::wait::CHILDREN;
 
@@ -22,6 +23,23 @@ pub(crate) fn awake(now: &str) -> String {
          AND s.name = flowstate_runs.waiting_on) OR (waiting_on = '{CHILDREN}' AND NOT EXISTS \
          (SELECT 1 FROM flowstate_runs c WHERE c.parent_id = flowstate_runs.id \
          AND c.status IN ({unsettled}))))"
+    )
+}
+
+/// The condition, on a row of `flowstate_runs`, that the run may be leased
+/// at time `now` (an SQL expression, read twice): unsettled, its lease free
+/// or run out, and [`awake`]. The text of `store::runnable!`, for the
+/// hand-written run claims.
+pub(crate) fn runnable_sql(now: &str) -> String {
+    let statuses = crate::store::leasable_texts()
+        .iter()
+        .map(|s| format!("'{s}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "status IN ({statuses}) AND (lease_expires_at IS NULL OR lease_expires_at <= {now}) \
+         AND {}",
+        awake(now)
     )
 }
 

@@ -31,7 +31,7 @@ use super::Pool;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
-use crate::rows::{StepRow, parse_status};
+use crate::rows::{IdRow, StepRow, parse_status};
 use crate::schema::flowstate_steps as steps;
 use crate::sql::{StepMove, Upsert, batch_claimable, claim_set};
 use crate::sql_listed::{MAX_LISTED, bind_history, bind_move, history_sql, move_sql, placeholders};
@@ -53,13 +53,6 @@ fn pick_sql(by_function: bool) -> String {
 
 /// The pick of any function, and of one.
 static PICK: LazyLock<[String; 2]> = LazyLock::new(|| [pick_sql(false), pick_sql(true)]);
-
-/// A picked step's id.
-#[derive(QueryableByName)]
-struct Picked {
-    #[diesel(sql_type = Text)]
-    id: String,
-}
 
 /// The claim of `n` picked steps, each stamped with its history row's id.
 /// Binds: `(id, fresh history id)` for each, now, then the `n` ids.
@@ -114,7 +107,7 @@ async fn claim_once(
 ) -> QueryResult<Vec<StepRow>> {
     conn.transaction(async |conn| {
         let limit = i64::from(limit);
-        let picked: Vec<Picked> = match function {
+        let picked: Vec<IdRow> = match function {
             Some(function) => {
                 diesel::sql_query(PICK[1].as_str())
                     .bind::<Text, _>(function)

@@ -2,29 +2,34 @@
 //!
 //! MySQL has no `UPDATE ... RETURNING` and cannot `UPDATE` a table it
 //! selects from in a subquery, so the runs are taken first:
-//! `SELECT id ... FOR UPDATE SKIP LOCKED` over the runnable runs (by
-//! `flowstate_runs_leasable`, on a virtual column of the leasable
-//! statuses), which locks what it answers and skips what other claims
+//! `SELECT id ... FOR UPDATE SKIP LOCKED` over the runnable runs (forced
+//! onto `flowstate_runs_leasable`, on a virtual column of the leasable
+//! statuses, see [`pick_sql`]), which locks what it answers and skips what other claims
 //! hold; then the `UPDATE` of exactly those ids, and the
 //! runs read back, in the same transaction. Runs with a cancel requested
 //! are taken and settled the same way, before. Sleeping and waiting runs
 //! are left out by [`crate::sql_waits::awake`]. The time is the server's
 //! ([`crate::lease_clock`]).
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use diesel::prelude::*;
+use diesel::sql_types::BigInt;
 use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
 
 use flowstate_core::lease::lease_micros;
 use flowstate_core::{Result, RunStatus};
 
 use super::{Pool, transaction};
+use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
+use crate::lease_clock::DbClock;
+use crate::rows::IdRow;
 use crate::rows_leases::LeasedRunRow;
 use crate::schema::flowstate_runs as runs;
-use crate::store::{db_time, runnable};
+use crate::store::db_time;
 
 /// What one claim binds.
 struct Claim<'a> {
@@ -92,24 +97,62 @@ pub(crate) async fn claim_runs(
     .map_err(|err| backend("claim_run", err))
 }
 
+/// The pick of up to `n` runnable runs with (`1`) or without (`0`) a
+/// cancel requested, locked. Binds: the lease clock offset (twice), how
+/// many.
+///
+/// `FORCE INDEX` names `flowstate_runs_leasable` (migration
+/// `2026-12-01-000007_lease_claim`, on the virtual column `leasable`, 1 for
+/// the leasable statuses): MariaDB 10.11 otherwise walks
+/// `flowstate_runs_created`, the `ORDER BY`'s own index, and reads and locks
+/// every settled run older than the first runnable one. With 27,000
+/// completed runs and 4,000 running ones that pick read 26,850 rows and took
+/// 77 ms; through the index it reads one row and takes 0.2 ms. Its estimate
+/// ("10 rows") assumes runnable runs are spread evenly in creation order,
+/// which a queue never has: the oldest runs are the settled ones. The DSL
+/// has no index hint, so this pick is written out.
+fn pick_sql(cancel: u8) -> String {
+    let now = <AsyncMysqlConnection as DbClock>::NOW_US;
+    format!(
+        "SELECT id FROM flowstate_runs FORCE INDEX (flowstate_runs_leasable) \
+         WHERE leasable = 1 AND cancel_requested = {cancel} AND {runnable} \
+         ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
+        runnable = crate::sql_waits::runnable_sql(&format!("{now} + ?")),
+    )
+}
+
+/// The picks without and with a cancel requested.
+static PICKS: LazyLock<[String; 2]> = LazyLock::new(|| [pick_sql(0), pick_sql(1)]);
+
 /// Up to `n` runnable runs with (or without) a cancel requested, locked.
 async fn pick(
     conn: &mut AsyncMysqlConnection,
     claim: &Claim<'_>,
     cancel: bool,
 ) -> QueryResult<Vec<String>> {
-    // `leasable = 1` leads for the index on MySQL's virtual column
-    // (migration `2026-12-01-000007_lease_claim`): without it the pick
-    // sorts every unsettled run.
-    runs::table
-        .filter(diesel::dsl::sql::<diesel::sql_types::Bool>("leasable = 1"))
-        .filter(runs::cancel_requested.eq(cancel))
-        .filter(runnable!(conn, claim.offset))
-        .order((runs::created_at, runs::id))
-        .limit(claim.n)
-        .select(runs::id)
-        .for_update()
-        .skip_locked()
+    let picked: Vec<IdRow> = diesel::sql_query(PICKS[usize::from(cancel)].as_str())
+        .bind::<BigInt, _>(claim.offset)
+        .bind::<BigInt, _>(claim.offset)
+        .bind::<BigInt, _>(claim.n)
+        .cached()
         .load(conn)
-        .await
+        .await?;
+    Ok(picked.into_iter().map(|row| row.id).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pick_names_its_index_and_skips_locked_runs() {
+        for (cancel, pick) in PICKS.iter().enumerate() {
+            assert!(pick.starts_with(&format!(
+                "SELECT id FROM flowstate_runs FORCE INDEX (flowstate_runs_leasable) \
+                 WHERE leasable = 1 AND cancel_requested = {cancel} AND status IN ("
+            )));
+            assert!(pick.ends_with("ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED"));
+            assert_eq!(pick.matches("UTC_TIMESTAMP(6)) + ?").count(), 2, "{pick}");
+        }
+    }
 }

@@ -12,7 +12,6 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-use diesel::QueryableByName;
 use diesel::sql_types::{Array, BigInt, Text};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 
@@ -23,7 +22,7 @@ use super::sql::history_from;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
-use crate::rows::StepRow;
+use crate::rows::{IdRow, StepRow};
 use crate::sql::{StepMove, Upsert, batch_claimable, claim_move, claim_set};
 use crate::store::BatchItem;
 
@@ -93,13 +92,6 @@ static COMPLETE_BATCH: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// A step id, as the completions answer it.
-#[derive(QueryableByName)]
-struct Moved {
-    #[diesel(sql_type = Text)]
-    id: String,
-}
-
 /// Turns off bitmap scans for the rest of the claim's transaction.
 ///
 /// Every claim leaves its steps' entries in the partial index it walks
@@ -165,7 +157,7 @@ pub(crate) async fn complete_batch(
     let [s_ids, s_payloads, s_history] = arrays(StepStatus::Succeeded);
     let [f_ids, f_payloads, f_history] = arrays(StepStatus::Failed);
     let mut conn = pool.get(op).await?;
-    let moved: Vec<Moved> = diesel::sql_query(COMPLETE_BATCH.as_str())
+    let moved: Vec<IdRow> = diesel::sql_query(COMPLETE_BATCH.as_str())
         .bind::<BigInt, _>(config.clock.now().as_micros())
         .bind::<Array<Text>, _>(s_ids)
         .bind::<Array<Text>, _>(s_payloads)

@@ -26,23 +26,13 @@ use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::lease_clock::DbClock;
 use crate::rows_leases::LeasedRunRow;
-use crate::store::leasable_texts;
 
 /// The claim. Binds: `$1` the `updated_at` stamp of a cancelled run, `$2`
 /// the lease clock offset, `$3` how many runs, `$4` the worker, `$5` the
 /// offset plus the lease length.
 static CLAIM_RUNS: LazyLock<String> = LazyLock::new(|| {
     let now = <AsyncPgConnection as DbClock>::NOW_US;
-    let statuses = leasable_texts()
-        .iter()
-        .map(|s| format!("'{s}'"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let runnable = format!(
-        "status IN ({statuses}) AND (lease_expires_at IS NULL OR lease_expires_at <= {now} + $2) \
-         AND {awake}",
-        awake = crate::sql_waits::awake(&format!("{now} + $2")),
-    );
+    let runnable = crate::sql_waits::runnable_sql(&format!("{now} + $2"));
     let pick = |cancel: &str| {
         format!(
             "SELECT id FROM flowstate_runs WHERE {runnable} AND {cancel}cancel_requested \

@@ -15,13 +15,13 @@ use std::sync::LazyLock;
 
 use diesel::sql_types::{BigInt, Text};
 use diesel::sqlite::Sqlite;
-use diesel::{QueryResult, QueryableByName, RunQueryDsl, SqliteConnection};
+use diesel::{QueryResult, RunQueryDsl, SqliteConnection};
 
 use flowstate_core::{Result, StepStatus};
 
 use super::{Pool, write};
 use crate::config::StoreConfig;
-use crate::rows::StepRow;
+use crate::rows::{IdRow, StepRow};
 use crate::sql::{StepMove, Upsert, batch_claimable, claim_move, claim_set};
 use crate::sql_listed::{MAX_LISTED, bind_history, bind_move, history_sql, move_sql};
 use crate::store::BatchItem;
@@ -89,13 +89,6 @@ fn write_history(
     .execute(conn)
 }
 
-/// A moved step's id, as a guarded move returns it.
-#[derive(QueryableByName)]
-struct Moved {
-    #[diesel(sql_type = Text)]
-    id: String,
-}
-
 /// [`BatchStepStore::complete_batch`](flowstate_core::BatchStepStore::complete_batch)
 /// of `items` (checked, encoded, each step once): the ids that moved.
 pub(crate) async fn complete_batch(
@@ -114,7 +107,7 @@ pub(crate) async fn complete_batch(
                 let sql = format!("{} RETURNING id", move_sql(&step_move, chunk.len()));
                 let ids: Vec<String> =
                     bind_move(diesel::sql_query(sql).into_boxed::<Sqlite>(), now, chunk)
-                        .load::<Moved>(conn)?
+                        .load::<IdRow>(conn)?
                         .into_iter()
                         .map(|row| row.id)
                         .collect();

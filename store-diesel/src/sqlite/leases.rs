@@ -18,12 +18,12 @@ use diesel::sql_types::{BigInt, Text};
 use flowstate_core::lease::lease_micros;
 use flowstate_core::{Result, RunStatus};
 
-use super::{Pool, SqliteConn, Written, write};
+use super::{Pool, SqliteConn, write};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::lease_clock::DbClock;
+use crate::rows::IdRow;
 use crate::rows_leases::LeasedRunRow;
-use crate::store::leasable_texts;
 
 /// The `IN (SELECT ...)` of runnable runs with (`1`) or without (`0`) a
 /// cancel requested. Binds: the lease clock offset (twice), how many.
@@ -38,16 +38,10 @@ fn pick(cancel: u8) -> String {
         "flowstate_runs_claimable_idx"
     };
     let now = <SqliteConn as DbClock>::NOW_US;
-    let statuses = leasable_texts()
-        .iter()
-        .map(|s| format!("'{s}'"))
-        .collect::<Vec<_>>()
-        .join(", ");
     format!(
-        "SELECT id FROM flowstate_runs INDEXED BY {index} WHERE status IN ({statuses}) \
-         AND (lease_expires_at IS NULL OR lease_expires_at <= {now} + ?) \
-         AND {awake} AND cancel_requested = {cancel} ORDER BY created_at, id LIMIT ?",
-        awake = crate::sql_waits::awake(&format!("{now} + ?")),
+        "SELECT id FROM flowstate_runs INDEXED BY {index} WHERE {runnable} \
+         AND cancel_requested = {cancel} ORDER BY created_at, id LIMIT ?",
+        runnable = crate::sql_waits::runnable_sql(&format!("{now} + ?")),
     )
 }
 
@@ -88,7 +82,7 @@ pub(crate) async fn claim_runs(
     let worker = worker.to_owned();
     let until = offset.saturating_add(lease_micros(lease_for));
     write(pool, "claim_run", move |conn| {
-        let _cancelled: Vec<Written> = diesel::sql_query(CANCEL.as_str())
+        let _cancelled: Vec<IdRow> = diesel::sql_query(CANCEL.as_str())
             .bind::<BigInt, _>(now)
             .bind::<BigInt, _>(offset)
             .bind::<BigInt, _>(offset)

@@ -173,14 +173,6 @@ impl<R: Send + 'static> Drop for InFlight<R> {
     }
 }
 
-/// The id a write answers with `RETURNING id`.
-#[derive(diesel::QueryableByName)]
-struct Written {
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    #[allow(dead_code)]
-    id: String,
-}
-
 /// Runs a cached write that ends in `RETURNING id` as a query (so its
 /// prepared statement is kept, see `sql::RETURNING`); answers whether it
 /// wrote a row.
@@ -191,7 +183,7 @@ where
 {
     use diesel::{OptionalExtension, RunQueryDsl};
     crate::cached::CacheExt::cached(write)
-        .get_result::<Written>(conn)
+        .get_result::<crate::rows::IdRow>(conn)
         .optional()
         .map(|row| row.is_some())
 }

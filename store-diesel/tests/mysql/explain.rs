@@ -17,11 +17,11 @@ use crate::support;
 
 /// One row of `EXPLAIN`.
 #[derive(Debug, diesel::QueryableByName)]
-struct PlanRow {
+pub(crate) struct PlanRow {
     #[diesel(sql_type = Nullable<Text>)]
     table: Option<String>,
     #[diesel(sql_type = Nullable<Text>, column_name = "type")]
-    access: Option<String>,
+    pub(crate) access: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
     key: Option<String>,
     #[diesel(sql_type = Nullable<Text>, column_name = "Extra")]
@@ -46,7 +46,11 @@ fn bound(sql: &str, args: &[String]) -> String {
 }
 
 /// The plan of `sql` run with `args`.
-async fn plan(conn: &mut AsyncMysqlConnection, sql: &str, args: &[String]) -> Vec<PlanRow> {
+pub(crate) async fn plan(
+    conn: &mut AsyncMysqlConnection,
+    sql: &str,
+    args: &[String],
+) -> Vec<PlanRow> {
     let sql = bound(sql, args);
     let rows = diesel::sql_query(format!("EXPLAIN {sql}"))
         .load::<PlanRow>(conn)
@@ -65,7 +69,7 @@ fn lit(text: &str) -> String {
 /// Asserts every table of the plan is reached through an index, the first
 /// (driving) one through `first_key` if given, and, for a listing, that
 /// nothing is sorted.
-fn assert_indexed(what: &str, rows: &[PlanRow], first_key: Option<&str>, no_sort: bool) {
+pub(crate) fn assert_indexed(what: &str, rows: &[PlanRow], first_key: Option<&str>, no_sort: bool) {
     assert!(!rows.is_empty(), "{what}: no plan");
     for row in rows {
         assert!(
@@ -87,7 +91,7 @@ fn assert_indexed(what: &str, rows: &[PlanRow], first_key: Option<&str>, no_sort
 }
 
 /// The one statement of `statements` that starts with `verb`.
-fn the(verb: &str, statements: &[String]) -> String {
+pub(crate) fn the(verb: &str, statements: &[String]) -> String {
     let found: Vec<&String> = statements.iter().filter(|s| s.starts_with(verb)).collect();
     assert_eq!(found.len(), 1, "one {verb} expected: {statements:#?}");
     found[0].clone()

@@ -9,6 +9,7 @@ mod common;
 
 mod budgets;
 mod explain;
+mod lease_plans;
 mod migrations;
 mod pool;
 mod races;
