@@ -18,7 +18,7 @@ use diesel::sql_types::{BigInt, HasSqlType, Text};
 use flowstate_core::HistoryId;
 
 use crate::schema::{Json, JsonText};
-use crate::sql::{HistorySource, StepMove, Upsert, stamp_column};
+use crate::sql::{HistorySource, StepMove, Upsert, claim_set, stamp_column};
 use crate::store::BatchItem;
 
 /// The most steps one listed statement names.
@@ -28,7 +28,7 @@ pub(crate) const MAX_LISTED: usize = 500;
 pub(crate) type Listed<'f, DB> = BoxedSqlQuery<'f, DB, SqlQuery>;
 
 /// `?, ?, ...`, `n` of them.
-pub(crate) fn placeholders(n: usize) -> String {
+fn placeholders(n: usize) -> String {
     vec!["?"; n].join(", ")
 }
 
@@ -40,7 +40,7 @@ fn per_step(column: &str, n: usize) -> String {
 /// The guarded move of `n` listed steps to `step_move`'s status, each with
 /// its own payload. Binds ([`bind_move`]): now, `(id, payload)` for each,
 /// then the `n` ids.
-pub(crate) fn move_sql(step_move: &StepMove, n: usize) -> String {
+fn move_sql(step_move: &StepMove, n: usize) -> String {
     step_move.update_where(
         "?",
         &per_step("id", n),
@@ -50,11 +50,7 @@ pub(crate) fn move_sql(step_move: &StepMove, n: usize) -> String {
 }
 
 /// Binds [`move_sql`] for `items`.
-pub(crate) fn bind_move<'f, DB>(
-    mut query: Listed<'f, DB>,
-    now: i64,
-    items: &[&BatchItem],
-) -> Listed<'f, DB>
+fn bind_move<'f, DB>(mut query: Listed<'f, DB>, now: i64, items: &[&BatchItem]) -> Listed<'f, DB>
 where
     DB: Backend + HasSqlType<Text> + HasSqlType<BigInt> + HasSqlType<Json>,
     String: ToSql<Text, DB>,
@@ -77,7 +73,7 @@ where
 /// status, read from the rows just written. Binds ([`bind_history`]):
 /// `(id, fresh history id)` for each, now (twice when the move stamps a
 /// column), then the `n` ids.
-pub(crate) fn history_sql(step_move: &StepMove, n: usize, upsert: Upsert) -> String {
+fn history_sql(step_move: &StepMove, n: usize, upsert: Upsert) -> String {
     step_move.history_upsert(
         HistorySource {
             from: &format!(
@@ -93,7 +89,7 @@ pub(crate) fn history_sql(step_move: &StepMove, n: usize, upsert: Upsert) -> Str
 }
 
 /// Binds [`history_sql`] for the steps `ids`, each given a fresh history id.
-pub(crate) fn bind_history<'f, DB>(
+fn bind_history<'f, DB>(
     mut query: Listed<'f, DB>,
     step_move: &StepMove,
     ids: &[String],
@@ -113,6 +109,61 @@ where
     if stamp_column(step_move.to).is_some() {
         query = query.bind::<BigInt, _>(now);
     }
+    for id in ids {
+        query = query.bind::<Text, _>(id.clone());
+    }
+    query
+}
+
+/// The guarded move of `items` (at most [`MAX_LISTED`]) to `step_move`'s
+/// status, bound; `suffix` follows it (SQLite's ` RETURNING id`, or empty).
+pub(crate) fn move_query<'f, DB>(
+    step_move: &StepMove,
+    now: i64,
+    items: &[&BatchItem],
+    suffix: &str,
+) -> Listed<'f, DB>
+where
+    DB: Backend + HasSqlType<Text> + HasSqlType<BigInt> + HasSqlType<Json>,
+    String: ToSql<Text, DB>,
+    i64: ToSql<BigInt, DB>,
+    JsonText: ToSql<Json, DB>,
+{
+    let sql = format!("{}{suffix}", move_sql(step_move, items.len()));
+    bind_move(diesel::sql_query(sql).into_boxed(), now, items)
+}
+
+/// The history upsert of the move of `ids` (at most [`MAX_LISTED`]) to
+/// `step_move`'s status just written, bound.
+pub(crate) fn history_query<'f, DB>(
+    step_move: &StepMove,
+    ids: &[String],
+    now: i64,
+    upsert: Upsert,
+) -> Listed<'f, DB>
+where
+    DB: Backend + HasSqlType<Text> + HasSqlType<BigInt>,
+    String: ToSql<Text, DB>,
+    i64: ToSql<BigInt, DB>,
+{
+    let sql = history_sql(step_move, ids.len(), upsert);
+    bind_history(diesel::sql_query(sql).into_boxed(), step_move, ids, now)
+}
+
+/// The claim's assignments ([`claim_set`]) on the picked steps `ids` (at
+/// most [`MAX_LISTED`]), bound: MySQL's batch claim, which picks first.
+pub(crate) fn claim_query<'f, DB>(ids: &[String], now: i64) -> Listed<'f, DB>
+where
+    DB: Backend + HasSqlType<Text> + HasSqlType<BigInt>,
+    String: ToSql<Text, DB>,
+    i64: ToSql<BigInt, DB>,
+{
+    let sql = format!(
+        "UPDATE flowstate_steps SET {} WHERE id IN ({})",
+        claim_set("?"),
+        placeholders(ids.len())
+    );
+    let mut query = diesel::sql_query(sql).into_boxed().bind::<BigInt, _>(now);
     for id in ids {
         query = query.bind::<Text, _>(id.clone());
     }

@@ -4,6 +4,8 @@
 
 use flowstate_core::wait::CHILDREN;
 
+use crate::sql::status_in;
+
 /// The condition, on a row of `flowstate_runs`, that the run is not asleep
 /// or waiting at time `now` (an SQL expression read once): its time has
 /// come, or it neither sleeps nor waits, or the signal it waits on is
@@ -12,17 +14,13 @@ use flowstate_core::wait::CHILDREN;
 /// and `name = NULL` matches no signal, so each case needs no more than
 /// this.
 pub(crate) fn awake(now: &str) -> String {
-    let unsettled = crate::store::leasable_texts()
-        .iter()
-        .map(|s| format!("'{s}'"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let unsettled = status_in("c.status", &crate::store::leasable_texts());
     format!(
         "(wake_at <= {now} OR (waiting_on IS NULL AND wake_at IS NULL) OR EXISTS \
          (SELECT 1 FROM flowstate_run_signals s WHERE s.run_id = flowstate_runs.id \
          AND s.name = flowstate_runs.waiting_on) OR (waiting_on = '{CHILDREN}' AND NOT EXISTS \
          (SELECT 1 FROM flowstate_runs c WHERE c.parent_id = flowstate_runs.id \
-         AND c.status IN ({unsettled}))))"
+         AND {unsettled})))"
     )
 }
 
@@ -31,14 +29,9 @@ pub(crate) fn awake(now: &str) -> String {
 /// or run out, and [`awake`]. The text of `store::runnable!`, for the
 /// hand-written run claims.
 pub(crate) fn runnable_sql(now: &str) -> String {
-    let statuses = crate::store::leasable_texts()
-        .iter()
-        .map(|s| format!("'{s}'"))
-        .collect::<Vec<_>>()
-        .join(", ");
     format!(
-        "status IN ({statuses}) AND (lease_expires_at IS NULL OR lease_expires_at <= {now}) \
-         AND {}",
+        "{} AND (lease_expires_at IS NULL OR lease_expires_at <= {now}) AND {}",
+        status_in("status", &crate::store::leasable_texts()),
         awake(now)
     )
 }

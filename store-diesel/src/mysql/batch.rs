@@ -36,8 +36,8 @@ use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::rows::{IdRow, StepRow, parse_status};
 use crate::schema::flowstate_steps as steps;
-use crate::sql::{StepMove, Upsert, batch_claimable, claim_move, claim_set};
-use crate::sql_listed::{MAX_LISTED, bind_history, bind_move, history_sql, move_sql, placeholders};
+use crate::sql::{StepMove, Upsert, batch_claimable, claim_move};
+use crate::sql_listed::{MAX_LISTED, claim_query, history_query, move_query};
 use crate::store::BatchItem;
 use crate::store::conflict::retry_conflicts;
 
@@ -57,22 +57,16 @@ fn pick_sql(by_function: bool) -> String {
 /// The pick of any function, and of one.
 static PICK: LazyLock<[String; 2]> = LazyLock::new(|| [pick_sql(false), pick_sql(true)]);
 
-/// Runs [`history_sql`] for `ids`.
+/// Writes the history rows of the move of `ids` to `step_move`'s status.
 async fn upsert_history(
     conn: &mut AsyncMysqlConnection,
     step_move: &StepMove,
     ids: &[String],
     now: i64,
 ) -> QueryResult<usize> {
-    let sql = history_sql(step_move, ids.len(), Upsert::OnDuplicateKey);
-    bind_history(
-        diesel::sql_query(sql).into_boxed::<Mysql>(),
-        step_move,
-        ids,
-        now,
-    )
-    .execute(conn)
-    .await
+    history_query::<Mysql>(step_move, ids, now, Upsert::OnDuplicateKey)
+        .execute(conn)
+        .await
 }
 
 /// [`BatchStepStore::claim_batch`](flowstate_core::BatchStepStore::claim_batch),
@@ -123,17 +117,7 @@ async fn claim_once(
         }
         let ids: Vec<String> = picked.into_iter().map(|p| p.id).collect();
         for chunk in ids.chunks(MAX_LISTED) {
-            let mut update = diesel::sql_query(format!(
-                "UPDATE flowstate_steps SET {} WHERE id IN ({})",
-                claim_set("?"),
-                placeholders(chunk.len())
-            ))
-            .into_boxed::<Mysql>()
-            .bind::<BigInt, _>(now);
-            for id in chunk {
-                update = update.bind::<Text, _>(id.clone());
-            }
-            update.execute(conn).await?;
+            claim_query::<Mysql>(chunk, now).execute(conn).await?;
             upsert_history(conn, &claim_move(), chunk, now).await?;
         }
         steps::table
@@ -212,8 +196,10 @@ async fn move_all(
 ) -> Result<(), Usual> {
     let step_move = StepMove::transition(to);
     for chunk in movers.chunks(MAX_LISTED) {
-        let update = diesel::sql_query(move_sql(&step_move, chunk.len())).into_boxed::<Mysql>();
-        if bind_move(update, now, chunk).execute(conn).await? != chunk.len() {
+        let moved = move_query::<Mysql>(&step_move, now, chunk, "")
+            .execute(conn)
+            .await?;
+        if moved != chunk.len() {
             return Err(Usual::Refused);
         }
         let ids: Vec<String> = chunk.iter().map(|item| item.id.to_string()).collect();

@@ -23,7 +23,7 @@ use super::{Pool, write};
 use crate::config::StoreConfig;
 use crate::rows::{IdRow, StepRow};
 use crate::sql::{StepMove, Upsert, batch_claimable, claim_move, claim_set};
-use crate::sql_listed::{MAX_LISTED, bind_history, bind_move, history_sql, move_sql};
+use crate::sql_listed::{MAX_LISTED, history_query, move_query};
 use crate::store::BatchItem;
 
 /// The batch claim. Binds: `?1` now, `?2` limit, then `?3` the function in
@@ -79,14 +79,7 @@ fn write_history(
     ids: &[String],
     now: i64,
 ) -> QueryResult<usize> {
-    let sql = history_sql(step_move, ids.len(), Upsert::OnConflict);
-    bind_history(
-        diesel::sql_query(sql).into_boxed::<Sqlite>(),
-        step_move,
-        ids,
-        now,
-    )
-    .execute(conn)
+    history_query::<Sqlite>(step_move, ids, now, Upsert::OnConflict).execute(conn)
 }
 
 /// [`BatchStepStore::complete_batch`](flowstate_core::BatchStepStore::complete_batch)
@@ -104,9 +97,8 @@ pub(crate) async fn complete_batch(
             let step_move = StepMove::transition(to);
             let movers: Vec<&BatchItem> = items.iter().filter(|item| item.to == to).collect();
             for chunk in movers.chunks(MAX_LISTED) {
-                let sql = format!("{} RETURNING id", move_sql(&step_move, chunk.len()));
                 let ids: Vec<String> =
-                    bind_move(diesel::sql_query(sql).into_boxed::<Sqlite>(), now, chunk)
+                    move_query::<Sqlite>(&step_move, now, chunk, " RETURNING id")
                         .load::<IdRow>(conn)?
                         .into_iter()
                         .map(|row| row.id)

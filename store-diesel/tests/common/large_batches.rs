@@ -3,13 +3,13 @@
 //! whose moves are partly refused. Written once, run on every dialect.
 
 use flowstate_core::{
-    BatchClaim, BatchStepStore, Completion, NewRun, NewStep, RetryPolicy, RunStore, StepStatus,
-    StepStore,
+    BatchClaim, BatchStepStore, Completion, NewStep, RetryPolicy, StepStatus, StepStore,
 };
 use flowstate_store_diesel::{Dialect, StoreConfig};
 use serde_json::json;
 
 use super::db::TestDb;
+use super::records;
 
 /// Steps in the batch: more than two chunks of 500, and more than a
 /// batch claim takes at once (1,000).
@@ -21,11 +21,7 @@ const STEPS: usize = 1_201;
 pub async fn a_batch_over_many_chunks_moves_every_step(dialect: Dialect) {
     let db = TestDb::migrated(dialect).await;
     let store = db.store(StoreConfig::default()).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!({})).await;
     for index in 0..STEPS {
         store
             .insert_step(
@@ -99,16 +95,9 @@ pub async fn a_batch_over_many_chunks_moves_every_step(dialect: Dialect) {
 pub async fn a_partly_refused_batch_moves_the_rest(dialect: Dialect) {
     let db = TestDb::migrated(dialect).await;
     let store = db.store(StoreConfig::default()).await;
-    let run = store
-        .create_run(NewRun::new("wf", json!({})))
-        .await
-        .unwrap()
-        .record;
+    let run = records::run(&store, json!({})).await;
     for name in ["a", "b", "c"] {
-        store
-            .insert_step(NewStep::new(run.id, name, "f", json!({})))
-            .await
-            .unwrap();
+        records::step(&store, run.id, name, json!({})).await;
     }
     let claimed = store.claim_batch(&BatchClaim::new(10)).await.unwrap();
     assert_eq!(claimed.len(), 3);
