@@ -156,8 +156,10 @@ where
     // queued behind it and went in the next flush; the 50th may have
     // joined them or come just after. A worker that waited for each commit
     // would have made 50 flushes of one.
+    // On a loaded machine the flusher may even wake after all 50 were
+    // queued and take them in one.
     assert!(sizes.len() <= 3, "{sizes:?}");
-    assert!(sizes[0] + sizes[1] >= 49, "{sizes:?}");
+    assert!(sizes.iter().take(2).sum::<usize>() >= 49, "{sizes:?}");
     assert_eq!(stats.flushes, sizes.len() as u64);
     let rows = histories(&**h.store(), &steps).await;
     for (step, rows) in read_back(&**h.store(), &steps).await.iter().zip(&rows) {
