@@ -12,7 +12,7 @@
 //! - statements per operation, counted with `StatementLog`
 //!   ([`statements`]): budgets are counted, not timed;
 //! - batched mode, a column beside each dialect's: the same number of steps
-//!   through `flowstate-pool`'s `WorkerPool` (claims of 64, completions
+//!   through `flowstate-pool`'s `WorkerPool` (claims of 256, completions
 //!   group-committed), with its statements per step (`batched`);
 //! - the workloads beside steps, in the dialect's column ([`workloads`]):
 //!   run leasing (half as many runs as steps, `claim_run` + `finish`) and
@@ -25,7 +25,10 @@
 //!
 //! With the `postgres` feature it also runs the same claim + succeed work as
 //! hand-written SQL on PostgreSQL (`baseline`), the figure DESIGN.md asks
-//! flowstate to come close to.
+//! flowstate to come close to. Its rounds alternate with PostgreSQL's
+//! per-step rounds ([`interleaved`]), and the ratio of each pair is printed
+//! under the table (`Report::paired_ratios`): measured one section after
+//! the other, the same code differed by a quarter on a 2-core machine.
 
 #[cfg(feature = "postgres")]
 mod baseline;
@@ -166,10 +169,7 @@ pub async fn run(options: Options) -> Result<()> {
         } else {
             options.concurrency.clone()
         };
-        let throughput = rounds(name, &concurrency, &options, async |workers, label| {
-            throughput::measure(&url, workers, options.steps, label).await
-        })
-        .await;
+        let (throughput, hand) = per_step(dialect, &url, &concurrency, &options).await;
         let (race_workers, race_steps) = options.contention;
         println!("  {name}: contention, {race_workers} workers racing for {race_steps} steps");
         let contention = contention::measure(&url, race_workers, race_steps).await;
@@ -178,7 +178,6 @@ pub async fn run(options: Options) -> Result<()> {
         if let Ok(counted) = &statements {
             off_budget.extend(statements::unexpected(dialect, counted));
         }
-        let measured = throughput.is_ok();
         let workloads = vec![
             Workload {
                 title: "run leases: claim_run + finish, runs/s",
@@ -211,13 +210,9 @@ pub async fn run(options: Options) -> Result<()> {
         });
         columns.push(batched::column(name, &url, &concurrency, &options).await);
         #[cfg(feature = "postgres")]
-        if dialect == Dialect::Postgres && measured {
-            let throughput = rounds("pg hand SQL", &concurrency, &options, async |workers, _| {
-                baseline::measure(&url, workers, options.steps).await
-            })
-            .await;
+        if let Some(throughput) = hand {
             columns.push(Column {
-                label: "pg hand SQL".to_owned(),
+                label: BASELINE.to_owned(),
                 throughput,
                 contention: None,
                 statements: Ok(baseline::statements()),
@@ -226,7 +221,7 @@ pub async fn run(options: Options) -> Result<()> {
             });
         }
         #[cfg(not(feature = "postgres"))]
-        let _ = measured;
+        let _ = hand;
     }
     let report = Report {
         steps: options.steps,
@@ -234,6 +229,10 @@ pub async fn run(options: Options) -> Result<()> {
         columns,
     };
     println!("\n{}", report.table(options.verbose));
+    #[cfg(feature = "postgres")]
+    for line in report.paired_ratios(Dialect::Postgres.name(), BASELINE) {
+        println!("{line}");
+    }
     for line in &off_budget {
         println!("off budget: {line}");
     }
@@ -262,27 +261,94 @@ async fn rounds(
     options: &Options,
     measure: impl AsyncFn(usize, &str) -> Result<throughput::Throughput>,
 ) -> Result<Vec<Rounds>> {
-    let mut all = Vec::new();
-    for &workers in concurrency {
-        let mut per_second = Vec::new();
-        for round in 1..=options.rounds {
-            let progress = format!(
-                "{label}, {workers} workers, round {round}/{}",
-                options.rounds
-            );
-            let measured = measure(workers, &progress)
-                .await
-                .with_context(|| format!("{progress} failed"))?;
-            println!("  {progress}: {:.0}/s", measured.per_second());
-            per_second.push(measured.per_second());
-        }
-        all.push(Rounds {
-            workers,
-            per_second,
-        });
-    }
-    Ok(all)
+    let [rounds] = interleaved(
+        [label],
+        concurrency,
+        options,
+        async |_, workers, progress| measure(workers, progress).await,
+    )
+    .await;
+    rounds
 }
+
+/// [`rounds`] of several measurements taken in turn: each round measures
+/// the first label, then the second, and so on, so a slow spell of the
+/// machine falls on all of them alike and their ratio in one run is fair
+/// (run one after the other, two sections of the same code differed by a
+/// quarter on this kind of machine). `measure(index, workers, progress)`
+/// takes one round of `labels[index]`'s work. A measurement that fails
+/// answers its error and is not taken again; the others go on.
+async fn interleaved<const N: usize>(
+    labels: [&str; N],
+    concurrency: &[usize],
+    options: &Options,
+    measure: impl AsyncFn(usize, usize, &str) -> Result<throughput::Throughput>,
+) -> [Result<Vec<Rounds>>; N] {
+    let mut all: [Result<Vec<Rounds>>; N] = std::array::from_fn(|_| Ok(Vec::new()));
+    for &workers in concurrency {
+        let mut per_second: [Vec<f64>; N] = std::array::from_fn(|_| Vec::new());
+        for round in 1..=options.rounds {
+            for (index, label) in labels.iter().enumerate() {
+                if all[index].is_err() {
+                    continue;
+                }
+                let progress = format!(
+                    "{label}, {workers} workers, round {round}/{}",
+                    options.rounds
+                );
+                match measure(index, workers, &progress).await {
+                    Ok(measured) => {
+                        println!("  {progress}: {:.0}/s", measured.per_second());
+                        per_second[index].push(measured.per_second());
+                    }
+                    Err(err) => all[index] = Err(err.context(format!("{progress} failed"))),
+                }
+            }
+        }
+        for (index, per_second) in per_second.into_iter().enumerate() {
+            if let Ok(rounds) = &mut all[index] {
+                rounds.push(Rounds {
+                    workers,
+                    per_second,
+                });
+            }
+        }
+    }
+    all
+}
+
+/// Per-step throughput on `url`, and on PostgreSQL the hand-written
+/// baseline's, their rounds interleaved ([`interleaved`]): the ratio
+/// DESIGN.md's target is stated in.
+async fn per_step(
+    dialect: Dialect,
+    url: &str,
+    concurrency: &[usize],
+    options: &Options,
+) -> (Result<Vec<Rounds>>, Option<Result<Vec<Rounds>>>) {
+    let name = dialect.name();
+    let ours =
+        async |workers, label: &str| throughput::measure(url, workers, options.steps, label).await;
+    #[cfg(feature = "postgres")]
+    if dialect == Dialect::Postgres {
+        let [ours, hand] = interleaved(
+            [name, BASELINE],
+            concurrency,
+            options,
+            async |index, workers, label| match index {
+                0 => ours(workers, label).await,
+                _ => baseline::measure(url, workers, options.steps).await,
+            },
+        )
+        .await;
+        return (ours, Some(hand));
+    }
+    (rounds(name, concurrency, options, ours).await, None)
+}
+
+/// The hand-written baseline's column label.
+#[cfg(feature = "postgres")]
+const BASELINE: &str = "pg hand SQL";
 
 /// Makes `url` an empty, migrated flowstate database: a bench database of
 /// ours is recreated; a database the user named keeps everything but the

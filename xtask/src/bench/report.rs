@@ -197,6 +197,47 @@ impl Report {
             .with_context(|| format!("cannot write {}", path.display()))
     }
 
+    /// `ours` against `theirs`, column labels whose rounds were taken in
+    /// turn (`bench::interleaved`): for each worker count both measured,
+    /// the ratio of each round of `ours` to the round of `theirs` taken
+    /// beside it, as one line with their median, min and max. Empty when
+    /// either column is missing or failed.
+    pub fn paired_ratios(&self, ours: &str, theirs: &str) -> Vec<String> {
+        let rounds = |label: &str| {
+            self.columns
+                .iter()
+                .find(|c| c.label == label)
+                .and_then(|c| c.throughput.as_ref().ok())
+        };
+        let (Some(ours_rounds), Some(theirs_rounds)) = (rounds(ours), rounds(theirs)) else {
+            return Vec::new();
+        };
+        ours_rounds
+            .iter()
+            .filter_map(|mine| {
+                let other = theirs_rounds.iter().find(|r| r.workers == mine.workers)?;
+                let ratios = Rounds {
+                    workers: mine.workers,
+                    per_second: mine
+                        .per_second
+                        .iter()
+                        .zip(&other.per_second)
+                        .map(|(a, b)| a / b.max(f64::MIN_POSITIVE))
+                        .collect(),
+                };
+                (!ratios.per_second.is_empty()).then(|| {
+                    format!(
+                        "{ours} / {theirs}, {} workers, round by round: {:.2}x ({:.2}-{:.2})",
+                        ratios.workers,
+                        ratios.median(),
+                        ratios.min(),
+                        ratios.max()
+                    )
+                })
+            })
+            .collect()
+    }
+
     /// The side-by-side table, and with `verbose` the SQL of each operation.
     pub fn table(&self, verbose: bool) -> String {
         const W: usize = 16;
@@ -493,6 +534,31 @@ mod tests {
             same.contains("1.00") && !same.contains("statements then"),
             "{same}"
         );
+    }
+
+    #[test]
+    fn paired_ratios_divide_round_by_round() {
+        let column = |label: &str, per_second: &[f64]| Column {
+            label: label.to_owned(),
+            throughput: Ok(vec![rounds(per_second)]),
+            contention: None,
+            statements: Ok(Vec::new()),
+            statements_per_step: None,
+            workloads: Vec::new(),
+        };
+        let report = Report {
+            steps: 10,
+            rounds: 3,
+            columns: vec![
+                column("postgres", &[90.0, 200.0, 50.0]),
+                column("pg hand SQL", &[100.0, 200.0, 100.0]),
+            ],
+        };
+        assert_eq!(
+            report.paired_ratios("postgres", "pg hand SQL"),
+            ["postgres / pg hand SQL, 8 workers, round by round: 0.90x (0.50-1.00)"]
+        );
+        assert!(report.paired_ratios("postgres", "mysql").is_empty());
     }
 
     #[test]
