@@ -267,6 +267,16 @@ pub(crate) fn claim_set(now: &str) -> String {
     )
 }
 
+/// The `claimable` column's test, which leads a batch claim's `WHERE` on
+/// PostgreSQL and MySQL. Both keep `claimable` beside `status`, 1 for the
+/// statuses of [`BatchClaim::statuses`] and NULL for every other (a stored
+/// generated column on PostgreSQL since migration 000010, a virtual one on
+/// MySQL since 000005), and index the claimable steps by it: PostgreSQL's
+/// partial indexes name it instead of `status`, so a completion, which
+/// leaves it NULL, changes no indexed value and can be a HOT update.
+/// SQLite's partial indexes are on `status` itself.
+pub(crate) const CLAIMABLE_COLUMN: &str = "claimable = 1";
+
 /// [`BatchClaim::takes`](flowstate_core::BatchClaim::takes) in SQL, for a
 /// `WHERE`: a step in a fresh status of [`BatchClaim::statuses`]
 /// (pending), or in a retry status with attempts left whose retry delay has

@@ -36,19 +36,19 @@ use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::rows::{IdRow, StepRow, parse_status};
 use crate::schema::flowstate_steps as steps;
-use crate::sql::{StepMove, Upsert, batch_claimable, claim_move};
+use crate::sql::{CLAIMABLE_COLUMN, StepMove, Upsert, batch_claimable, claim_move};
 use crate::sql_listed::{MAX_LISTED, claim_query, history_query, move_query};
 use crate::store::BatchItem;
 use crate::store::conflict::retry_conflicts;
 
 /// The locking pick of a batch claim. Binds: the function in the filtered
 /// form, now, the limit.
-/// `claimable = 1` leads the `WHERE` for the index on MySQL's virtual
+/// [`CLAIMABLE_COLUMN`] leads the `WHERE` for the index on MySQL's virtual
 /// `claimable` column (the migration explains why it is not a `status`
 /// index).
 fn pick_sql(by_function: bool) -> String {
     format!(
-        "SELECT id FROM flowstate_steps WHERE claimable = 1 AND {} ORDER BY created_at, id \
+        "SELECT id FROM flowstate_steps WHERE {CLAIMABLE_COLUMN} AND {} ORDER BY created_at, id \
          LIMIT ? FOR UPDATE SKIP LOCKED",
         batch_claimable("?", by_function.then_some("?"))
     )

@@ -23,7 +23,7 @@ use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::rows::{IdRow, StepRow};
-use crate::sql::{StepMove, Upsert, batch_claimable, claim_move, claim_set};
+use crate::sql::{CLAIMABLE_COLUMN, StepMove, Upsert, batch_claimable, claim_move, claim_set};
 use crate::store::BatchItem;
 
 /// The batch claim. Binds: `$1` now, `$2` limit, `$3` as many fresh history
@@ -41,7 +41,8 @@ fn claim_batch_sql(by_function: bool) -> String {
         Upsert::OnConflict,
     );
     format!(
-        "WITH picked AS (SELECT id AS picked_id FROM flowstate_steps WHERE {claimable} \
+        "WITH picked AS (SELECT id AS picked_id FROM flowstate_steps \
+         WHERE {CLAIMABLE_COLUMN} AND {claimable} \
          ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), \
          claimed AS (UPDATE flowstate_steps SET {set} FROM picked WHERE id = picked.picked_id \
          RETURNING flowstate_steps.*), \

@@ -32,7 +32,7 @@ use super::{
 use crate::rows::{parse_id, parse_status};
 use crate::rows_leases::LeasedRunRow;
 use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
-use crate::sql::batch_claimable_around_now;
+use crate::sql::{CLAIMABLE_COLUMN, batch_claimable_around_now};
 use crate::url::Dialect;
 
 /// A step the relay found, as read.
@@ -77,15 +77,15 @@ enum Leased {
     Missing,
 }
 
-/// [`crate::sql::batch_claimable`] at the bound time `now`, led on MySQL by its
-/// virtual `claimable` column, which its batch-claim index starts with
-/// (that migration says why it is not a `status` index).
+/// [`crate::sql::batch_claimable`] at the bound time `now`, led on
+/// PostgreSQL and MySQL by their `claimable` column, which their
+/// batch-claim indexes are on ([`CLAIMABLE_COLUMN`] says why).
 macro_rules! claimable {
     ($dialect:expr, $now:expr) => {{
         let (before, after) = batch_claimable_around_now(None);
         let before = match $dialect {
-            Dialect::Mysql => format!("claimable = 1 AND {before}"),
-            _ => before,
+            Dialect::Mysql | Dialect::Postgres => format!("{CLAIMABLE_COLUMN} AND {before}"),
+            Dialect::Sqlite => before,
         };
         move || sql::<Bool>(&before).bind::<BigInt, _>($now).sql(&after)
     }};

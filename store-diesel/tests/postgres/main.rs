@@ -10,6 +10,7 @@ mod common;
 mod budgets;
 mod explain;
 mod explain_events;
+mod hot_updates;
 mod lease_plans;
 mod migrations;
 mod pool;

@@ -99,7 +99,6 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_runs_parent_status_idx",
         "flowstate_runs_workflow_created_idx",
         "flowstate_runs_parent_created_idx",
-        "flowstate_steps_run_status_idx",
         "flowstate_step_history_step_created_idx",
         "flowstate_step_history_step_attempt_key",
         "flowstate_steps_run_name_key",

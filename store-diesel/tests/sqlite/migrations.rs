@@ -125,7 +125,6 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
             "(lease_expires_at, id)\n    WHERE lease_expires_at IS NOT NULL",
         ),
         ("flowstate_steps_run_name", "(run_id, name)"),
-        ("flowstate_steps_run_status", "(run_id, status)"),
         (
             "flowstate_steps_claimable",
             "(created_at, id)\n    WHERE status IN ('pending', 'failed')",
