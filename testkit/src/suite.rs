@@ -251,6 +251,7 @@ macro_rules! __batch_cases {
                 complete_batch_writes_every_item,
                 complete_batch_answers_per_item,
                 complete_batch_of_nothing,
+                complete_batch_recreates_missing_history_row,
                 batches_are_atomic_with_their_history,
             }
             batch_races {

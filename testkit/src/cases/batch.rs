@@ -11,7 +11,8 @@ use flowstate_core::{
 use serde_json::json;
 
 use super::support::{
-    FUNCTION, assert_err, can_fail_history_writes, history_of, new_run, new_step, snapshot, step_in,
+    FUNCTION, assert_err, can_delete_history_row, can_fail_history_writes, history_of, new_run,
+    new_step, snapshot, step_in,
 };
 use crate::Harness;
 
@@ -280,6 +281,52 @@ where
             .await
             .unwrap()
             .is_empty()
+    );
+}
+
+/// A batch of completions in which one step has lost its history row
+/// still moves every step, and writes the lost row with the outcome
+/// instead of dropping it: a fast path that updates the row the claim
+/// wrote, and would find none, must give way to one that writes it.
+pub async fn complete_batch_recreates_missing_history_row<H: Harness>(h: &H)
+where
+    H::Store: BatchStepStore,
+{
+    if !can_delete_history_row(h) {
+        return;
+    }
+    let run = new_run(h).await;
+    let kept = step_in(h, run.id, "kept", StepStatus::Running).await;
+    let lost = step_in(h, run.id, "lost", StepStatus::Running).await;
+    h.delete_history_row(lost.id, 1).await;
+    let at = h.clock().advance(Duration::from_millis(2));
+    let items = vec![
+        (kept.id, Completion::Succeeded(json!({"kept": true}))),
+        (lost.id, Completion::Succeeded(json!({"lost": true}))),
+    ];
+    let outcomes = h.store().complete_batch(items).await.unwrap();
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    for (step, result) in [
+        (&kept, json!({"kept": true})),
+        (&lost, json!({"lost": true})),
+    ] {
+        let now = h.store().get_step(step.id).await.unwrap();
+        assert_eq!(
+            (now.status, &now.result),
+            (StepStatus::Succeeded, &Some(result.clone()))
+        );
+        let history = history_of(h, step).await;
+        assert_eq!(history.len(), 1, "{}: {history:?}", step.name);
+        let row = &history[0];
+        assert_eq!(
+            (row.attempt, row.status, &row.result, row.succeeded_at),
+            (1, StepStatus::Succeeded, &Some(result), Some(at))
+        );
+    }
+    assert_eq!(
+        history_of(h, &kept).await[0].duration(),
+        Some(Duration::from_millis(2)),
+        "the kept row keeps its running_at"
     );
 }
 
