@@ -1,15 +1,18 @@
 //! Batches on MySQL and MariaDB: a batch claim and a batch of completions,
 //! one transaction each however many steps they carry.
 //!
-//! The claim locks its steps with `SELECT ... FOR UPDATE SKIP LOCKED`
+//! The claim locks its steps with `SELECT * ... FOR UPDATE SKIP LOCKED`
 //! (MySQL 8, MariaDB 10.6+), so concurrent batch claimers take disjoint
-//! sets without waiting, moves them with one `UPDATE ... WHERE id IN`,
-//! upserts their history rows with one `INSERT ... SELECT` and reads them
-//! back. (Stamping `claim_history_id` instead, so the claim trigger of
-//! migration `2026-12-01-000008_claim_history` wrote the rows, saved the
-//! `INSERT` but measured slower in the bench's batched mode, 3,517 against
-//! 4,163 steps/s at 4 workers, medians of three noisy rounds each: the
-//! trigger runs once per row.)
+//! sets without waiting, moves them with one `UPDATE ... WHERE id IN` and
+//! upserts their history rows with one `INSERT ... SELECT`. It answers the
+//! locked rows as that `UPDATE` leaves them ([`claimed`]) instead of
+//! reading them back (no other writer can change them under the lock): a
+//! claim of 256 is five statements, not six. (Stamping `claim_history_id`
+//! instead, so the claim trigger of migration
+//! `2026-12-01-000008_claim_history` wrote the rows, saved the `INSERT` but
+//! measured slower in the bench's batched mode, 3,517 against 4,163
+//! steps/s at 4 workers, medians of three noisy rounds each: the trigger
+//! runs once per row.)
 //!
 //! The completions first try the move as it usually goes, every step still
 //! running: per target status one guarded `UPDATE` (a `CASE` per step for
@@ -17,8 +20,12 @@
 //! rows than it names, some step was not in a status it may move from: the
 //! transaction rolls back and the locking path runs instead, which locks
 //! the steps with `SELECT ... FOR UPDATE`, keeps the items core's
-//! transition table allows from the locked status and moves those. The
-//! statements name at most [`MAX_LISTED`] steps each ([`crate::sql_listed`]).
+//! transition table allows from the locked status and moves those. (One
+//! multi-table `UPDATE` of the steps joined to their history rows would
+//! save the upsert, but MySQL refuses it: the claim trigger on
+//! `flowstate_steps` writes `flowstate_step_history`, and no statement may
+//! write a table a trigger it fires writes too.) The statements name at
+//! most [`MAX_LISTED`] steps each ([`crate::sql_listed`]).
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -28,27 +35,27 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
 
-use flowstate_core::{Result, StepStatus};
+use flowstate_core::{ClaimDecision, Result, StepStatus};
 
 use super::Pool;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
-use crate::rows::{IdRow, StepRow, parse_status};
+use crate::rows::{StepRow, parse_status};
 use crate::schema::flowstate_steps as steps;
 use crate::sql::{CLAIMABLE_COLUMN, StepMove, Upsert, batch_claimable, claim_move};
 use crate::sql_listed::{MAX_LISTED, claim_query, history_query, move_query};
 use crate::store::BatchItem;
 use crate::store::conflict::retry_conflicts;
 
-/// The locking pick of a batch claim. Binds: the function in the filtered
-/// form, now, the limit.
+/// The locking pick of a batch claim, whole rows. Binds: the function in
+/// the filtered form, now, the limit.
 /// [`CLAIMABLE_COLUMN`] leads the `WHERE` for the index on MySQL's virtual
 /// `claimable` column (the migration explains why it is not a `status`
 /// index).
 fn pick_sql(by_function: bool) -> String {
     format!(
-        "SELECT id FROM flowstate_steps WHERE {CLAIMABLE_COLUMN} AND {} ORDER BY created_at, id \
+        "SELECT * FROM flowstate_steps WHERE {CLAIMABLE_COLUMN} AND {} ORDER BY created_at, id \
          LIMIT ? FOR UPDATE SKIP LOCKED",
         batch_claimable("?", by_function.then_some("?"))
     )
@@ -93,7 +100,7 @@ async fn claim_once(
 ) -> QueryResult<Vec<StepRow>> {
     conn.transaction(async |conn| {
         let limit = i64::from(limit);
-        let picked: Vec<IdRow> = match function {
+        let picked: Vec<StepRow> = match function {
             Some(function) => {
                 diesel::sql_query(PICK[1].as_str())
                     .bind::<Text, _>(function)
@@ -115,18 +122,36 @@ async fn claim_once(
         if picked.is_empty() {
             return Ok(Vec::new());
         }
-        let ids: Vec<String> = picked.into_iter().map(|p| p.id).collect();
+        let ids: Vec<String> = picked.iter().map(|p| p.id.clone()).collect();
         for chunk in ids.chunks(MAX_LISTED) {
             claim_query::<Mysql>(chunk, now).execute(conn).await?;
             upsert_history(conn, &claim_move(), chunk, now).await?;
         }
-        steps::table
-            .filter(steps::id.eq_any(&ids))
-            .select(StepRow::as_select())
-            .load(conn)
-            .await
+        Ok(picked.into_iter().map(|row| claimed(row, now)).collect())
     })
     .await
+}
+
+/// The locked `row` as the claim's `UPDATE` leaves it: [`claim_set`]'s
+/// assignments, in Rust. Running, stamped `now`; a step in a retry status
+/// starts its next attempt with result and error cleared. (The testkit's
+/// batch cases compare what a claim answers, fresh and retried, with what
+/// `get_step` reads afterwards, so the two cannot drift apart unseen.)
+///
+/// [`claim_set`]: crate::sql::claim_set
+fn claimed(mut row: StepRow, now: i64) -> StepRow {
+    let retry = ClaimDecision::ClaimRetry
+        .statuses()
+        .iter()
+        .any(|status| status.as_str() == row.status);
+    if retry {
+        row.current_attempt += 1;
+        row.result = None;
+        row.error = None;
+    }
+    StepStatus::Running.as_str().clone_into(&mut row.status);
+    row.updated_at = now;
+    row
 }
 
 /// [`BatchStepStore::complete_batch`](flowstate_core::BatchStepStore::complete_batch)

@@ -48,7 +48,7 @@ const BUDGETS: &[Budget] = &[
     ),
     (
         "claim_batch",
-        &["BEGIN", "SELECT", "UPDATE", "INSERT", "SELECT", "COMMIT"],
+        &["BEGIN", "SELECT", "UPDATE", "INSERT", "COMMIT"],
     ),
     ("complete_batch", &["BEGIN", "UPDATE", "INSERT", "COMMIT"]),
     ("claim_batch empty", &["BEGIN", "SELECT", "COMMIT"]),

@@ -99,6 +99,11 @@ where
     assert_eq!(retried.id, delayed.id);
     assert_eq!((retried.status, retried.attempt), (StepStatus::Running, 2));
     assert_eq!((&retried.result, &retried.error), (&None, &None));
+    assert_eq!(
+        retried,
+        &store.get_step(retried.id).await.unwrap(),
+        "the answer is the retried step as stored"
+    );
     let history = history_of(h, retried).await;
     assert_eq!(history.len(), 2);
     assert_eq!(
