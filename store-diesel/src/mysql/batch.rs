@@ -269,7 +269,19 @@ async fn complete_locking(
             match move_all(conn, now, to, &movers).await {
                 Ok(()) => {}
                 Err(Usual::Db(err)) => return Err(err),
-                Err(Usual::Refused) => unreachable!("locked rows move as decided"),
+                // The row locks make this impossible; if it happens, the
+                // flush fails and rolls back rather than panicking.
+                Err(Usual::Refused) => {
+                    return Err(diesel::result::Error::DatabaseError(
+                        diesel::result::DatabaseErrorKind::Unknown,
+                        Box::new(format!(
+                            "complete_batch: of {} locked steps moving to {}, fewer moved \
+                             than their locked status allows",
+                            movers.len(),
+                            to.as_str()
+                        )),
+                    ));
+                }
             }
             moved.extend(movers.iter().map(|item| item.id.to_string()));
         }
