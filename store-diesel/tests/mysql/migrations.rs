@@ -198,7 +198,6 @@ async fn every_index_of_the_schema_is_there() {
         "flowstate_runs(leasable, cancel_requested, created_at, id)",
         "flowstate_step_history(id) unique",
         "flowstate_step_history(step_id, attempt) unique",
-        "flowstate_step_history(step_id, created_at)",
         "flowstate_steps(id) unique",
         "flowstate_steps(run_id, name) unique",
         "flowstate_steps(claimable, created_at, id)",

@@ -1,0 +1,1 @@
+CREATE INDEX flowstate_step_history_step_created_idx ON flowstate_step_history (step_id, created_at);
