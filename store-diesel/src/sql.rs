@@ -13,6 +13,8 @@
 
 use flowstate_core::{BatchClaim, ClaimDecision, RetryStart, StepStatus};
 
+use crate::url::Dialect;
+
 /// `column IN ('a', 'b')` for `statuses`, or a guard that matches nothing
 /// when there are none. The literals come from the status enums' `Display`,
 /// never from input.
@@ -275,21 +277,25 @@ pub(crate) fn claim_set(now: &str) -> String {
 /// partial indexes name it instead of `status`, so a completion, which
 /// leaves it NULL, changes no indexed value and can be a HOT update.
 /// SQLite's partial indexes are on `status` itself.
-pub(crate) const CLAIMABLE_COLUMN: &str = "claimable = 1";
+const CLAIMABLE_COLUMN: &str = "claimable = 1";
 
 /// [`BatchClaim::takes`](flowstate_core::BatchClaim::takes) in SQL, for a
-/// `WHERE`: a step in a fresh status of [`BatchClaim::statuses`]
-/// (pending), or in a retry status with attempts left whose retry delay has
-/// passed since it failed (`updated_at` plus the delay, both microseconds).
-/// Placeholders appear in the order `function` (when given), `now`.
-pub(crate) fn batch_claimable(now: &str, function: Option<&str>) -> String {
-    let (before, after) = batch_claimable_around_now(function);
+/// `WHERE` on `dialect`: a step in a fresh status of
+/// [`BatchClaim::statuses`] (pending), or in a retry status with attempts
+/// left whose retry delay has passed since it failed (`updated_at` plus the
+/// delay, both microseconds). Placeholders appear in the order `function`
+/// (when given), `now`.
+pub(crate) fn batch_claimable(dialect: Dialect, now: &str, function: Option<&str>) -> String {
+    let (before, after) = batch_claimable_around_now(dialect, function);
     format!("{before}{now}{after}")
 }
 
 /// [`batch_claimable`] as the text before and after its `now`, for a
 /// query that binds the time in the DSL (`sql(before).bind(now).sql(after)`).
-pub(crate) fn batch_claimable_around_now(function: Option<&str>) -> (String, String) {
+pub(crate) fn batch_claimable_around_now(
+    dialect: Dialect,
+    function: Option<&str>,
+) -> (String, String) {
     let statuses = BatchClaim::statuses();
     let all = status_in("status", &statuses);
     let retry_statuses = ClaimDecision::ClaimRetry.statuses();
@@ -299,11 +305,16 @@ pub(crate) fn batch_claimable_around_now(function: Option<&str>) -> (String, Str
     let fresh = status_in("status", &fresh);
     let retry = status_in("status", &retry);
     let pinned = function.map_or(String::new(), |f| format!(" AND function_name = {f}"));
-    // The leading `status IN (...)` is the predicate of the partial index
-    // the batch claim walks, stated as is so every planner sees it applies.
+    // The leading test is the predicate of the partial index the batch
+    // claim walks (or, on MySQL, the first column of its index), stated as
+    // is so every planner sees it applies.
+    let leading = match dialect {
+        Dialect::Postgres | Dialect::Mysql => format!("{CLAIMABLE_COLUMN} AND {all}"),
+        Dialect::Sqlite => all,
+    };
     (
         format!(
-            "{all}{pinned} AND ({fresh} OR ({retry} AND {ATTEMPTS_LEFT} \
+            "{leading}{pinned} AND ({fresh} OR ({retry} AND {ATTEMPTS_LEFT} \
              AND updated_at + COALESCE(retry_delay_ms, 0) * 1000 <= "
         ),
         "))".to_owned(),
@@ -387,6 +398,17 @@ mod tests {
         let retry = StepMove::of(Move::Retry(RetryStart::Running)).update("?", "?", "?");
         assert!(retry.contains("current_attempt = current_attempt + 1, result = NULL"));
         assert!(retry.ends_with("status IN ('failed')"), "{retry}");
+    }
+
+    #[test]
+    fn the_claimable_test_leads_with_what_each_dialects_index_names() {
+        for dialect in [Dialect::Postgres, Dialect::Mysql] {
+            let sql = batch_claimable(dialect, "?", None);
+            assert!(sql.starts_with("claimable = 1 AND status IN ("), "{sql}");
+        }
+        let sqlite = batch_claimable(Dialect::Sqlite, "?", Some("?"));
+        assert!(sqlite.starts_with("status IN ("), "{sqlite}");
+        assert!(sqlite.contains(") AND function_name = ? AND ("), "{sqlite}");
     }
 
     #[test]

@@ -43,21 +43,21 @@ use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::rows::{StepRow, parse_status};
 use crate::schema::flowstate_steps as steps;
-use crate::sql::{CLAIMABLE_COLUMN, StepMove, Upsert, batch_claimable, claim_move};
+use crate::sql::{StepMove, Upsert, batch_claimable, claim_move};
 use crate::sql_listed::{MAX_LISTED, claim_query, history_query, move_query};
 use crate::store::BatchItem;
 use crate::store::conflict::retry_conflicts;
+use crate::url::Dialect;
 
 /// The locking pick of a batch claim, whole rows. Binds: the function in
-/// the filtered form, now, the limit.
-/// [`CLAIMABLE_COLUMN`] leads the `WHERE` for the index on MySQL's virtual
-/// `claimable` column (the migration explains why it is not a `status`
-/// index).
+/// the filtered form, now, the limit. The claimable test leads with MySQL's
+/// virtual `claimable` column, which its index starts with (migration
+/// 000005 explains why it is not a `status` index).
 fn pick_sql(by_function: bool) -> String {
     format!(
-        "SELECT * FROM flowstate_steps WHERE {CLAIMABLE_COLUMN} AND {} ORDER BY created_at, id \
+        "SELECT * FROM flowstate_steps WHERE {} ORDER BY created_at, id \
          LIMIT ? FOR UPDATE SKIP LOCKED",
-        batch_claimable("?", by_function.then_some("?"))
+        batch_claimable(Dialect::Mysql, "?", by_function.then_some("?"))
     )
 }
 

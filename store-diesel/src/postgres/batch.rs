@@ -23,14 +23,15 @@ use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::rows::{IdRow, StepRow};
-use crate::sql::{CLAIMABLE_COLUMN, StepMove, Upsert, batch_claimable, claim_move, claim_set};
+use crate::sql::{StepMove, Upsert, batch_claimable, claim_move, claim_set};
 use crate::store::BatchItem;
+use crate::url::Dialect;
 
 /// The batch claim. Binds: `$1` now, `$2` limit, `$3` as many fresh history
 /// ids as the limit, then `$4` the function for the filtered form. Rows: the
 /// claimed steps as the claim left them.
 fn claim_batch_sql(by_function: bool) -> String {
-    let claimable = batch_claimable("$1", by_function.then_some("$4"));
+    let claimable = batch_claimable(Dialect::Postgres, "$1", by_function.then_some("$4"));
     let history = claim_move().history_upsert(
         history_from(
             "FROM claimed AS c",
@@ -41,8 +42,7 @@ fn claim_batch_sql(by_function: bool) -> String {
         Upsert::OnConflict,
     );
     format!(
-        "WITH picked AS (SELECT id AS picked_id FROM flowstate_steps \
-         WHERE {CLAIMABLE_COLUMN} AND {claimable} \
+        "WITH picked AS (SELECT id AS picked_id FROM flowstate_steps WHERE {claimable} \
          ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), \
          claimed AS (UPDATE flowstate_steps SET {set} FROM picked WHERE id = picked.picked_id \
          RETURNING flowstate_steps.*), \

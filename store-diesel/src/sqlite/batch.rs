@@ -25,6 +25,7 @@ use crate::rows::{IdRow, StepRow};
 use crate::sql::{StepMove, Upsert, batch_claimable, claim_move, claim_set};
 use crate::sql_listed::{MAX_LISTED, history_query, move_query};
 use crate::store::BatchItem;
+use crate::url::Dialect;
 
 /// The batch claim. Binds: `?1` now, `?2` limit, then `?3` the function in
 /// the filtered form. Rows: the claimed steps as the claim left them.
@@ -33,7 +34,7 @@ fn claim_batch_sql(by_function: bool) -> String {
         "UPDATE flowstate_steps SET {} WHERE id IN (SELECT id FROM flowstate_steps WHERE {} \
          ORDER BY created_at, id LIMIT ?2) RETURNING *",
         claim_set("?1"),
-        batch_claimable("?1", by_function.then_some("?3")),
+        batch_claimable(Dialect::Sqlite, "?1", by_function.then_some("?3")),
     )
 }
 

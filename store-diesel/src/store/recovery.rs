@@ -32,8 +32,7 @@ use super::{
 use crate::rows::{parse_id, parse_status};
 use crate::rows_leases::LeasedRunRow;
 use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
-use crate::sql::{CLAIMABLE_COLUMN, batch_claimable_around_now};
-use crate::url::Dialect;
+use crate::sql::batch_claimable_around_now;
 
 /// A step the relay found, as read.
 #[derive(Queryable)]
@@ -77,16 +76,10 @@ enum Leased {
     Missing,
 }
 
-/// [`crate::sql::batch_claimable`] at the bound time `now`, led on
-/// PostgreSQL and MySQL by their `claimable` column, which their
-/// batch-claim indexes are on ([`CLAIMABLE_COLUMN`] says why).
+/// [`crate::sql::batch_claimable`] on `$dialect` at the bound time `now`.
 macro_rules! claimable {
     ($dialect:expr, $now:expr) => {{
-        let (before, after) = batch_claimable_around_now(None);
-        let before = match $dialect {
-            Dialect::Mysql | Dialect::Postgres => format!("{CLAIMABLE_COLUMN} AND {before}"),
-            Dialect::Sqlite => before,
-        };
+        let (before, after) = batch_claimable_around_now($dialect, None);
         move || sql::<Bool>(&before).bind::<BigInt, _>($now).sql(&after)
     }};
 }
