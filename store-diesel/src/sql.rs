@@ -175,6 +175,26 @@ impl StepMove {
         )
     }
 
+    /// The `UPDATE` of the history rows the move's steps already have
+    /// (PostgreSQL's `UPDATE ... FROM`, the table as `h`): status, stamp
+    /// and the payload the step row (columns prefixed `prefix`) now holds.
+    /// `from` joins the moved steps, `target` matches each to its row; a
+    /// row it misses is the [`Self::history_upsert`]'s to create. Returns
+    /// `h.step_id` of every row it updated.
+    pub fn history_update(&self, from: &str, prefix: &str, target: &str, now: &str) -> String {
+        let mut set = vec![format!("status = '{}'", self.to.as_str())];
+        if let Some(col) = stamp_column(self.to) {
+            set.push(format!("{col} = {now}"));
+        }
+        if let Some(col) = payload_column(self.to) {
+            set.push(format!("{col} = {prefix}{col}"));
+        }
+        format!(
+            "UPDATE flowstate_step_history AS h SET {} {from} WHERE {target} RETURNING h.step_id",
+            set.join(", ")
+        )
+    }
+
     /// The upsert of the history row `(step, current_attempt)` after the
     /// move: a missing row is created (begun `now`), an existing one takes
     /// the status, the stamp and the payload. It reads the step row just

@@ -7,7 +7,8 @@
 //! batch claimers take disjoint sets without waiting on each other, and a
 //! per-name claim racing a batch waits on the row lock, re-checks its guard
 //! and loses. The completions are `unnest`ed arrays joined into one guarded
-//! `UPDATE ... FROM` per target status, each with its history upsert.
+//! `UPDATE ... FROM` per target status, each with the update of its
+//! history rows (and the upsert of any that were missing).
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -29,7 +30,15 @@ use crate::url::Dialect;
 
 /// The batch claim. Binds: `$1` now, `$2` limit, `$3` as many fresh history
 /// ids as the limit, then `$4` the function for the filtered form. Rows: the
-/// claimed steps as the claim left them.
+/// claimed steps as the claim left them, oldest first.
+///
+/// The update finds what the pick locked by tuple id (`ctid = ANY(...)`, one
+/// TID scan), never by joining the pick back on the primary key: costed
+/// against a few hundred key lookups, a hash join over a sequential scan of
+/// the whole table looks cheap to the planner on tables of some ten thousand
+/// steps, and it took that plan (5.5 ms of an 8.5 ms claim of 256 on 20,000
+/// steps; the TID form ran 39% fewer server instructions per step). A tuple
+/// the pick locked cannot move before the statement ends.
 fn claim_batch_sql(by_function: bool) -> String {
     let claimable = batch_claimable(Dialect::Postgres, "$1", by_function.then_some("$4"));
     let history = claim_move().history_upsert(
@@ -42,12 +51,12 @@ fn claim_batch_sql(by_function: bool) -> String {
         Upsert::OnConflict,
     );
     format!(
-        "WITH picked AS (SELECT id AS picked_id FROM flowstate_steps WHERE {claimable} \
+        "WITH picked AS (SELECT ctid AS picked_ctid FROM flowstate_steps WHERE {claimable} \
          ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), \
-         claimed AS (UPDATE flowstate_steps SET {set} FROM picked WHERE id = picked.picked_id \
-         RETURNING flowstate_steps.*), \
+         claimed AS (UPDATE flowstate_steps SET {set} \
+         WHERE ctid = ANY(ARRAY(SELECT picked_ctid FROM picked)) RETURNING flowstate_steps.*), \
          history AS ({history}) \
-         SELECT c.* FROM claimed AS c",
+         SELECT c.* FROM claimed AS c ORDER BY c.created_at, c.id",
         set = claim_set("$1"),
     )
 }
@@ -57,20 +66,38 @@ static CLAIM_BATCH: LazyLock<[String; 2]> =
     LazyLock::new(|| [claim_batch_sql(false), claim_batch_sql(true)]);
 
 /// One target status's share of the completions: its items as arrays, the
-/// guarded `UPDATE ... FROM` and the history upsert of what moved.
+/// guarded `UPDATE ... FROM`, the update of the history rows of what moved
+/// and the upsert of any such row that was missing.
+///
+/// The claim wrote each attempt's history row, so the completion's is
+/// nearly always there: a plain `UPDATE` of it locks and writes it once,
+/// where an upsert's conflict path also locked it first (a WAL record of
+/// its own) and ran the insert's checks (6% fewer server instructions per
+/// step measured). The upsert stays for the rows the update missed, a
+/// hashed anti-join over what it returned; both read the statement's one
+/// snapshot, and nothing else writes the history of a step this statement
+/// holds moved.
 fn completion_ctes(to: StepStatus, tag: &str, binds: [&str; 3]) -> String {
     let [ids, payloads, history_ids] = binds;
     let step_move = StepMove::transition(to);
     let items = format!("{tag}_items");
     let moved = format!("{tag}_moved");
+    let settled = format!("{tag}_settled");
     let update = step_move.update_where(
         "$1",
         &format!("{items}.payload::jsonb"),
         &format!("FROM {items}"),
         &format!("id = {items}.item_id"),
     );
+    let settle = step_move.history_update(
+        &format!("FROM {moved} AS m"),
+        "m.",
+        "h.step_id = m.id AND h.attempt = m.current_attempt",
+        "$1",
+    );
+    let missing = format!("FROM {moved} AS m WHERE m.id NOT IN (SELECT step_id FROM {settled})");
     let history = step_move.history_upsert(
-        history_from(&format!("FROM {moved} AS m"), "m.", "m.history_id", "$1"),
+        history_from(&missing, "m.", "m.history_id", "$1"),
         Upsert::OnConflict,
     );
     format!(
@@ -78,6 +105,7 @@ fn completion_ctes(to: StepStatus, tag: &str, binds: [&str; 3]) -> String {
          AS i(item_id, payload, history_id)), \
          {moved} AS ({update} RETURNING flowstate_steps.id, flowstate_steps.current_attempt, \
          flowstate_steps.result, flowstate_steps.error, {items}.history_id), \
+         {settled} AS ({settle}), \
          {tag}_history AS ({history})"
     )
 }
@@ -181,6 +209,7 @@ mod tests {
     fn each_batch_is_one_statement_over_the_shared_fragments() {
         let [any, one] = &*CLAIM_BATCH;
         assert!(any.contains("FOR UPDATE SKIP LOCKED"));
+        assert!(any.contains("WHERE ctid = ANY(ARRAY(SELECT picked_ctid FROM picked))"));
         assert!(!any.contains("function_name = $4"));
         assert!(one.contains("function_name = $4"));
         assert!(any.contains("SELECT ($3::text[])[row_number() OVER ()], c.id, c.current_attempt"));
@@ -188,5 +217,13 @@ mod tests {
             "result = s_items.payload::jsonb FROM s_items WHERE id = s_items.item_id AND status IN ('running')"
         ));
         assert!(COMPLETE_BATCH.contains("error = f_items.payload::jsonb FROM f_items"));
+        assert!(COMPLETE_BATCH.contains(
+            "s_settled AS (UPDATE flowstate_step_history AS h SET status = 'succeeded', \
+             succeeded_at = $1, result = m.result FROM s_moved AS m \
+             WHERE h.step_id = m.id AND h.attempt = m.current_attempt RETURNING h.step_id)"
+        ));
+        assert!(COMPLETE_BATCH.contains(
+            "FROM f_moved AS m WHERE m.id NOT IN (SELECT step_id FROM f_settled) ON CONFLICT"
+        ));
     }
 }
