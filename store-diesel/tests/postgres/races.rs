@@ -1,11 +1,16 @@
 //! Races the conformance suite leaves to the backend: a refused write that
 //! lost a race after its statement's snapshot reports what the step (or
 //! run) is now, not what the snapshot saw. Exactly one racer wins; every
-//! loser gets the typed refusal naming the winner's status.
+//! loser gets the typed refusal naming the winner's status. And a run's
+//! delete, racing batch claims that write history, leaves no history row
+//! without its step (PostgreSQL deletes history by trigger, not by key).
 
 use std::sync::Arc;
 
-use flowstate_core::{Error, RunStatus, RunStore, StepStatus, StepStore, StepTransition};
+use flowstate_core::{
+    BatchClaim, BatchStepStore, Completion, Error, RunStatus, RunStore, StepStatus, StepStore,
+    StepTransition,
+};
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use serde_json::json;
 use tokio::sync::Barrier;
@@ -109,6 +114,94 @@ async fn racing_run_moves_have_one_winner_and_honest_losers() {
     assert_eq!(
         store.get_run(run.id).await.unwrap().status,
         RunStatus::Completed
+    );
+    drop(store);
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deletes_racing_batch_claims_leave_no_history_without_its_step() {
+    const RUNS: usize = 48;
+    const STEPS: usize = 8;
+    const CLAIMERS: usize = 8;
+    let (store, db) = racing_store().await;
+    let mut runs = Vec::new();
+    for _ in 0..RUNS {
+        let run = records::run(&*store, json!({})).await;
+        for s in 0..STEPS {
+            records::step(&*store, run.id, format!("s{s}"), json!({})).await;
+        }
+        runs.push(run.id);
+    }
+    let barrier = Arc::new(Barrier::new(CLAIMERS + 1));
+    let claimers: Vec<_> = (0..CLAIMERS)
+        .map(|_| {
+            let (store, barrier) = (Arc::clone(&store), Arc::clone(&barrier));
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let mut claimed = 0;
+                loop {
+                    let batch = store.claim_batch(&BatchClaim::new(4)).await.unwrap();
+                    if batch.is_empty() {
+                        return claimed;
+                    }
+                    claimed += batch.len();
+                    let completions: Vec<_> = batch
+                        .iter()
+                        .map(|step| (step.id, Completion::Succeeded(json!(1))))
+                        .collect();
+                    // A step deleted since its claim is an unknown step:
+                    // refused alone, never written. A delete locks a run's
+                    // steps in its own order, so a batch holding two of
+                    // them can deadlock with it: the loser's error is
+                    // retryable, and a retry finishes the batch.
+                    loop {
+                        match store.complete_batch(completions.clone()).await {
+                            Ok(_) => break,
+                            Err(err) if err.is_retryable() => continue,
+                            Err(err) => panic!("complete_batch: {err:?}"),
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    let deleter = {
+        let (store, barrier) = (Arc::clone(&store), Arc::clone(&barrier));
+        let doomed: Vec<_> = runs.iter().copied().step_by(2).collect();
+        tokio::spawn(async move {
+            barrier.wait().await;
+            for run in doomed {
+                store.delete_run(run).await.unwrap();
+            }
+        })
+    };
+    let mut claimed = 0;
+    for claimer in claimers {
+        claimed += claimer.await.unwrap();
+    }
+    deleter.await.unwrap();
+
+    assert!(claimed >= RUNS / 2 * STEPS, "only {claimed} claimed");
+    assert_eq!(
+        db.count(
+            "SELECT COUNT(*) AS n FROM flowstate_step_history AS h \
+             WHERE NOT EXISTS (SELECT 1 FROM flowstate_steps AS s WHERE s.id = h.step_id)"
+        )
+        .await,
+        0,
+        "history rows outlived their steps"
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) AS n FROM flowstate_steps").await,
+        (RUNS / 2 * STEPS) as i64,
+        "the kept runs' steps, and only those"
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) AS n FROM flowstate_step_history")
+            .await,
+        (RUNS / 2 * STEPS) as i64,
+        "one history row per kept step"
     );
     drop(store);
     db.drop_database().await;

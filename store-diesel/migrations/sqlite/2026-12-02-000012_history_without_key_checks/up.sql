@@ -1,0 +1,3 @@
+-- Nothing on this dialect: PostgreSQL's up.sql says what changed there
+-- and why.
+SELECT 1;
