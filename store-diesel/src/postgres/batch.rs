@@ -7,8 +7,9 @@
 //! batch claimers take disjoint sets without waiting on each other, and a
 //! per-name claim racing a batch waits on the row lock, re-checks its guard
 //! and loses. The completions are `unnest`ed arrays joined into one guarded
-//! `UPDATE ... FROM` per target status, each with the update of its
-//! history rows (and the upsert of any that were missing).
+//! `UPDATE ... FROM` per target status. Each statement updates the history
+//! rows of what it moved and upserts any that were missing
+//! ([`history_ctes`]).
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -19,12 +20,12 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use flowstate_core::{HistoryId, Result, StepStatus};
 
 use super::Pool;
-use super::sql::history_from;
+use super::sql::history_ctes;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::rows::{IdRow, StepRow};
-use crate::sql::{StepMove, Upsert, batch_claimable, claim_move, claim_set};
+use crate::sql::{StepMove, batch_claimable, claim_move, claim_set};
 use crate::store::BatchItem;
 use crate::url::Dialect;
 
@@ -41,21 +42,19 @@ use crate::url::Dialect;
 /// the pick locked cannot move before the statement ends.
 fn claim_batch_sql(by_function: bool) -> String {
     let claimable = batch_claimable(Dialect::Postgres, "$1", by_function.then_some("$4"));
-    let history = claim_move().history_upsert(
-        history_from(
-            "FROM claimed AS c",
-            "c.",
-            "($3::text[])[row_number() OVER ()]",
-            "$1",
-        ),
-        Upsert::OnConflict,
+    let history = history_ctes(
+        &claim_move(),
+        "claimed",
+        "claim",
+        "($3::text[])[row_number() OVER ()]",
+        "$1",
     );
     format!(
         "WITH picked AS (SELECT ctid AS picked_ctid FROM flowstate_steps WHERE {claimable} \
          ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), \
          claimed AS (UPDATE flowstate_steps SET {set} \
          WHERE ctid = ANY(ARRAY(SELECT picked_ctid FROM picked)) RETURNING flowstate_steps.*), \
-         history AS ({history}) \
+         {history} \
          SELECT c.* FROM claimed AS c ORDER BY c.created_at, c.id",
         set = claim_set("$1"),
     )
@@ -66,47 +65,26 @@ static CLAIM_BATCH: LazyLock<[String; 2]> =
     LazyLock::new(|| [claim_batch_sql(false), claim_batch_sql(true)]);
 
 /// One target status's share of the completions: its items as arrays, the
-/// guarded `UPDATE ... FROM`, the update of the history rows of what moved
-/// and the upsert of any such row that was missing.
-///
-/// The claim wrote each attempt's history row, so the completion's is
-/// nearly always there: a plain `UPDATE` of it locks and writes it once,
-/// where an upsert's conflict path also locked it first (a WAL record of
-/// its own) and ran the insert's checks (6% fewer server instructions per
-/// step measured). The upsert stays for the rows the update missed, a
-/// hashed anti-join over what it returned; both read the statement's one
-/// snapshot, and nothing else writes the history of a step this statement
-/// holds moved.
+/// guarded `UPDATE ... FROM` and the history writes of what moved
+/// ([`history_ctes`]).
 fn completion_ctes(to: StepStatus, tag: &str, binds: [&str; 3]) -> String {
     let [ids, payloads, history_ids] = binds;
     let step_move = StepMove::transition(to);
     let items = format!("{tag}_items");
     let moved = format!("{tag}_moved");
-    let settled = format!("{tag}_settled");
     let update = step_move.update_where(
         "$1",
         &format!("{items}.payload::jsonb"),
         &format!("FROM {items}"),
         &format!("id = {items}.item_id"),
     );
-    let settle = step_move.history_update(
-        &format!("FROM {moved} AS m"),
-        "m.",
-        "h.step_id = m.id AND h.attempt = m.current_attempt",
-        "$1",
-    );
-    let missing = format!("FROM {moved} AS m WHERE m.id NOT IN (SELECT step_id FROM {settled})");
-    let history = step_move.history_upsert(
-        history_from(&missing, "m.", "m.history_id", "$1"),
-        Upsert::OnConflict,
-    );
+    let history = history_ctes(&step_move, &moved, tag, "m.history_id", "$1");
     format!(
         "{items} AS (SELECT * FROM unnest({ids}::text[], {payloads}::text[], {history_ids}::text[]) \
          AS i(item_id, payload, history_id)), \
          {moved} AS ({update} RETURNING flowstate_steps.id, flowstate_steps.current_attempt, \
          flowstate_steps.result, flowstate_steps.error, {items}.history_id), \
-         {settled} AS ({settle}), \
-         {tag}_history AS ({history})"
+         {history}"
     )
 }
 
@@ -212,7 +190,8 @@ mod tests {
         assert!(any.contains("WHERE ctid = ANY(ARRAY(SELECT picked_ctid FROM picked))"));
         assert!(!any.contains("function_name = $4"));
         assert!(one.contains("function_name = $4"));
-        assert!(any.contains("SELECT ($3::text[])[row_number() OVER ()], c.id, c.current_attempt"));
+        assert!(any.contains("SELECT ($3::text[])[row_number() OVER ()], m.id, m.current_attempt"));
+        assert!(any.contains("claim_settled AS (UPDATE flowstate_step_history AS h SET status = 'running', running_at = $1 FROM claimed AS m"));
         assert!(COMPLETE_BATCH.contains(
             "result = s_items.payload::jsonb FROM s_items WHERE id = s_items.item_id AND status IN ('running')"
         ));

@@ -26,6 +26,43 @@ pub(super) fn history_from<'a>(
     }
 }
 
+/// The history writes after a batch of moves, as two CTEs to follow the
+/// CTE `moved` (step rows with `id`, `current_attempt` and the move's
+/// payload column): `{tag}_settled` updates the history rows those steps'
+/// attempts already have, and `{tag}_history` upserts the ones missing,
+/// each new row's id `id` (over the moved row `m`).
+///
+/// Nearly every attempt's row exists when it moves (the step's insert or
+/// its claim wrote it), and a plain `UPDATE` writes it once, where an
+/// upsert's conflict path also locked it first (a WAL record of its own)
+/// and ran the insert's checks: 6% fewer server instructions per step on
+/// the batched path. A single step's move keeps its upsert: there the two
+/// more CTEs cost more per statement than the row saves (12% more
+/// instructions per claim + succeed). The upsert stays for the rows the
+/// update missed (a retry's new attempt, a row deleted behind the store's
+/// back), through a hashed anti-join over what the update returned; both
+/// read the statement's one snapshot, and nothing else writes the history
+/// of a step the statement holds moved.
+pub(super) fn history_ctes(
+    step_move: &StepMove,
+    moved: &str,
+    tag: &str,
+    id: &str,
+    now: &str,
+) -> String {
+    let settled = format!("{tag}_settled");
+    let settle = step_move.history_update(
+        &format!("FROM {moved} AS m"),
+        "m.",
+        "h.step_id = m.id AND h.attempt = m.current_attempt",
+        now,
+    );
+    let missing = format!("FROM {moved} AS m WHERE m.id NOT IN (SELECT step_id FROM {settled})");
+    let history =
+        step_move.history_upsert(history_from(&missing, "m.", id, now), Upsert::OnConflict);
+    format!("{settled} AS ({settle}), {tag}_history AS ({history})")
+}
+
 /// The claim, win or lose. Binds: `$1` now, `$2` run, `$3` name, `$4`
 /// function, `$5` a fresh history id. Every row is `won` and the step: after
 /// the claim (won), or as the statement's snapshot saw it (lost; no row: no

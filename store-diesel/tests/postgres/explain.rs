@@ -222,7 +222,7 @@ async fn hot_reads_use_their_indexes_on_100k_rows() {
 }
 
 /// 100k steps, most of them finished: 97% succeeded, 2% pending, 1%
-/// failed with a retry left.
+/// failed with a retry left; each with its history row.
 const LOAD_MOSTLY_DONE: &str = "
 INSERT INTO flowstate_runs (id, workflow, status, input, created_at, updated_at)
 SELECT '00000000-0000-7000-9000-' || lpad(g::text, 12, '0'), 'wf', 'running', '{}'::jsonb, g, g
@@ -234,6 +234,8 @@ SELECT '00000000-0000-7000-8000-' || lpad(g::text, 12, '0'),
        CASE WHEN g % 100 < 97 THEN 'succeeded' WHEN g % 100 < 99 THEN 'pending' ELSE 'failed' END,
        '{}'::jsonb, 1, 1, g, g
 FROM generate_series(1, 100000) AS g;
+INSERT INTO flowstate_step_history (id, step_id, attempt, status, created_at)
+SELECT 'hist-' || id, id, 1, status, created_at FROM flowstate_steps;
 ANALYZE;
 ";
 
