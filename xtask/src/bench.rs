@@ -12,7 +12,7 @@
 //! - statements per operation, counted with `StatementLog`
 //!   ([`statements`]): budgets are counted, not timed;
 //! - batched mode, a column beside each dialect's: the same number of steps
-//!   through `flowstate-pool`'s `WorkerPool` (claims of 256, completions
+//!   through `flowstate-pool`'s `WorkerPool` (claims of 500, completions
 //!   group-committed), with its statements per step (`batched`);
 //! - the workloads beside steps, in the dialect's column ([`workloads`]):
 //!   run leasing (half as many runs as steps, `claim_run` + `finish`) and
