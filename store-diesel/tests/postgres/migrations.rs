@@ -139,6 +139,22 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         );
     }
 
+    // Migration 000012: no key from history to steps; a trigger cascades.
+    assert!(
+        !before.contains("flowstate_step_history_step_id_fkey"),
+        "history still has its foreign key:\n{before}"
+    );
+    let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+    let trigger: Dump = diesel::sql_query(
+        "SELECT coalesce(string_agg(tgname, ','), '') AS dump FROM pg_trigger \
+         WHERE tgrelid = 'flowstate_steps'::regclass AND NOT tgisinternal",
+    )
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(trigger.dump, "flowstate_steps_delete_history");
+    drop(conn);
+
     let reverted = migrate::down(&url, usize::MAX).await.unwrap();
     let newest_first: Vec<String> = versions.iter().rev().cloned().collect();
     assert_eq!(reverted, newest_first);

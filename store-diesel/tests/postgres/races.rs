@@ -158,7 +158,7 @@ async fn deletes_racing_batch_claims_leave_no_history_without_its_step() {
                     loop {
                         match store.complete_batch(completions.clone()).await {
                             Ok(_) => break,
-                            Err(err) if err.is_retryable() => continue,
+                            Err(err) if err.is_retryable() => {}
                             Err(err) => panic!("complete_batch: {err:?}"),
                         }
                     }
