@@ -175,24 +175,20 @@ impl StepMove {
         )
     }
 
-    /// The `UPDATE` of the history rows the move's steps already have
-    /// (PostgreSQL's `UPDATE ... FROM`, the table as `h`): status, stamp
-    /// and the payload the step row (columns prefixed `prefix`) now holds.
-    /// `from` joins the moved steps, `target` matches each to its row; a
-    /// row it misses is the [`Self::history_upsert`]'s to create. Returns
-    /// `h.step_id` of every row it updated.
-    pub fn history_update(&self, from: &str, prefix: &str, target: &str, now: &str) -> String {
-        let mut set = vec![format!("status = '{}'", self.to.as_str())];
+    /// What the move writes on its attempt's history row, as `(column,
+    /// value)`: the status first, then the stamp and the payload the step
+    /// row (columns prefixed `prefix`) now holds, for the moves that have
+    /// them. [`Self::history_upsert`] and PostgreSQL's history update of a
+    /// batch both write exactly these.
+    pub fn history_settles(&self, prefix: &str, now: &str) -> Vec<(&'static str, String)> {
+        let mut settles = vec![("status", format!("'{}'", self.to.as_str()))];
         if let Some(col) = stamp_column(self.to) {
-            set.push(format!("{col} = {now}"));
+            settles.push((col, now.to_owned()));
         }
         if let Some(col) = payload_column(self.to) {
-            set.push(format!("{col} = {prefix}{col}"));
+            settles.push((col, format!("{prefix}{col}")));
         }
-        format!(
-            "UPDATE flowstate_step_history AS h SET {} {from} WHERE {target} RETURNING h.step_id",
-            set.join(", ")
-        )
+        settles
     }
 
     /// The upsert of the history row `(step, current_attempt)` after the
@@ -206,27 +202,24 @@ impl StepMove {
             id,
             now,
         } = source;
-        let mut columns = vec!["id", "step_id", "attempt", "status", "created_at"];
+        let settles = self.history_settles(p, now);
+        let (status, rest) = settles
+            .split_first()
+            .expect("a move always writes its status");
+        let mut columns = vec!["id", "step_id", "attempt", status.0, "created_at"];
         let mut values = vec![
             id.to_owned(),
             format!("{p}id"),
             format!("{p}current_attempt"),
-            format!("'{}'", self.to.as_str()),
+            status.1.clone(),
             now.to_owned(),
         ];
-        let mut updated = vec!["status"];
-        if let Some(col) = stamp_column(self.to) {
+        for (col, value) in rest {
             columns.push(col);
-            values.push(now.to_owned());
-            updated.push(col);
+            values.push(value.clone());
         }
-        if let Some(col) = payload_column(self.to) {
-            columns.push(col);
-            values.push(format!("{p}{col}"));
-            updated.push(col);
-        }
+        let updated = settles.iter().map(|(col, _)| col);
         let updates: Vec<String> = updated
-            .iter()
             .map(|col| match upsert {
                 Upsert::OnConflict => format!("{col} = EXCLUDED.{col}"),
                 Upsert::OnDuplicateKey => format!("{col} = VALUES({col})"),

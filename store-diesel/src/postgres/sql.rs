@@ -51,11 +51,15 @@ pub(super) fn history_ctes(
     now: &str,
 ) -> String {
     let settled = format!("{tag}_settled");
-    let settle = step_move.history_update(
-        &format!("FROM {moved} AS m"),
-        "m.",
-        "h.step_id = m.id AND h.attempt = m.current_attempt",
-        now,
+    let set: Vec<String> = step_move
+        .history_settles("m.", now)
+        .into_iter()
+        .map(|(col, value)| format!("{col} = {value}"))
+        .collect();
+    let settle = format!(
+        "UPDATE flowstate_step_history AS h SET {} FROM {moved} AS m \
+         WHERE h.step_id = m.id AND h.attempt = m.current_attempt RETURNING h.step_id",
+        set.join(", ")
     );
     let missing = format!("FROM {moved} AS m WHERE m.id NOT IN (SELECT step_id FROM {settled})");
     let history =
