@@ -72,15 +72,81 @@ pub struct LogInstrumentation {
 impl Instrumentation for LogInstrumentation {
     fn on_connection_event(&mut self, event: InstrumentationEvent<'_>) {
         if let InstrumentationEvent::StartQuery { query, .. } = event {
-            let text = query.to_string();
-            // diesel appends the binds as `-- binds: [...]`; keep the SQL.
-            let sql = text
-                .split(" -- binds:")
-                .next()
-                .unwrap_or(&text)
-                .trim()
-                .to_owned();
-            self.log.logged().push(sql);
+            let mut sql = SqlOnly::default();
+            // diesel writes the SQL, then ` -- binds: [...]`: the writer
+            // stops the formatting there (the error it returns to do so is
+            // expected), so a batch's thousands of binds are never
+            // formatted only to be dropped.
+            let _ = std::fmt::write(&mut sql, format_args!("{query}"));
+            self.log.logged().push(sql.finish());
         }
+    }
+}
+
+/// What diesel writes before its binds.
+const BINDS_MARKER: &str = " -- binds:";
+
+/// A [`std::fmt::Write`] that keeps a query's text up to diesel's binds
+/// marker and refuses everything after it.
+#[derive(Default)]
+struct SqlOnly {
+    text: String,
+    done: bool,
+}
+
+impl SqlOnly {
+    /// The SQL, without the binds or surrounding whitespace.
+    fn finish(mut self) -> String {
+        if let Some(at) = self.text.find(BINDS_MARKER) {
+            self.text.truncate(at);
+        }
+        self.text.trim().to_owned()
+    }
+}
+
+impl std::fmt::Write for SqlOnly {
+    fn write_str(&mut self, piece: &str) -> std::fmt::Result {
+        if self.done {
+            return Err(std::fmt::Error);
+        }
+        // The marker may straddle two pieces: look at the tail written
+        // before this piece too.
+        let mut from = self.text.len().saturating_sub(BINDS_MARKER.len());
+        while !self.text.is_char_boundary(from) {
+            from -= 1;
+        }
+        self.text.push_str(piece);
+        if self.text[from..].contains(BINDS_MARKER) {
+            self.done = true;
+            return Err(std::fmt::Error);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use super::*;
+
+    #[test]
+    fn the_sql_is_kept_and_the_binds_are_never_written() {
+        let mut sql = SqlOnly::default();
+        let written = write!(sql, "SELECT $1 -- binds: [{}]", "x".repeat(10));
+        assert!(written.is_err(), "formatting stops at the binds");
+        assert_eq!(sql.finish(), "SELECT $1");
+
+        // The marker split across pieces.
+        let mut sql = SqlOnly::default();
+        assert!(sql.write_str("UPDATE t SET a = 1 -- bi").is_ok());
+        assert!(sql.write_str("nds: [1]").is_err());
+        assert!(sql.write_str("more").is_err());
+        assert_eq!(sql.finish(), "UPDATE t SET a = 1");
+
+        // No binds at all.
+        let mut sql = SqlOnly::default();
+        assert!(write!(sql, "  COMMIT ").is_ok());
+        assert_eq!(sql.finish(), "COMMIT");
     }
 }
