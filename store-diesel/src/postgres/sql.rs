@@ -88,8 +88,13 @@ pub(super) static CLAIM: LazyLock<String> = LazyLock::new(|| {
 
 /// A guarded move of step `$1` and its history upsert. Binds: `$1` step,
 /// `$2` now, `$3` a fresh history id, then `$4` the payload for the moves
-/// that carry one. One row (none: no such step): the step's status in the
-/// statement's snapshot and whether the guarded write moved it.
+/// that carry one. One row (none: no such step) and whether the guarded
+/// write moved the step: the status it moved to, or, when it matched
+/// nothing, the step's status in the statement's snapshot.
+///
+/// The step is read only when nothing moved (the claim's shape): a move
+/// that matches, the hot path, costs its `UPDATE` and the history upsert
+/// alone, with no second lookup of the step by key.
 fn move_sql(step_move: &StepMove) -> String {
     let update = step_move.update("$2", "$4", "$1");
     let history = step_move.history_upsert(
@@ -97,10 +102,12 @@ fn move_sql(step_move: &StepMove) -> String {
         Upsert::OnConflict,
     );
     format!(
-        "WITH prior AS (SELECT status FROM flowstate_steps WHERE id = $1), \
-         moved AS ({update} RETURNING id, current_attempt, result, error), \
+        "WITH moved AS ({update} RETURNING id, status, current_attempt, result, error), \
          history AS ({history}) \
-         SELECT p.status, EXISTS (SELECT 1 FROM moved) AS moved FROM prior AS p"
+         SELECT m.status, TRUE AS moved FROM moved AS m \
+         UNION ALL \
+         SELECT s.status, FALSE AS moved FROM flowstate_steps AS s \
+         WHERE s.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)"
     )
 }
 
@@ -141,6 +148,8 @@ mod tests {
         let succeeded = MOVES.get(Move::Transition(StepStatus::Succeeded));
         assert!(succeeded.contains("result = $4 WHERE id = $1 AND status IN ('running')"));
         assert!(succeeded.contains("result = EXCLUDED.result"));
+        assert!(!succeeded.contains("prior"), "a move that matches reads nothing more");
+        assert!(succeeded.ends_with("WHERE s.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)"));
         assert!(
             !MOVES
                 .get(Move::Transition(StepStatus::Running))

@@ -1,8 +1,9 @@
 //! Step transitions and retry attempts: the step row and its current
 //! attempt's history row written by one statement that reads nothing first.
 //!
-//! The statement's final `SELECT` reports the step's status in its
-//! snapshot, so a refused move is diagnosed in the same round trip. Only
+//! When the guard matches nothing, the statement's final `SELECT` reports
+//! the step's status in its snapshot, so a refused move is diagnosed in
+//! the same round trip; a move that matches reads nothing besides. Only
 //! when that status could have moved (another writer won a race after the
 //! snapshot) is the step read again (by the caller), to report what it is
 //! now.
@@ -26,7 +27,8 @@ use crate::sql::{Move, StepMove};
 /// What a guarded step write found and did.
 #[derive(QueryableByName)]
 struct MoveRow {
-    /// The step's status in the statement's snapshot.
+    /// The status the step moved to, or, when nothing moved, its status in
+    /// the statement's snapshot.
     #[diesel(sql_type = Text)]
     status: String,
     /// Whether the guarded `UPDATE` matched.
