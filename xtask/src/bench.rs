@@ -19,6 +19,10 @@
 //!   events (a quarter as many, emitted for a later dispatch, then
 //!   dispatched until drained), each checked exactly-once.
 //!
+//! `--peers` adds graphile-worker's fast preset beside PostgreSQL's batched
+//! mode, its rounds taken in turn with flowstate's ([`peer`]), and prints
+//! the ratio of each pair as for the baseline below.
+//!
 //! `--json FILE` writes the whole report ([`report`]); `--compare FILE`
 //! prints this run's medians against that earlier report's. `--smoke` is
 //! CI's run: tiny sizes, and a statement count off its budget fails it.
@@ -34,6 +38,7 @@
 mod baseline;
 mod batched;
 mod contention;
+mod peer;
 mod report;
 mod statements;
 mod throughput;
@@ -74,6 +79,9 @@ pub struct Options {
     /// 8 workers for 50 steps, and a statement count other than the
     /// budget's fails the run. Never a timing assertion.
     pub smoke: bool,
+    /// Beside PostgreSQL's batched mode, run graphile-worker's fast preset
+    /// on the same server, round for round ([`peer`]); needs Node.js.
+    pub peers: bool,
 }
 
 impl Default for Options {
@@ -88,6 +96,7 @@ impl Default for Options {
             json: None,
             compare: None,
             smoke: false,
+            peers: false,
         }
     }
 }
@@ -147,6 +156,8 @@ pub async fn run(options: Options) -> Result<()> {
     }
     let mut columns = Vec::new();
     let mut off_budget = Vec::new();
+    let peer_wanted = options.peers;
+    let mut peer_failures = Vec::new();
     for (dialect, url, ours) in targets {
         let name = dialect.name();
         println!(
@@ -208,7 +219,20 @@ pub async fn run(options: Options) -> Result<()> {
             statements_per_step: None,
             workloads,
         });
-        columns.push(batched::column(name, &url, &concurrency, &options).await);
+        let peer = match (&peer_wanted, dialect) {
+            (true, Dialect::Postgres) => match peer::Peer::prepare(&url).await {
+                Ok(peer) => Some(peer),
+                Err(err) => {
+                    peer_failures.push(format!("{}: {err:#}", peer::LABEL));
+                    None
+                }
+            },
+            _ => None,
+        };
+        let (batch, peer_column) =
+            batched::column(name, &url, &concurrency, &options, peer.as_ref()).await;
+        columns.push(batch);
+        columns.extend(peer_column);
         #[cfg(feature = "postgres")]
         if let Some(throughput) = hand {
             columns.push(Column {
@@ -233,6 +257,10 @@ pub async fn run(options: Options) -> Result<()> {
     for line in report.paired_ratios(Dialect::Postgres.name(), BASELINE) {
         println!("{line}");
     }
+    let batch = format!("{} batch", Dialect::Postgres.name());
+    for line in report.paired_ratios(&batch, peer::LABEL) {
+        println!("{line}");
+    }
     for line in &off_budget {
         println!("off budget: {line}");
     }
@@ -247,6 +275,7 @@ pub async fn run(options: Options) -> Result<()> {
     if options.smoke {
         failures.extend(off_budget);
     }
+    failures.extend(peer_failures);
     if !failures.is_empty() {
         bail!("bench failed:\n  {}", failures.join("\n  "));
     }

@@ -31,10 +31,12 @@ commands:
                                                  the main job: runs claimed and completed
                                                  by workers, every step delivered twice
   bench [--database-url URL]... [--steps N] [--concurrency N,N,...] [--workers N] [--rounds N]
-        [--json FILE] [--compare FILE] [--smoke] [--verbose]
+        [--json FILE] [--compare FILE] [--smoke] [--verbose] [--peers]
                                                  throughput (median of rounds), contention
                                                  and statements per operation, every
-                                                 dialect side by side
+                                                 dialect side by side; --peers runs
+                                                 graphile-worker beside PostgreSQL's
+                                                 batched mode (needs Node.js)
   test                                           fmt, clippy, tests and docs, as CI runs them
 
 The default database is $DATABASE_URL, else an SQLite file under target/
@@ -110,6 +112,7 @@ fn dispatch(args: Vec<String>) -> Result<()> {
                 verbose: args.switch("--verbose"),
                 json: args.value("--json")?.map(Into::into),
                 compare: args.value("--compare")?.map(Into::into),
+                peers: args.switch("--peers"),
                 ..defaults
             };
             if smoke {

@@ -34,9 +34,10 @@ use flowstate_store_diesel::{DieselStore, StatementLog, StoreConfig};
 use serde_json::json;
 use tokio::sync::Notify;
 
+use super::peer::{self, Peer};
 use super::report::Column;
 use super::throughput::{Throughput, create_steps_for, show_progress};
-use super::{Options, rounds};
+use super::{Options, interleaved, rounds};
 
 /// Steps per claim.
 pub const CLAIM_BATCH: u32 = 500;
@@ -55,10 +56,18 @@ pub struct Batched {
 
 /// Every worker count of `concurrency`, `options.rounds` times each, in
 /// batched mode on `url`: the column shown beside `name`'s per-step one.
-pub async fn column(name: &str, url: &str, concurrency: &[usize], options: &Options) -> Column {
+/// With a `peer`, its rounds are taken in turn with these (see
+/// [`interleaved`](super::interleaved)), and its column comes back too.
+pub async fn column(
+    name: &str,
+    url: &str,
+    concurrency: &[usize],
+    options: &Options,
+    peer: Option<&Peer>,
+) -> (Column, Option<Column>) {
     let label = format!("{name} batch");
     let sent = Cell::new((0_u64, 0_usize));
-    let throughput = rounds(&label, concurrency, options, async |workers, progress| {
+    let ours = async |workers, progress: &str| {
         let round = measure(url, workers, options.steps, progress).await?;
         let (statements, steps) = sent.get();
         sent.set((
@@ -66,17 +75,41 @@ pub async fn column(name: &str, url: &str, concurrency: &[usize], options: &Opti
             steps + round.throughput.steps,
         ));
         Ok(round.throughput)
-    })
-    .await;
+    };
+    let (throughput, theirs) = match peer {
+        Some(peer) => {
+            let [ours_rounds, theirs] = interleaved(
+                [label.as_str(), peer::LABEL],
+                concurrency,
+                options,
+                async |index, workers, progress| match index {
+                    0 => ours(workers, progress).await,
+                    _ => peer.measure(options.steps).await,
+                },
+            )
+            .await;
+            (ours_rounds, Some(theirs))
+        }
+        None => (rounds(&label, concurrency, options, ours).await, None),
+    };
     let (statements, steps) = sent.get();
-    Column {
+    let column = Column {
         label,
         throughput,
         contention: None,
         statements: Ok(Vec::new()),
         statements_per_step: (steps > 0).then(|| statements as f64 / steps as f64),
         workloads: Vec::new(),
-    }
+    };
+    let peer_column = theirs.map(|throughput| Column {
+        label: peer::LABEL.to_owned(),
+        throughput,
+        contention: None,
+        statements: Ok(Vec::new()),
+        statements_per_step: None,
+        workloads: Vec::new(),
+    });
+    (column, peer_column)
 }
 
 /// Creates `steps` fresh steps on `url`, then times a `WorkerPool` of
