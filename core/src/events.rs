@@ -325,6 +325,32 @@ pub struct PendingEvent {
     pub attempts: u32,
 }
 
+/// What [`EventQueueStore::dispatch_next`](crate::EventQueueStore::dispatch_next)
+/// did: took no event, dispatched one, or took one whose dispatch failed.
+#[derive(Debug)]
+pub enum NextDispatch {
+    /// No pending event was free to take: none is due, or another
+    /// dispatcher holds every one that is.
+    Idle,
+    /// The event was dispatched: its runs, in delivery order.
+    Dispatched {
+        /// The event.
+        event: EventId,
+        /// The runs its deliveries started.
+        runs: Vec<RunId>,
+    },
+    /// The event was taken but its dispatch failed and rolled back: it is
+    /// still pending with the attempts it had, and the failure is for the
+    /// caller to record
+    /// ([`EventStore::record_dispatch_failure`](crate::EventStore::record_dispatch_failure)).
+    Failed {
+        /// The event, with the attempts it had when it was taken.
+        event: PendingEvent,
+        /// Why its dispatch failed.
+        error: Error,
+    },
+}
+
 /// Narrows an events listing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EventFilter {

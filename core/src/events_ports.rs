@@ -1,8 +1,9 @@
 //! The ports of events and their definitions: [`DefinitionStore`]
 //! (workflows, published versions, activations) and [`EventStore`] (record
 //! an event once, pin its deliveries, materialise them into runs, and the
-//! dispatch bookkeeping `flowstate-events` drives). Re-exported from
-//! [`crate::ports`].
+//! dispatch bookkeeping `flowstate-events` drives), and [`EventQueueStore`]
+//! (take the next free pending event and dispatch it, for many dispatchers
+//! at once). Re-exported from [`crate::ports`].
 //!
 //! New traits rather than methods on [`RunStore`](crate::RunStore), so a
 //! backend without events keeps compiling. Like every port, each method is
@@ -16,7 +17,8 @@ use crate::backoff::EventDispatchOutcome;
 use crate::error::Result;
 use crate::events::{
     Activation, Dispatch, Emission, Event, EventFilter, NewActivation, NewEvent,
-    NewPublishedVersion, NewWorkflow, PendingEvent, PublishedVersion, RunCause, Workflow,
+    NewPublishedVersion, NewWorkflow, NextDispatch, PendingEvent, PublishedVersion, RunCause,
+    Workflow,
 };
 use crate::ids::{ActivationId, EventId, RunId, WorkflowId};
 use crate::records::Inserted;
@@ -166,4 +168,31 @@ pub trait EventStore: Send + Sync {
 
     /// Why `run` started, if an event started it.
     fn run_cause(&self, run: RunId) -> impl Future<Output = Result<Option<RunCause>>> + Send;
+}
+
+/// Dispatching without a listing first: each call takes the next pending
+/// event no other dispatcher holds, so any number of dispatchers share the
+/// queue without visiting one another's events.
+///
+/// [`EventStore::pending_events`] then [`EventStore::dispatch_event`] is a
+/// scan followed by a lock: dispatchers that scan at once list the same
+/// oldest events and each tries every one of them, so N dispatchers do
+/// about N times the work of one. Here the pick and the lock are one step
+/// (`FOR UPDATE SKIP LOCKED` in the pick, or the database's single
+/// writer). A trait of its own, so a backend with [`EventStore`] alone
+/// keeps compiling.
+pub trait EventQueueStore: EventStore {
+    /// Takes the longest-due pending event
+    /// ([`Event::is_pending`](crate::Event::is_pending)) that no other
+    /// dispatcher holds and dispatches it in one transaction, exactly as
+    /// [`EventStore::dispatch_event`] does: creates the run of every
+    /// delivery and marks it dispatched (attempts + 1, error cleared).
+    ///
+    /// [`NextDispatch::Idle`] when no pending event is free. However many
+    /// dispatchers call it at once, each event is taken by one of them at a
+    /// time, each delivery gets exactly one run, and an event is dispatched
+    /// once. A failure after the event was taken rolls back its runs, never
+    /// the event, and answers [`NextDispatch::Failed`] with the attempts it
+    /// had; a failure before (no connection, say) is an `Err`.
+    fn dispatch_next(&self) -> impl Future<Output = Result<NextDispatch>> + Send;
 }

@@ -70,7 +70,8 @@ pub use effects::{EffectBegin, StrandedEffect};
 pub use error::{Error, Result};
 pub use events::{
     Activation, Delivery, Dispatch, Emission, Event, EventFilter, NewActivation, NewEvent,
-    NewPublishedVersion, NewWorkflow, PendingEvent, PublishedVersion, RunCause, Workflow,
+    NewPublishedVersion, NewWorkflow, NextDispatch, PendingEvent, PublishedVersion, RunCause,
+    Workflow,
 };
 pub use ids::{
     ActivationId, EventId, HistoryId, PublishedVersionId, RunId, StepId, VersionId,
@@ -79,7 +80,8 @@ pub use ids::{
 pub use lease::{LeaseState, Release, Released, RunLease, RunOutcome};
 pub use limits::{EncodedStep, InputLimits};
 pub use ports::{
-    BatchStepStore, ChildRunStore, DefinitionStore, EffectJournal, EventStore, RecoveryStore,
+    BatchStepStore, ChildRunStore, DefinitionStore, EffectJournal, EventQueueStore, EventStore,
+    RecoveryStore,
     RunLeaseStore, RunRecoveryStore, RunStore, RunWaitStore, StepStore, Store, VersionStore,
 };
 pub use records::{

@@ -38,7 +38,7 @@ use crate::status::{RetryStart, RunStatus};
 use crate::summary;
 pub use crate::virtual_user_ports::{ScheduleStore, VirtualUserRunStore};
 
-pub use crate::events_ports::{DefinitionStore, EventStore};
+pub use crate::events_ports::{DefinitionStore, EventQueueStore, EventStore};
 
 pub use crate::lease_ports::{ChildRunStore, EffectJournal, RunLeaseStore, RunWaitStore};
 

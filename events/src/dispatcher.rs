@@ -1,23 +1,49 @@
-//! [`Dispatcher`]: a tokio task that calls [`dispatch_pending`] on an
-//! interval until its [`DispatcherHandle`] shuts it down, counting what it
-//! did.
+//! [`Dispatcher`]: a tokio task that calls [`dispatch_pending`] (or, made
+//! [`Dispatcher::queued`], [`dispatch_queued`]) on an interval until its
+//! [`DispatcherHandle`] shuts it down, counting what it did.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use flowstate_core::EventStore;
+use flowstate_core::{EventQueueStore, EventStore, Result};
 use flowstate_core::backoff::EventDispatchBackoff;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
-use crate::{DispatchReport, dispatch_pending};
+use crate::{DispatchReport, dispatch_pending, dispatch_queued};
+
+/// One batch of a dispatcher over `S`: [`dispatch_pending`] or
+/// [`dispatch_queued`].
+type Pass<S> = for<'s> fn(
+    &'s S,
+    EventDispatchBackoff,
+    u32,
+) -> Pin<Box<dyn Future<Output = Result<DispatchReport>> + Send + 's>>;
+
+fn listed<S: EventStore>(
+    store: &S,
+    backoff: EventDispatchBackoff,
+    batch: u32,
+) -> Pin<Box<dyn Future<Output = Result<DispatchReport>> + Send + '_>> {
+    Box::pin(dispatch_pending(store, backoff, batch))
+}
+
+fn queued<S: EventQueueStore>(
+    store: &S,
+    backoff: EventDispatchBackoff,
+    batch: u32,
+) -> Pin<Box<dyn Future<Output = Result<DispatchReport>> + Send + '_>> {
+    Box::pin(dispatch_queued(store, backoff, batch))
+}
 
 /// What a running dispatcher has done so far.
 #[derive(Debug, Default)]
 pub struct Counters {
-    /// Calls of [`dispatch_pending`] (ticks).
+    /// Batches run (ticks).
     pub ticks: AtomicU64,
     /// Events dispatched.
     pub dispatched: AtomicU64,
@@ -41,14 +67,16 @@ impl Counters {
 }
 
 /// Dispatches deferred events in the background, one [`dispatch_pending`]
-/// batch per tick; a full batch is followed by the next at once rather
-/// than after the interval.
+/// batch per tick (a [`dispatch_queued`] batch once made
+/// [`Dispatcher::queued`]); a full batch is followed by the next at once
+/// rather than after the interval.
 #[derive(Debug)]
 pub struct Dispatcher<S> {
     store: Arc<S>,
     backoff: EventDispatchBackoff,
     batch: u32,
     interval: Duration,
+    pass: Pass<S>,
 }
 
 impl<S: EventStore + 'static> Dispatcher<S> {
@@ -60,6 +88,7 @@ impl<S: EventStore + 'static> Dispatcher<S> {
             backoff: EventDispatchBackoff::default(),
             batch: 100,
             interval: Duration::from_secs(1),
+            pass: listed::<S>,
         }
     }
 
@@ -119,7 +148,7 @@ impl<S: EventStore + 'static> Dispatcher<S> {
     /// waiting).
     async fn tick(&self, counters: &Counters) -> bool {
         counters.ticks.fetch_add(1, Ordering::Relaxed);
-        match dispatch_pending(&*self.store, self.backoff, self.batch).await {
+        match (self.pass)(&*self.store, self.backoff, self.batch).await {
             Ok(report) => {
                 counters.add(report);
                 // Skipped events are held by another dispatcher: waiting
@@ -132,6 +161,18 @@ impl<S: EventStore + 'static> Dispatcher<S> {
                 false
             }
         }
+    }
+}
+
+impl<S: EventQueueStore + 'static> Dispatcher<S> {
+    /// The same dispatcher, taking each event with
+    /// [`EventQueueStore::dispatch_next`] ([`dispatch_queued`]) instead of
+    /// listing first: the mode for several dispatchers over one store,
+    /// which then take disjoint events rather than all trying the oldest.
+    #[must_use]
+    pub fn queued(mut self) -> Self {
+        self.pass = queued::<S>;
+        self
     }
 }
 

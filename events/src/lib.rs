@@ -6,8 +6,10 @@
 //! [`EventStore::dispatch_event`]); what to do with a failure is decided
 //! here, by core's [`EventDispatchBackoff`]. This crate never knows which
 //! database is behind the port, and starts no timer unless asked to: an
-//! engine that schedules its own work calls [`dispatch_pending`] when it
-//! likes; one that wants a loop spawns a [`Dispatcher`].
+//! engine that schedules its own work calls [`dispatch_pending`] (or, over
+//! [`EventQueueStore`], [`dispatch_queued`], which many dispatchers share
+//! without colliding) when it likes; one that wants a loop spawns a
+//! [`Dispatcher`].
 //!
 //! Each event is dispatched in its own transaction, so an event whose runs
 //! cannot be materialised does not take the rest of the batch down, and its
@@ -20,7 +22,7 @@ mod dispatcher;
 pub use dispatcher::{Counters, Dispatcher, DispatcherHandle};
 
 use flowstate_core::backoff::{EventDispatchBackoff, EventDispatchOutcome};
-use flowstate_core::{EventStore, Result};
+use flowstate_core::{Error, EventQueueStore, EventStore, NextDispatch, PendingEvent, Result};
 
 /// What one [`dispatch_pending`] call did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -42,6 +44,11 @@ pub struct DispatchReport {
 /// `backoff` gives the failed attempt: due again after its delay, or
 /// dead-lettered at its limit. Only a failure to list or to record is
 /// returned as an error.
+///
+/// Dispatchers that call this at once list the same oldest events and each
+/// tries all of them, the losers skipping what another holds or has done:
+/// for more than one dispatcher over a backend with [`EventQueueStore`],
+/// [`dispatch_queued`] takes disjoint events instead.
 #[tracing::instrument(level = "debug", skip(store, backoff))]
 pub async fn dispatch_pending<S: EventStore>(
     store: &S,
@@ -56,23 +63,59 @@ pub async fn dispatch_pending<S: EventStore>(
                 tracing::debug!(event = %pending.id, runs = runs.len(), "event dispatched");
             }
             Ok(None) => report.skipped += 1,
-            Err(err) => {
-                report.failed += 1;
-                let outcome = backoff.after_failure(pending.attempts + 1);
-                tracing::warn!(event = %pending.id, attempt = pending.attempts + 1, ?outcome, %err, "event dispatch failed");
-                let recorded = store
-                    .record_dispatch_failure(
-                        pending.id,
-                        pending.attempts,
-                        &err.to_string(),
-                        outcome,
-                    )
-                    .await?;
-                if recorded && outcome == EventDispatchOutcome::DeadLetter {
-                    report.dead_lettered += 1;
-                }
+            Err(err) => record_failure(store, backoff, pending, &err, &mut report).await?,
+        }
+    }
+    Ok(report)
+}
+
+/// Dispatches up to `limit` pending events through
+/// [`EventQueueStore::dispatch_next`]: each call takes the next event no
+/// other dispatcher holds, so any number of dispatchers share the queue
+/// without trying one another's events. Stops early when none is free.
+///
+/// Failures are recorded as [`dispatch_pending`] records them; nothing is
+/// ever skipped. Only a failure to take an event at all (no connection,
+/// say) or to record one is returned as an error.
+#[tracing::instrument(level = "debug", skip(store, backoff))]
+pub async fn dispatch_queued<S: EventQueueStore>(
+    store: &S,
+    backoff: EventDispatchBackoff,
+    limit: u32,
+) -> Result<DispatchReport> {
+    let mut report = DispatchReport::default();
+    for _ in 0..limit {
+        match store.dispatch_next().await? {
+            NextDispatch::Idle => break,
+            NextDispatch::Dispatched { event, runs } => {
+                report.dispatched += 1;
+                tracing::debug!(%event, runs = runs.len(), "event dispatched");
+            }
+            NextDispatch::Failed { event, error } => {
+                record_failure(store, backoff, event, &error, &mut report).await?;
             }
         }
     }
     Ok(report)
+}
+
+/// Records the failed dispatch of `pending` with the outcome `backoff`
+/// gives its next attempt, and counts it in `report`.
+async fn record_failure<S: EventStore>(
+    store: &S,
+    backoff: EventDispatchBackoff,
+    pending: PendingEvent,
+    err: &Error,
+    report: &mut DispatchReport,
+) -> Result<()> {
+    report.failed += 1;
+    let outcome = backoff.after_failure(pending.attempts + 1);
+    tracing::warn!(event = %pending.id, attempt = pending.attempts + 1, ?outcome, %err, "event dispatch failed");
+    let recorded = store
+        .record_dispatch_failure(pending.id, pending.attempts, &err.to_string(), outcome)
+        .await?;
+    if recorded && outcome == EventDispatchOutcome::DeadLetter {
+        report.dead_lettered += 1;
+    }
+    Ok(())
 }

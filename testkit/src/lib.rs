@@ -45,7 +45,8 @@
 //! The ports beyond the core three have suites of their own, with the same
 //! two arguments: [`batch_suite!`] ([`BatchStepStore`](flowstate_core::BatchStepStore)),
 //! [`events_suite!`] ([`DefinitionStore`](flowstate_core::DefinitionStore),
-//! [`EventStore`](flowstate_core::EventStore)), [`lease_suite!`] (for a
+//! [`EventStore`](flowstate_core::EventStore)), [`event_queue_suite!`]
+//! ([`EventQueueStore`](flowstate_core::EventQueueStore)), [`lease_suite!`] (for a
 //! [`LeaseHarness`]), [`recovery_suite!`]
 //! ([`RecoveryStore`](flowstate_core::RecoveryStore),
 //! [`RunRecoveryStore`](flowstate_core::RunRecoveryStore), driving
@@ -74,7 +75,7 @@ mod suite;
 mod suite_events;
 mod virtual_users_suite;
 
-pub use cases::event_support::EventBackend;
+pub use cases::event_support::{EventBackend, EventQueueBackend};
 pub use clock::ManualClock;
 pub use harness::{Harness, Hooks, MemoryHarness, RowCounts};
 pub use lease_harness::{LeaseHarness, SkewedClock};
@@ -94,6 +95,9 @@ pub const VIRTUAL_USER_CASES: &[&str] = crate::__virtual_user_cases!(names);
 /// [`EventStore`](flowstate_core::EventStore), for a backend with those
 /// ports too.
 pub const EVENT_CASES: &[&str] = crate::__event_cases!(names);
+/// Every case [`event_queue_suite!`] stamps, as `group::case`: the cases of
+/// [`EventQueueStore`](flowstate_core::EventQueueStore).
+pub const EVENT_QUEUE_CASES: &[&str] = crate::__event_queue_cases!(names);
 /// Every case [`lease_suite!`] stamps, as `group::case`.
 pub const LEASE_CASES: &[&str] = crate::__lease_cases!(names);
 /// Every case [`recovery_suite!`] stamps, as `group::case`.

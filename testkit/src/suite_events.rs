@@ -4,6 +4,11 @@
 //! has them, with the same machinery as
 //! [`conformance_suite!`](crate::conformance_suite). A backend without
 //! events runs the conformance suite alone.
+//!
+//! [`event_queue_suite!`](crate::event_queue_suite) stamps the cases of
+//! [`EventQueueStore`](flowstate_core::EventQueueStore) for a backend that
+//! has that port too; one with the event ports alone runs `events_suite!`
+//! unchanged.
 
 /// Stamps every event case into a multi-threaded tokio test, like
 /// [`conformance_suite!`](crate::conformance_suite); the harness's store
@@ -60,6 +65,40 @@ macro_rules! __event_cases {
                 ordinary_runs_have_no_cause,
                 list_undispatched_filters_and_pages,
                 bad_event_input_is_refused,
+            }
+        }
+    };
+}
+
+/// Stamps every event-queue case into a multi-threaded tokio test, like
+/// [`events_suite!`](crate::events_suite); the harness's store must also
+/// implement [`EventQueueBackend`](crate::EventQueueBackend) (the event
+/// ports and [`EventQueueStore`](flowstate_core::EventQueueStore)).
+///
+/// ```text
+/// flowstate_testkit::event_queue_suite!(<module name>, <harness factory>);
+/// ```
+#[macro_export]
+macro_rules! event_queue_suite {
+    ($suite:ident, $factory:expr $(,)?) => {
+        $crate::__event_queue_cases! { stamp $suite, $factory, bound [
+            $crate::Harness<Store: $crate::EventQueueBackend>
+        ] }
+    };
+}
+
+/// The one list of event-queue cases.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __event_queue_cases {
+    ($($mode:tt)*) => {
+        $crate::__expand_cases! { [$($mode)*]
+            event_queue {
+                dispatch_next_takes_the_longest_due_first,
+                dispatch_next_leaves_what_is_not_pending,
+                dispatch_queued_backs_off_and_dead_letters,
+                dispatch_next_race_16_over_200_events,
+                queued_dispatcher_runs_until_shut_down,
             }
         }
     };

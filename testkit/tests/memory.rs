@@ -11,6 +11,7 @@ flowstate_testkit::conformance_suite!(memory, async { MemoryHarness::new() });
 flowstate_testkit::batch_suite!(memory_batch, async { MemoryHarness::new() });
 flowstate_testkit::virtual_users_suite!(memory_virtual_users, async { MemoryHarness::new() });
 flowstate_testkit::events_suite!(memory_events, async { MemoryHarness::new() });
+flowstate_testkit::event_queue_suite!(memory_event_queue, async { MemoryHarness::new() });
 flowstate_testkit::lease_suite!(memory_leases, async { MemoryHarness::new() });
 flowstate_testkit::recovery_suite!(memory_recovery, async { MemoryHarness::new() });
 flowstate_testkit::pool_suite!(memory_pool, async { MemoryHarness::new() });

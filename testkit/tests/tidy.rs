@@ -44,6 +44,7 @@ fn every_case_is_stamped_and_every_stamped_case_exists() {
         .chain(flowstate_testkit::BATCH_CASES)
         .chain(flowstate_testkit::VIRTUAL_USER_CASES)
         .chain(flowstate_testkit::EVENT_CASES)
+        .chain(flowstate_testkit::EVENT_QUEUE_CASES)
         .chain(flowstate_testkit::LEASE_CASES)
         .chain(flowstate_testkit::RECOVERY_CASES)
         .chain(flowstate_testkit::POOL_CASES)

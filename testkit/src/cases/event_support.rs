@@ -1,13 +1,14 @@
 //! What the event cases share: a workflow with a published version and an
 //! activation, the bounds the cases put on a store, and a store wrapper
-//! whose dispatches fail.
+//! whose dispatches fail (listed or queued).
 
 use std::sync::Arc;
 
 use flowstate_core::backoff::EventDispatchOutcome;
 use flowstate_core::{
     Activation, DefinitionStore, Dispatch, Emission, Error, Event, EventFilter, EventId,
-    EventStore, NewActivation, NewEvent, NewPublishedVersion, NewWorkflow, PendingEvent,
+    EventQueueStore, EventStore, NewActivation, NewEvent, NewPublishedVersion, NewWorkflow,
+    NextDispatch, PendingEvent,
     PublishedVersion, Result, RunCause, RunId, Store, Workflow,
 };
 use serde_json::{Value, json};
@@ -18,6 +19,12 @@ use crate::Harness;
 pub trait EventBackend: Store + DefinitionStore + EventStore + 'static {}
 
 impl<T: Store + DefinitionStore + EventStore + 'static> EventBackend for T {}
+
+/// A store with every port the event-queue cases use: the event ports and
+/// [`EventQueueStore`].
+pub trait EventQueueBackend: EventBackend + EventQueueStore {}
+
+impl<T: EventBackend + EventQueueStore> EventQueueBackend for T {}
 
 /// The event type every fixture activation listens for.
 pub(crate) const TICK: &str = "app.tick";
@@ -107,8 +114,9 @@ where
 }
 
 /// A store whose every [`EventStore::dispatch_event`] fails, as a
-/// materialisation that cannot be written would; the rest goes to the
-/// store inside.
+/// materialisation that cannot be written would, and whose
+/// [`EventQueueStore::dispatch_next`] takes the oldest pending event only
+/// to fail it so; the rest goes to the store inside.
 #[derive(Debug)]
 pub(crate) struct FailingDispatch<S>(pub(crate) Arc<S>);
 
@@ -126,11 +134,7 @@ impl<S: EventStore> EventStore for FailingDispatch<S> {
     }
 
     async fn dispatch_event(&self, _id: EventId) -> Result<Option<Vec<RunId>>> {
-        Err(Error::backend(
-            "dispatch_event",
-            true,
-            "materialisation refused",
-        ))
+        Err(refused("dispatch_event"))
     }
 
     async fn record_dispatch_failure(
@@ -161,4 +165,21 @@ impl<S: EventStore> EventStore for FailingDispatch<S> {
     async fn run_cause(&self, run: RunId) -> Result<Option<RunCause>> {
         self.0.run_cause(run).await
     }
+}
+
+impl<S: EventStore> EventQueueStore for FailingDispatch<S> {
+    async fn dispatch_next(&self) -> Result<NextDispatch> {
+        Ok(match self.0.pending_events(1).await?.first() {
+            Some(&event) => NextDispatch::Failed {
+                event,
+                error: refused("dispatch_next"),
+            },
+            None => NextDispatch::Idle,
+        })
+    }
+}
+
+/// The failure of [`FailingDispatch`]'s `operation`.
+fn refused(operation: &'static str) -> Error {
+    Error::backend(operation, true, "materialisation refused")
 }

@@ -21,6 +21,7 @@ pub mod definitions;
 pub mod deletion;
 pub mod effects;
 pub mod event_dispatch;
+pub mod event_queue;
 pub mod event_races;
 pub(crate) mod event_support;
 pub mod events;

@@ -1,14 +1,16 @@
 //! [`EventStore`] for [`MemoryStore`]: events and their pinned deliveries
 //! (the definitions they match are in `definitions.rs`), with every rule
 //! asked of core ([`Activation::matches`], [`Delivery::new_run`],
-//! [`Delivery::cause`], [`Event::is_pending`]).
+//! [`Delivery::cause`], [`Event::is_pending`]), and [`EventQueueStore`]
+//! over the same tables: the oldest pending event, taken under the one
+//! lock.
 
 use std::collections::HashMap;
 
 use flowstate_core::backoff::EventDispatchOutcome;
 use flowstate_core::{
     Activation, ActivationId, Delivery, Dispatch, Emission, Error, Event, EventFilter, EventId,
-    EventStore, NewEvent, PendingEvent, PublishedVersion, PublishedVersionId, Result, RunCause,
+    EventQueueStore, EventStore, NewEvent, NextDispatch, PendingEvent, PublishedVersion, PublishedVersionId, Result, RunCause,
     RunId, Timestamp, Workflow, WorkflowId,
 };
 
@@ -38,9 +40,26 @@ impl EventTables {
     fn event(&self, id: EventId) -> Result<&Event> {
         self.events.get(&id).ok_or(Error::EventNotFound(id))
     }
+
+    /// The events a dispatcher may take at `now`, the longest due first.
+    fn pending(&self, now: Timestamp) -> Vec<&Event> {
+        let mut due: Vec<&Event> = self.events.values().filter(|e| e.is_pending(now)).collect();
+        due.sort_by_key(|e| (e.dispatch_after, e.occurred_at, e.id));
+        due
+    }
 }
 
 impl Tables {
+    /// Materialises pending event `id` and marks it dispatched.
+    fn dispatch(&mut self, id: EventId, now: Timestamp) -> Vec<RunId> {
+        let runs = self.materialise(id, now);
+        let event = self.events.events.get_mut(&id).expect("a pending event");
+        event.dispatched_at = Some(now);
+        event.attempts += 1;
+        event.last_error = None;
+        runs
+    }
+
     /// The runs of `event`'s deliveries that exist, in delivery order.
     fn runs_of(&self, event: EventId) -> Vec<RunId> {
         self.events.deliveries[&event]
@@ -143,14 +162,9 @@ impl EventStore for MemoryStore {
     async fn pending_events(&self, limit: u32) -> Result<Vec<PendingEvent>> {
         let now = self.now();
         let tables = self.lock();
-        let mut due: Vec<&Event> = tables
+        Ok(tables
             .events
-            .events
-            .values()
-            .filter(|e| e.is_pending(now))
-            .collect();
-        due.sort_by_key(|e| (e.dispatch_after, e.occurred_at, e.id));
-        Ok(due
+            .pending(now)
             .into_iter()
             .take(limit as usize)
             .map(|e| PendingEvent {
@@ -166,12 +180,7 @@ impl EventStore for MemoryStore {
         if !tables.events.event(id)?.is_pending(now) {
             return Ok(None);
         }
-        let runs = tables.materialise(id, now);
-        let event = tables.events.events.get_mut(&id).expect("checked above");
-        event.dispatched_at = Some(now);
-        event.attempts += 1;
-        event.last_error = None;
-        Ok(Some(runs))
+        Ok(Some(tables.dispatch(id, now)))
     }
 
     async fn record_dispatch_failure(
@@ -255,5 +264,17 @@ impl EventStore for MemoryStore {
                 .expect("a delivery is never removed");
             delivery.cause(&t.events[event])
         }))
+    }
+}
+
+impl EventQueueStore for MemoryStore {
+    async fn dispatch_next(&self) -> Result<NextDispatch> {
+        let now = self.now();
+        let mut tables = self.lock();
+        let Some(id) = tables.events.pending(now).first().map(|e| e.id) else {
+            return Ok(NextDispatch::Idle);
+        };
+        let runs = tables.dispatch(id, now);
+        Ok(NextDispatch::Dispatched { event: id, runs })
     }
 }
