@@ -2,6 +2,9 @@
 //! emit is one transaction (match, record, pin, and with `Now` create the
 //! runs), a dispatch another (lock the event, create its runs, mark it).
 //!
+//! [`EventQueueStore`](flowstate_core::EventQueueStore) (`event_queue.rs`)
+//! takes the same transaction with the next free event's lock in front.
+//!
 //! Only the lock differs per dialect ([`LockPending`], stamped here for each
 //! connection): `FOR UPDATE SKIP LOCKED` on PostgreSQL and MySQL, and on
 //! SQLite nothing, since the dispatch's `BEGIN IMMEDIATE` already makes it
@@ -29,14 +32,20 @@ use crate::schema::{
 /// The longest dispatch error kept on an event, in bytes.
 const MAX_ERROR_BYTES: usize = 2_000;
 
-/// Locks event `id` for its dispatch if it is still pending at `now`,
-/// answering its row; `None` if it is not pending or another dispatcher
-/// holds it.
+/// Locks a pending event for its dispatch, answering its row.
 pub(crate) trait LockPending {
-    /// The lock.
+    /// Locks event `id` if it is still pending at `now`; `None` if it is
+    /// not pending or another dispatcher holds it.
     fn lock_pending(
         &mut self,
         id: &str,
+        now: i64,
+    ) -> impl std::future::Future<Output = QueryResult<Option<EventRow>>> + Send;
+
+    /// Locks the longest-due event pending at `now` that no other
+    /// dispatcher holds; `None` if there is none.
+    fn lock_next_pending(
+        &mut self,
         now: i64,
     ) -> impl std::future::Future<Output = QueryResult<Option<EventRow>>> + Send;
 }
@@ -53,6 +62,11 @@ macro_rules! pending {
     };
 }
 
+/// The order dispatchers take pending events in: the longest due first
+/// ([`EventStore::pending_events`] lists them in it too).
+pub(crate) const DUE_ORDER: (events::dispatch_after, events::occurred_at, events::id) =
+    (events::dispatch_after, events::occurred_at, events::id);
+
 /// PostgreSQL, MySQL 8 and MariaDB 10.6+ lock with `FOR UPDATE SKIP
 /// LOCKED`, so a dispatcher passes over an event another one holds instead
 /// of waiting for it.
@@ -62,6 +76,17 @@ macro_rules! skip_locked {
             async fn lock_pending(&mut self, id: &str, now: i64) -> QueryResult<Option<EventRow>> {
                 pending!(now)
                     .filter(events::id.eq(id))
+                    .select(EventRow::as_select())
+                    .for_update()
+                    .skip_locked()
+                    .first(self)
+                    .await
+                    .optional()
+            }
+
+            async fn lock_next_pending(&mut self, now: i64) -> QueryResult<Option<EventRow>> {
+                pending!(now)
+                    .order(DUE_ORDER)
                     .select(EventRow::as_select())
                     .for_update()
                     .skip_locked()
@@ -91,6 +116,15 @@ impl LockPending for crate::sqlite::SqliteConn {
             .await
             .optional()
     }
+
+    async fn lock_next_pending(&mut self, now: i64) -> QueryResult<Option<EventRow>> {
+        pending!(now)
+            .order(DUE_ORDER)
+            .select(EventRow::as_select())
+            .first(self)
+            .await
+            .optional()
+    }
 }
 
 /// What an emit's transaction did.
@@ -103,7 +137,7 @@ enum Emitted {
 
 /// The run row a delivery of `event` creates, built by core's rule and
 /// checked by core's limits, as `create_run` builds its own.
-fn run_row(
+pub(super) fn run_row(
     limits: InputLimits,
     row: &DeliveryRow,
     event: &Event,
@@ -129,6 +163,35 @@ macro_rules! materialise {
         Ok::<_, TxError>(ids)
     }};
 }
+pub(super) use materialise;
+
+/// Dispatches `$event`, which the caller's transaction on `$conn` has
+/// locked pending: creates the run of each of its pinned deliveries and
+/// marks it dispatched (attempts + 1, error cleared). Evaluates to
+/// `Result<Vec<RunId>, TxError>`, the runs in delivery order.
+macro_rules! dispatch_locked {
+    ($conn:expr, $limits:expr, $event:expr, $now:expr) => {{
+        let event: &Event = $event;
+        let id_text = event.id.to_string();
+        let pinned: Vec<DeliveryRow> = deliveries::table
+            .filter(deliveries::event_id.eq(&id_text))
+            .order(deliveries::activation_id)
+            .select(DeliveryRow::as_select())
+            .load($conn)
+            .await?;
+        let ids = materialise!($conn, $limits, &pinned, event, Timestamp::from_micros($now))?;
+        diesel::update(events::table.find(&id_text))
+            .set((
+                events::dispatched_at.eq(Some($now)),
+                events::attempts.eq(events::attempts + 1_i64),
+                events::last_error.eq(None::<String>),
+            ))
+            .execute($conn)
+            .await?;
+        Ok::<_, TxError>(ids)
+    }};
+}
+pub(super) use dispatch_locked;
 
 impl EventStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(event_type = %event.event_type))]
@@ -279,7 +342,7 @@ impl EventStore for DieselStore {
         let rows: Vec<(String, i64)> =
             on_connection!(self, "pending_events", |conn| pending!(now)
                 .select((events::id, events::attempts))
-                .order((events::dispatch_after, events::occurred_at, events::id))
+                .order(DUE_ORDER)
                 .limit(i64::from(limit))
                 .load(conn)
                 .await)?;
@@ -303,22 +366,7 @@ impl EventStore for DieselStore {
                 return Ok(None);
             };
             let event = Event::try_from(row)?;
-            let pinned: Vec<DeliveryRow> = deliveries::table
-                .filter(deliveries::event_id.eq(&id_text))
-                .order(deliveries::activation_id)
-                .select(DeliveryRow::as_select())
-                .load(conn)
-                .await?;
-            let ids = materialise!(conn, limits, &pinned, &event, Timestamp::from_micros(now))?;
-            diesel::update(events::table.find(&id_text))
-                .set((
-                    events::dispatched_at.eq(Some(now)),
-                    events::attempts.eq(events::attempts + 1_i64),
-                    events::last_error.eq(None::<String>),
-                ))
-                .execute(conn)
-                .await?;
-            Ok(Some(ids))
+            dispatch_locked!(conn, limits, &event, now).map(Some)
         })
     }
 

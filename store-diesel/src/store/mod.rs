@@ -17,6 +17,7 @@ pub(crate) mod conflict;
 mod definitions;
 mod effects;
 pub(crate) mod events;
+mod event_queue;
 mod leases;
 mod waits;
 pub(crate) use leases::{db_time, leasable_texts, runnable};

@@ -5,15 +5,16 @@
 //! budget: "record an event + pin its deliveries: 1 transaction".
 //!
 //! `dispatch_pending` of one event is `pending_events` (the scan) then
-//! `dispatch_event` (its transaction).
+//! `dispatch_event` (its transaction); `dispatch_queued`'s is one
+//! `dispatch_next`, the same transaction with the pick as its lock.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use flowstate_core::backoff::EventDispatchOutcome;
 use flowstate_core::{
-    DefinitionStore, Dispatch, EventStore, NewActivation, NewEvent, NewPublishedVersion,
-    NewWorkflow,
+    DefinitionStore, Dispatch, EventQueueStore, EventStore, NewActivation, NewEvent,
+    NewPublishedVersion, NewWorkflow, NextDispatch,
 };
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
@@ -95,6 +96,15 @@ async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
         store.record_dispatch_failure(failing.event, 0, "boom", outcome)
     );
     assert!(wrote);
+    // The failing event backs off: the queue holds this one alone.
+    let queued = store.emit(tick(), Dispatch::Deferred).await.expect("emit");
+    let next = capture!("dispatch_next, 2 deliveries", store.dispatch_next());
+    assert!(
+        matches!(&next, NextDispatch::Dispatched { event, runs } if *event == queued.event && runs.len() == 2),
+        "{next:?}"
+    );
+    let idle = capture!("dispatch_next idle", store.dispatch_next());
+    assert!(matches!(idle, NextDispatch::Idle), "{idle:?}");
     capture!("get_event", store.get_event(failing.event));
     capture!("run_cause", store.run_cause(first.runs[0]));
     sent

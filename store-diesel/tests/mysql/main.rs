@@ -9,6 +9,7 @@ mod common;
 
 mod budgets;
 mod explain;
+mod explain_events;
 mod lease_plans;
 mod migrations;
 mod pool;
@@ -51,9 +52,19 @@ flowstate_testkit::events_suite!(
     common::harness::DieselHarness::create(Dialect::Mysql)
 );
 
+flowstate_testkit::event_queue_suite!(
+    event_queue,
+    common::harness::DieselHarness::create(Dialect::Mysql)
+);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_dispatch_keeps_the_event() {
     common::events_rollback::a_failed_dispatch_keeps_the_event(Dialect::Mysql).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_queued_dispatch_names_the_event() {
+    common::events_rollback::a_failed_queued_dispatch_names_the_event(Dialect::Mysql).await;
 }
 
 flowstate_testkit::lease_suite!(

@@ -214,7 +214,8 @@ async fn every_index_of_the_schema_is_there() {
         "flowstate_activations(event_type, workflow_id)",
         "flowstate_activations(workflow_id, created_at, id)",
         "flowstate_events(app_id, scope_id, event_type, dedupe_key) unique",
-        "flowstate_events(dispatched_at, dead_lettered_at, dispatch_after)",
+        // Migration 000013: in the order dispatchers take pending events.
+        "flowstate_events(dispatched_at, dead_lettered_at, dispatch_after, occurred_at, id)",
         "flowstate_events(occurred_at, id)",
         "flowstate_event_deliveries(event_id, activation_id) unique",
         "flowstate_event_deliveries(run_id) unique",

@@ -1,10 +1,12 @@
 //! Query plans of the event statements on 100k events and deliveries: the
 //! pending scan, the dedupe holder's read and the cause of a run reach
 //! their tables through their indexes, never a `Seq Scan` (the SQL is the
-//! store's own, taken from its `StatementLog`, as in `explain.rs`).
+//! store's own, taken from its `StatementLog`, as in `explain.rs`); and
+//! `dispatch_next`'s pick, on 100k pending events, walks the pending index
+//! in the taking order and sorts nothing.
 
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
-use flowstate_core::{Dispatch, EventStore, NewEvent, RunId};
+use flowstate_core::{Dispatch, EventQueueStore, EventStore, NewEvent, NextDispatch, RunId};
 
 use crate::explain::{assert_indexed, lit, plan};
 use crate::support;
@@ -61,4 +63,38 @@ async fn event_reads_use_their_indexes_on_100k_events() {
     let args = [lit("app"), lit("scope5"), lit("app.tick"), lit("key-5")];
     let p = plan(&mut conn, holder, &args).await;
     assert_indexed("emit duplicate", &p, &["flowstate_events_dedupe_key"]);
+}
+
+/// 100k pending events (matched, no deliveries), due in the order of their
+/// number.
+const LOAD_PENDING: &str = "
+INSERT INTO flowstate_events (id, app_id, scope_id, event_type, data, context, authorization_snapshot,
+    occurred_at, matched, attempts, dispatch_after)
+SELECT '00000000-0000-7000-8000-' || lpad(g::text, 12, '0'), 'app', 's', 'app.tick', '{}'::jsonb, '{}'::jsonb,
+       '{}'::jsonb, g, 1, 0, g % 1000
+FROM generate_series(1, 100000) AS g;
+ANALYZE;
+";
+
+#[tokio::test]
+async fn dispatch_next_takes_from_the_pending_index_without_sorting() {
+    let (store, log, url) = support::logged_store().await;
+    let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+    conn.batch_execute(LOAD_PENDING).await.unwrap();
+
+    let (next, sent) = log.capture(store.dispatch_next()).await;
+    match next.unwrap() {
+        NextDispatch::Dispatched { event, runs } => {
+            assert_eq!(event.to_string(), "00000000-0000-7000-8000-000000001000");
+            assert!(runs.is_empty(), "no deliveries were pinned");
+        }
+        other => panic!("expected a dispatch, got {other:?}"),
+    }
+    let pick = sent
+        .iter()
+        .find(|s| s.contains("FOR UPDATE SKIP LOCKED"))
+        .expect("the pick");
+    let p = plan(&mut conn, pick, &["0".into(), "1000000".into(), "1".into()]).await;
+    assert_indexed("dispatch_next", &p, &["flowstate_events_pending_idx"]);
+    assert!(!p.contains("Sort"), "dispatch_next sorts the pending events:\n{p}");
 }

@@ -55,9 +55,19 @@ flowstate_testkit::events_suite!(
     common::harness::DieselHarness::create(Dialect::Postgres)
 );
 
+flowstate_testkit::event_queue_suite!(
+    event_queue,
+    common::harness::DieselHarness::create(Dialect::Postgres)
+);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_dispatch_keeps_the_event() {
     common::events_rollback::a_failed_dispatch_keeps_the_event(Dialect::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_queued_dispatch_names_the_event() {
+    common::events_rollback::a_failed_queued_dispatch_names_the_event(Dialect::Postgres).await;
 }
 
 flowstate_testkit::lease_suite!(

@@ -128,6 +128,15 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
     ] {
         assert!(before.contains(index), "index {index} missing:\n{before}");
     }
+    // Migration 000013: the pending events in the order dispatchers take them.
+    assert!(
+        before.contains(
+            "flowstate_events_pending_idx ON public.flowstate_events USING btree \
+             (dispatch_after, occurred_at, id) \
+             WHERE ((dispatched_at IS NULL) AND (dead_lettered_at IS NULL))"
+        ),
+        "the pending index is not in the taking order:\n{before}"
+    );
     // Dropped by migrations 000010 and 000011: every attempt wrote them.
     for dropped in [
         "flowstate_steps_run_status_idx",

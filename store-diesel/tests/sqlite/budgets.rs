@@ -134,6 +134,13 @@ const EVENT_BUDGETS: &[Budget] = &[
     ),
     ("dispatch_event taken", &["BEGIN", "SELECT", "COMMIT"]),
     ("record_dispatch_failure", &["UPDATE"]),
+    (
+        "dispatch_next, 2 deliveries",
+        &[
+            "BEGIN", "SELECT", "SELECT", "INSERT", "INSERT", "UPDATE", "COMMIT",
+        ],
+    ),
+    ("dispatch_next idle", &["BEGIN", "SELECT", "COMMIT"]),
     ("get_event", &["SELECT"]),
     ("run_cause", &["SELECT"]),
 ];

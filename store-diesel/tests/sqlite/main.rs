@@ -11,6 +11,7 @@ mod budgets;
 mod concurrency;
 mod migrations;
 mod plans;
+mod plans_events;
 mod pool;
 mod support;
 
@@ -50,9 +51,19 @@ flowstate_testkit::events_suite!(
     common::harness::DieselHarness::create(Dialect::Sqlite)
 );
 
+flowstate_testkit::event_queue_suite!(
+    event_queue,
+    common::harness::DieselHarness::create(Dialect::Sqlite)
+);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_dispatch_keeps_the_event() {
     common::events_rollback::a_failed_dispatch_keeps_the_event(Dialect::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_queued_dispatch_names_the_event() {
+    common::events_rollback::a_failed_queued_dispatch_names_the_event(Dialect::Sqlite).await;
 }
 
 flowstate_testkit::lease_suite!(

@@ -172,8 +172,9 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
             "(app_id, scope_id, event_type, dedupe_key)",
         ),
         (
+            // Migration 000013: in the order dispatchers take events.
             "flowstate_events_pending",
-            "(dispatched_at, dead_lettered_at, dispatch_after)",
+            "(dispatch_after, occurred_at, id)\n    WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL",
         ),
         ("flowstate_events_occurred", "(occurred_at, id)"),
         ("flowstate_event_deliveries_run", "(run_id)"),

@@ -1,0 +1,60 @@
+//! [`EventQueueStore`] for [`DieselStore`]: the next free pending event
+//! locked and dispatched in one transaction, written once over the
+//! dialects.
+//!
+//! The pick is the lock: `SELECT ... ORDER BY` the due order `LIMIT 1 FOR
+//! UPDATE SKIP LOCKED` on PostgreSQL and MySQL, so concurrent dispatchers
+//! each lock a different event and none waits on another's; on SQLite the
+//! dispatch's `BEGIN IMMEDIATE` makes it the only writer, and the pick is a
+//! plain read of the oldest pending event. The rest is
+//! [`EventStore::dispatch_event`](flowstate_core::EventStore::dispatch_event)'s
+//! transaction ([`dispatch_locked!`]).
+
+use std::sync::{Mutex, PoisonError};
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use flowstate_core::{Event, EventQueueStore, NextDispatch, PendingEvent, Result, Timestamp};
+
+use super::events::{LockPending, dispatch_locked, materialise, run_row};
+use super::{DieselStore, InsertKeyedRun, TxError, in_transaction};
+use crate::rows::parse_id;
+use crate::rows_events::DeliveryRow;
+use crate::schema::{flowstate_event_deliveries as deliveries, flowstate_events as events};
+
+impl EventQueueStore for DieselStore {
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn dispatch_next(&self) -> Result<NextDispatch> {
+        let limits = self.config.limits;
+        let now = self.now();
+        // The event this transaction took, kept past its rollback so a
+        // failure can name it.
+        let taken: Mutex<Option<PendingEvent>> = Mutex::new(None);
+        let take = |event: Option<PendingEvent>| {
+            *taken.lock().unwrap_or_else(PoisonError::into_inner) = event;
+        };
+        let dispatched = in_transaction!(self, "dispatch_next", |conn| {
+            take(None);
+            let Some(row) = conn.lock_next_pending(now).await? else {
+                return Ok(None);
+            };
+            let event = Event::try_from(row)?;
+            take(Some(PendingEvent {
+                id: event.id,
+                attempts: event.attempts,
+            }));
+            dispatch_locked!(conn, limits, &event, now).map(|runs| Some((event.id, runs)))
+        });
+        let taken = taken.into_inner().unwrap_or_else(PoisonError::into_inner);
+        match (dispatched, taken) {
+            (Ok(Some((event, runs))), _) => {
+                tracing::debug!(%event, runs = runs.len(), "event dispatched");
+                Ok(NextDispatch::Dispatched { event, runs })
+            }
+            (Ok(None), _) => Ok(NextDispatch::Idle),
+            (Err(error), Some(event)) => Ok(NextDispatch::Failed { event, error }),
+            (Err(error), None) => Err(error),
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! `dispatch_next`'s pick on MySQL/MariaDB, on 100k pending events: the
+//! pending index read in the taking order, nothing sorted. A sort would
+//! read, and under `FOR UPDATE` lock, every pending event for the one it
+//! takes, and the other dispatchers would find them all held.
+
+use diesel_async::SimpleAsyncConnection;
+use flowstate_core::{EventQueueStore, NextDispatch};
+use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
+
+use crate::common::db::TestDb;
+use crate::explain::{assert_indexed, plan};
+use crate::support;
+
+/// 100k pending events (matched, no deliveries), due in the order of their
+/// number.
+const SEED: &str = "
+CREATE TABLE digits (d INT NOT NULL);
+INSERT INTO digits VALUES (0), (1), (2), (3), (4), (5), (6), (7), (8), (9);
+INSERT INTO flowstate_events (id, app_id, scope_id, event_type, data, context, authorization_snapshot,
+    occurred_at, matched, attempts, dispatch_after)
+SELECT CONCAT('00000000-0000-7000-8000-', LPAD(i, 12, '0')), 'app', 's', 'app.tick', '{}', '{}', '{}',
+       i, 1, 0, i % 1000
+FROM (SELECT 1 + a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d AS i
+      FROM digits a CROSS JOIN digits b CROSS JOIN digits c CROSS JOIN digits e CROSS JOIN digits f) n;
+DROP TABLE digits;
+ANALYZE TABLE flowstate_events;
+";
+
+#[tokio::test]
+async fn dispatch_next_takes_from_the_pending_index_without_sorting() {
+    let db = TestDb::migrated(Dialect::Mysql).await;
+    let mut conn = support::connection(&db).await;
+    conn.batch_execute(SEED).await.expect("seed");
+    let log = StatementLog::new();
+    let store = db
+        .store(StoreConfig::default().statement_log(log.clone()))
+        .await;
+
+    let (next, sent) = log.capture(store.dispatch_next()).await;
+    match next.unwrap() {
+        NextDispatch::Dispatched { event, runs } => {
+            assert_eq!(event.to_string(), "00000000-0000-7000-8000-000000001000");
+            assert!(runs.is_empty(), "no deliveries were pinned");
+        }
+        other => panic!("expected a dispatch, got {other:?}"),
+    }
+    let pick = sent
+        .iter()
+        .find(|s| s.contains("FOR UPDATE SKIP LOCKED"))
+        .expect("the pick");
+    let rows = plan(&mut conn, pick, &["0".into(), "1000000".into(), "1".into()]).await;
+    assert_indexed(
+        "dispatch_next",
+        &rows,
+        Some("flowstate_events_pending"),
+        true,
+    );
+    drop(store);
+    db.drop_database().await;
+}

@@ -1,0 +1,84 @@
+//! Query plans of the pending-event picks on SQLite: `pending_events` and
+//! `dispatch_next`'s pick walk the pending index in the taking order, with
+//! no sort of the pending events.
+
+use diesel::sql_types::Text;
+use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection, sql_query};
+use flowstate_core::{
+    DefinitionStore, Dispatch, EventQueueStore, EventStore, NewActivation, NewEvent,
+    NewPublishedVersion, NewWorkflow, NextDispatch,
+};
+use serde_json::json;
+
+use crate::support::logged_store;
+
+#[derive(QueryableByName)]
+struct PlanRow {
+    #[diesel(sql_type = Text)]
+    detail: String,
+}
+
+#[tokio::test]
+async fn the_pending_picks_walk_their_index_in_order() {
+    let (db, store, log) = logged_store().await;
+    let workflow = store
+        .create_workflow(NewWorkflow {
+            app_id: "app".into(),
+            scope_id: "s".into(),
+            name: "wf".into(),
+        })
+        .await
+        .unwrap()
+        .record;
+    let version = store
+        .publish_version(NewPublishedVersion {
+            workflow: workflow.id,
+            hash: "h".into(),
+            definition: json!({}),
+        })
+        .await
+        .unwrap()
+        .record;
+    store
+        .create_activation(NewActivation {
+            workflow: workflow.id,
+            version: version.id,
+            event_type: "app.tick".into(),
+            authorization: json!({}),
+        })
+        .await
+        .unwrap();
+    for n in 0..3 {
+        let event = NewEvent::new("app", "s", "app.tick", json!({ "n": n }));
+        store.emit(event, Dispatch::Deferred).await.unwrap();
+    }
+    log.clear();
+    store.pending_events(10).await.unwrap();
+    let next = store.dispatch_next().await.unwrap();
+    assert!(matches!(next, NextDispatch::Dispatched { .. }), "{next:?}");
+
+    let picks: Vec<String> = log
+        .statements()
+        .into_iter()
+        .filter(|sql| sql.starts_with("SELECT") && sql.contains("ORDER BY `flowstate_events`"))
+        .collect();
+    assert_eq!(picks.len(), 2, "the listing and the pick: {picks:#?}");
+    let mut conn = SqliteConnection::establish(&db.target()).unwrap();
+    for sql in picks {
+        let plan: Vec<String> = sql_query(format!("EXPLAIN QUERY PLAN {sql}"))
+            .load::<PlanRow>(&mut conn)
+            .unwrap()
+            .into_iter()
+            .map(|row| row.detail)
+            .collect();
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("USING INDEX flowstate_events_pending")),
+            "{sql}\n{plan:#?}"
+        );
+        assert!(
+            !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+            "sorts the pending events: {sql}\n{plan:#?}"
+        );
+    }
+}
