@@ -1,7 +1,9 @@
 //! The workloads beside steps: run leasing (`claim_run` + `finish`, runs
-//! per second) and events (`emit` deferred, then `dispatch_pending` until
+//! per second) and events (`emit` deferred, then `dispatch_queued` until
 //! drained, events per second, each event starting one run), with N
-//! workers on N connections. Each checks its exact outcome, so a bench
+//! workers on N connections. Each event dispatcher takes the next free
+//! event; with `dispatch_pending` they would all list and try the same
+//! oldest ones. Each checks its exact outcome, so a bench
 //! round that lost or doubled work fails instead of printing a figure.
 
 use std::collections::HashSet;
@@ -166,14 +168,14 @@ pub async fn events(url: &str, workers: usize, events: usize) -> Result<Throughp
         let (store, dispatched) = (Arc::clone(&store), Arc::clone(&dispatched));
         set.spawn(async move {
             loop {
-                let report = flowstate_events::dispatch_pending(
+                let report = flowstate_events::dispatch_queued(
                     &*store,
                     EventDispatchBackoff::default(),
                     64,
                 )
                 .await?;
                 dispatched.fetch_add(report.dispatched as usize, Ordering::Relaxed);
-                if report.dispatched + report.skipped + report.failed == 0 {
+                if report.dispatched + report.failed == 0 {
                     return Ok(());
                 }
             }
