@@ -81,8 +81,8 @@ pub use lease::{LeaseState, Release, Released, RunLease, RunOutcome};
 pub use limits::{EncodedStep, InputLimits};
 pub use ports::{
     BatchStepStore, ChildRunStore, DefinitionStore, EffectJournal, EventQueueStore, EventStore,
-    RecoveryStore,
-    RunLeaseStore, RunRecoveryStore, RunStore, RunWaitStore, StepStore, Store, VersionStore,
+    RecoveryStore, RunLeaseStore, RunRecoveryStore, RunStore, RunWaitStore, StepStore, Store,
+    VersionStore,
 };
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,

@@ -148,7 +148,10 @@ mod tests {
         let succeeded = MOVES.get(Move::Transition(StepStatus::Succeeded));
         assert!(succeeded.contains("result = $4 WHERE id = $1 AND status IN ('running')"));
         assert!(succeeded.contains("result = EXCLUDED.result"));
-        assert!(!succeeded.contains("prior"), "a move that matches reads nothing more");
+        assert!(
+            !succeeded.contains("prior"),
+            "a move that matches reads nothing more"
+        );
         assert!(succeeded.ends_with("WHERE s.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)"));
         assert!(
             !MOVES

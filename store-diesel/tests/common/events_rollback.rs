@@ -10,14 +10,15 @@ use std::time::Duration;
 
 use flowstate_core::backoff::EventDispatchOutcome;
 use flowstate_core::{
-    DefinitionStore, Dispatch, EventId, EventQueueStore, EventStore, NewActivation, NewEvent,
-    NewPublishedVersion, NewWorkflow, NextDispatch, PendingEvent, RunQuery, RunStore,
+    Dispatch, EventId, EventQueueStore, EventStore, NewEvent, NextDispatch, PendingEvent, RunQuery,
+    RunStore,
 };
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use flowstate_testkit::ManualClock;
 use serde_json::json;
 
 use super::db::TestDb;
+use super::records::listening;
 
 /// Refuses every run of workflow `doomed`, and the statement undoing it.
 fn sabotage(dialect: Dialect) -> (&'static str, &'static str) {
@@ -44,33 +45,7 @@ async fn doomed_event(
     let db = TestDb::migrated(dialect).await;
     let clock = Arc::new(ManualClock::new());
     let store = db.store(StoreConfig::default().clock(clock.clone())).await;
-    let workflow = store
-        .create_workflow(NewWorkflow {
-            app_id: "app".into(),
-            scope_id: "s".into(),
-            name: "doomed".into(),
-        })
-        .await
-        .unwrap()
-        .record;
-    let version = store
-        .publish_version(NewPublishedVersion {
-            workflow: workflow.id,
-            hash: "h".into(),
-            definition: json!({}),
-        })
-        .await
-        .unwrap()
-        .record;
-    store
-        .create_activation(NewActivation {
-            workflow: workflow.id,
-            version: version.id,
-            event_type: "app.tick".into(),
-            authorization: json!({}),
-        })
-        .await
-        .unwrap();
+    listening(&store, "doomed").await;
     let event = NewEvent::new("app", "s", "app.tick", json!({}));
     let emitted = store.emit(event, Dispatch::Deferred).await.unwrap();
     let (refuse, allow) = sabotage(dialect);
@@ -128,8 +103,17 @@ pub async fn a_failed_dispatch_keeps_the_event(dialect: Dialect) {
 pub async fn a_failed_queued_dispatch_names_the_event(dialect: Dialect) {
     let (db, _clock, store, event, allow) = doomed_event(dialect).await;
     match store.dispatch_next().await.unwrap() {
-        NextDispatch::Failed { event: taken, error } => {
-            assert_eq!(taken, PendingEvent { id: event, attempts: 0 });
+        NextDispatch::Failed {
+            event: taken,
+            error,
+        } => {
+            assert_eq!(
+                taken,
+                PendingEvent {
+                    id: event,
+                    attempts: 0
+                }
+            );
             assert!(!error.to_string().is_empty());
         }
         other => panic!("the database refused the run, yet: {other:?}"),

@@ -96,5 +96,8 @@ async fn dispatch_next_takes_from_the_pending_index_without_sorting() {
         .expect("the pick");
     let p = plan(&mut conn, pick, &["0".into(), "1000000".into(), "1".into()]).await;
     assert_indexed("dispatch_next", &p, &["flowstate_events_pending_idx"]);
-    assert!(!p.contains("Sort"), "dispatch_next sorts the pending events:\n{p}");
+    assert!(
+        !p.contains("Sort"),
+        "dispatch_next sorts the pending events:\n{p}"
+    );
 }

@@ -4,12 +4,10 @@
 
 use diesel::sql_types::Text;
 use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection, sql_query};
-use flowstate_core::{
-    DefinitionStore, Dispatch, EventQueueStore, EventStore, NewActivation, NewEvent,
-    NewPublishedVersion, NewWorkflow, NextDispatch,
-};
+use flowstate_core::{Dispatch, EventQueueStore, EventStore, NewEvent, NextDispatch};
 use serde_json::json;
 
+use crate::common::records::listening;
 use crate::support::logged_store;
 
 #[derive(QueryableByName)]
@@ -21,33 +19,7 @@ struct PlanRow {
 #[tokio::test]
 async fn the_pending_picks_walk_their_index_in_order() {
     let (db, store, log) = logged_store().await;
-    let workflow = store
-        .create_workflow(NewWorkflow {
-            app_id: "app".into(),
-            scope_id: "s".into(),
-            name: "wf".into(),
-        })
-        .await
-        .unwrap()
-        .record;
-    let version = store
-        .publish_version(NewPublishedVersion {
-            workflow: workflow.id,
-            hash: "h".into(),
-            definition: json!({}),
-        })
-        .await
-        .unwrap()
-        .record;
-    store
-        .create_activation(NewActivation {
-            workflow: workflow.id,
-            version: version.id,
-            event_type: "app.tick".into(),
-            authorization: json!({}),
-        })
-        .await
-        .unwrap();
+    listening(&store, "wf").await;
     for n in 0..3 {
         let event = NewEvent::new("app", "s", "app.tick", json!({ "n": n }));
         store.emit(event, Dispatch::Deferred).await.unwrap();

@@ -1,17 +1,18 @@
 //! Deferred dispatch through `flowstate-events`: due events materialised,
 //! failures recorded on the event with core's backoff and dead-lettered at
-//! its limit, redrive, and the [`Dispatcher`] runner.
+//! its limit, redrive, and the [`Dispatcher`](flowstate_events::Dispatcher) runner.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use flowstate_core::backoff::{EventDispatchBackoff, EventDispatchOutcome};
 use flowstate_core::{Clock, Dispatch, EventFilter, EventStore, RunQuery, RunStore};
-use flowstate_events::{DispatchReport, Dispatcher, dispatch_pending};
+use flowstate_events::{DispatchReport, dispatch_pending};
 use serde_json::json;
 
-use super::event_support::{EventBackend, FailingDispatch, emit, listening, tick};
+use super::event_support::{
+    EventBackend, FailingDispatch, emit, listening, runs_until_shut_down, tick,
+};
 use crate::Harness;
 
 /// `dispatch_pending` materialises every due event and reports it; a
@@ -175,39 +176,11 @@ where
     );
 }
 
-/// A spawned [`Dispatcher`] dispatches what is deferred and stops on
+/// A spawned [`Dispatcher`](flowstate_events::Dispatcher) dispatches what is deferred and stops on
 /// shutdown, its counters saying what it did.
 pub async fn dispatcher_runs_until_shut_down<H: Harness>(h: &H)
 where
     H::Store: EventBackend,
 {
-    let store = h.store();
-    listening(h, "app", "s", "wf").await;
-    let emitted = emit(h, tick("app", "s", json!({})), Dispatch::Deferred).await;
-    let handle = Dispatcher::new(Arc::clone(store))
-        .interval(Duration::from_millis(5))
-        .spawn();
-    let mut waited = 0;
-    while store
-        .get_event(emitted.event)
-        .await
-        .unwrap()
-        .dispatched_at
-        .is_none()
-    {
-        waited += 1;
-        assert!(waited < 2_000, "the dispatcher never dispatched the event");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let counters = handle.shutdown().await;
-    assert_eq!(counters.dispatched.load(Ordering::Relaxed), 1);
-    assert_eq!(counters.failed.load(Ordering::Relaxed), 0);
-    assert!(counters.ticks.load(Ordering::Relaxed) >= 1);
-    let after = emit(h, tick("app", "s", json!({})), Dispatch::Deferred).await;
-    tokio::time::sleep(Duration::from_millis(30)).await;
-    let stored = store.get_event(after.event).await.unwrap();
-    assert_eq!(
-        stored.dispatched_at, None,
-        "a stopped dispatcher dispatches nothing"
-    );
+    runs_until_shut_down(h, |dispatcher| dispatcher).await;
 }

@@ -6,7 +6,6 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use flowstate_core::backoff::{EventDispatchBackoff, EventDispatchOutcome};
@@ -16,7 +15,9 @@ use flowstate_core::{
 use flowstate_events::{DispatchReport, Dispatcher, dispatch_queued};
 use serde_json::json;
 
-use super::event_support::{EventQueueBackend, FailingDispatch, emit, listening, tick};
+use super::event_support::{
+    EventQueueBackend, FailingDispatch, emit, listening, runs_until_shut_down, tick,
+};
 use super::support::race;
 use crate::Harness;
 
@@ -108,7 +109,10 @@ where
         NextDispatch::Idle
     ));
     let stored = store.get_event(dead.event).await.unwrap();
-    assert_eq!(stored.dispatched_at, None, "dead-lettered stays undispatched");
+    assert_eq!(
+        stored.dispatched_at, None,
+        "dead-lettered stays undispatched"
+    );
 }
 
 /// `dispatch_queued` records every failed take on the event with core's
@@ -219,33 +223,5 @@ pub async fn queued_dispatcher_runs_until_shut_down<H: Harness>(h: &H)
 where
     H::Store: EventQueueBackend,
 {
-    let store = h.store();
-    listening(h, "app", "s", "wf").await;
-    let emitted = emit(h, tick("app", "s", json!({})), Dispatch::Deferred).await;
-    let handle = Dispatcher::new(Arc::clone(store))
-        .interval(Duration::from_millis(5))
-        .queued()
-        .spawn();
-    let mut waited = 0;
-    while store
-        .get_event(emitted.event)
-        .await
-        .unwrap()
-        .dispatched_at
-        .is_none()
-    {
-        waited += 1;
-        assert!(waited < 2_000, "the dispatcher never dispatched the event");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let counters = handle.shutdown().await;
-    assert_eq!(counters.dispatched.load(Ordering::Relaxed), 1);
-    assert_eq!(counters.failed.load(Ordering::Relaxed), 0);
-    let after = emit(h, tick("app", "s", json!({})), Dispatch::Deferred).await;
-    tokio::time::sleep(Duration::from_millis(30)).await;
-    let stored = store.get_event(after.event).await.unwrap();
-    assert_eq!(
-        stored.dispatched_at, None,
-        "a stopped dispatcher dispatches nothing"
-    );
+    runs_until_shut_down(h, Dispatcher::queued).await;
 }

@@ -1,16 +1,19 @@
 //! What the event cases share: a workflow with a published version and an
 //! activation, the bounds the cases put on a store, and a store wrapper
-//! whose dispatches fail (listed or queued).
+//! whose dispatches fail (listed or queued), and the dispatcher runner's
+//! case body.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use flowstate_core::backoff::EventDispatchOutcome;
 use flowstate_core::{
     Activation, DefinitionStore, Dispatch, Emission, Error, Event, EventFilter, EventId,
     EventQueueStore, EventStore, NewActivation, NewEvent, NewPublishedVersion, NewWorkflow,
-    NextDispatch, PendingEvent,
-    PublishedVersion, Result, RunCause, RunId, Store, Workflow,
+    NextDispatch, PendingEvent, PublishedVersion, Result, RunCause, RunId, Store, Workflow,
 };
+use flowstate_events::Dispatcher;
 use serde_json::{Value, json};
 
 use crate::Harness;
@@ -182,4 +185,43 @@ impl<S: EventStore> EventQueueStore for FailingDispatch<S> {
 /// The failure of [`FailingDispatch`]'s `operation`.
 fn refused(operation: &'static str) -> Error {
     Error::backend(operation, true, "materialisation refused")
+}
+
+/// The runner cases' one body: the [`Dispatcher`] `configure` makes of a
+/// 5 ms one over the harness's store dispatches a deferred event, counts
+/// it, and dispatches nothing after its shutdown.
+pub(crate) async fn runs_until_shut_down<H: Harness>(
+    h: &H,
+    configure: impl FnOnce(Dispatcher<H::Store>) -> Dispatcher<H::Store>,
+) where
+    H::Store: EventBackend,
+{
+    let store = h.store();
+    listening(h, "app", "s", "wf").await;
+    let emitted = emit(h, tick("app", "s", json!({})), Dispatch::Deferred).await;
+    let handle =
+        configure(Dispatcher::new(Arc::clone(store)).interval(Duration::from_millis(5))).spawn();
+    let mut waited = 0;
+    while store
+        .get_event(emitted.event)
+        .await
+        .unwrap()
+        .dispatched_at
+        .is_none()
+    {
+        waited += 1;
+        assert!(waited < 2_000, "the dispatcher never dispatched the event");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let counters = handle.shutdown().await;
+    assert_eq!(counters.dispatched.load(Ordering::Relaxed), 1);
+    assert_eq!(counters.failed.load(Ordering::Relaxed), 0);
+    assert!(counters.ticks.load(Ordering::Relaxed) >= 1);
+    let after = emit(h, tick("app", "s", json!({})), Dispatch::Deferred).await;
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let stored = store.get_event(after.event).await.unwrap();
+    assert_eq!(
+        stored.dispatched_at, None,
+        "a stopped dispatcher dispatches nothing"
+    );
 }

@@ -168,12 +168,9 @@ pub async fn events(url: &str, workers: usize, events: usize) -> Result<Throughp
         let (store, dispatched) = (Arc::clone(&store), Arc::clone(&dispatched));
         set.spawn(async move {
             loop {
-                let report = flowstate_events::dispatch_queued(
-                    &*store,
-                    EventDispatchBackoff::default(),
-                    64,
-                )
-                .await?;
+                let report =
+                    flowstate_events::dispatch_queued(&*store, EventDispatchBackoff::default(), 64)
+                        .await?;
                 dispatched.fetch_add(report.dispatched as usize, Ordering::Relaxed);
                 if report.dispatched + report.failed == 0 {
                     return Ok(());
