@@ -155,7 +155,7 @@ mod tests {
         let round = parse_round(out).unwrap();
         assert_eq!(round.steps, 30_000);
         assert_eq!(round.elapsed, Duration::from_millis(1947));
-        assert_eq!(round.per_second().round(), 15_408.0);
+        assert_eq!(round.per_second().round() as u64, 15_408);
     }
 
     #[test]
