@@ -57,7 +57,7 @@ pub struct Batched {
 /// Every worker count of `concurrency`, `options.rounds` times each, in
 /// batched mode on `url`: the column shown beside `name`'s per-step one.
 /// With a `peer`, its rounds are taken in turn with these (see
-/// [`interleaved`](super::interleaved)), and its column comes back too.
+/// [`interleaved`]), and its column comes back too.
 pub async fn column(
     name: &str,
     url: &str,
