@@ -156,7 +156,6 @@ pub async fn run(options: Options) -> Result<()> {
     }
     let mut columns = Vec::new();
     let mut off_budget = Vec::new();
-    let peer_wanted = options.peers;
     let mut peer_failures = Vec::new();
     for (dialect, url, ours) in targets {
         let name = dialect.name();
@@ -219,15 +218,13 @@ pub async fn run(options: Options) -> Result<()> {
             statements_per_step: None,
             workloads,
         });
-        let peer = match (&peer_wanted, dialect) {
-            (true, Dialect::Postgres) => match peer::Peer::prepare(&url).await {
-                Ok(peer) => Some(peer),
-                Err(err) => {
-                    peer_failures.push(format!("{}: {err:#}", peer::LABEL));
-                    None
-                }
-            },
-            _ => None,
+        let peer = if options.peers && dialect == Dialect::Postgres {
+            peer::Peer::prepare(&url)
+                .await
+                .map_err(|err| peer_failures.push(format!("{}: {err:#}", peer::LABEL)))
+                .ok()
+        } else {
+            None
         };
         let (batch, peer_column) =
             batched::column(name, &url, &concurrency, &options, peer.as_ref()).await;
@@ -236,12 +233,8 @@ pub async fn run(options: Options) -> Result<()> {
         #[cfg(feature = "postgres")]
         if let Some(throughput) = hand {
             columns.push(Column {
-                label: BASELINE.to_owned(),
-                throughput,
-                contention: None,
                 statements: Ok(baseline::statements()),
-                statements_per_step: None,
-                workloads: Vec::new(),
+                ..Column::rounds(BASELINE, throughput)
             });
         }
         #[cfg(not(feature = "postgres"))]

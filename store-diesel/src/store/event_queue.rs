@@ -10,8 +10,6 @@
 //! [`EventStore::dispatch_event`](flowstate_core::EventStore::dispatch_event)'s
 //! transaction ([`dispatch_locked!`]).
 
-use std::sync::{Mutex, PoisonError};
-
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
@@ -29,24 +27,21 @@ impl EventQueueStore for DieselStore {
         let limits = self.config.limits;
         let now = self.now();
         // The event this transaction took, kept past its rollback so a
-        // failure can name it.
-        let taken: Mutex<Option<PendingEvent>> = Mutex::new(None);
-        let take = |event: Option<PendingEvent>| {
-            *taken.lock().unwrap_or_else(PoisonError::into_inner) = event;
-        };
+        // failure can name it (a conflict that runs the work again takes
+        // afresh).
+        let mut taken: Option<PendingEvent> = None;
         let dispatched = in_transaction!(self, "dispatch_next", |conn| {
-            take(None);
+            taken = None;
             let Some(row) = conn.lock_next_pending(now).await? else {
                 return Ok(None);
             };
             let event = Event::try_from(row)?;
-            take(Some(PendingEvent {
+            taken = Some(PendingEvent {
                 id: event.id,
                 attempts: event.attempts,
-            }));
+            });
             dispatch_locked!(conn, limits, &event, now).map(|runs| Some((event.id, runs)))
         });
-        let taken = taken.into_inner().unwrap_or_else(PoisonError::into_inner);
         match (dispatched, taken) {
             (Ok(Some((event, runs))), _) => {
                 tracing::debug!(%event, runs = runs.len(), "event dispatched");

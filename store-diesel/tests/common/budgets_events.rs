@@ -12,14 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flowstate_core::backoff::EventDispatchOutcome;
-use flowstate_core::{
-    DefinitionStore, Dispatch, EventQueueStore, EventStore, NewActivation, NewEvent,
-    NewPublishedVersion, NewWorkflow, NextDispatch,
-};
+use flowstate_core::{Dispatch, EventQueueStore, EventStore, NewEvent, NextDispatch};
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
 
 use super::budgets::{Budget, Sent, check_scenario, recorder};
+use super::records::{activate, listening};
 
 /// Runs the event scenario on a fresh `dialect` database and asserts that
 /// every operation sent exactly the statements `table` lists for it, and
@@ -33,35 +31,8 @@ pub async fn check_events(dialect: Dialect, table: &[Budget]) {
 async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     let mut sent = Vec::new();
     recorder!($, sent, log);
-    let workflow = store
-        .create_workflow(NewWorkflow {
-            app_id: "app".into(),
-            scope_id: "s".into(),
-            name: "wf".into(),
-        })
-        .await
-        .expect("create_workflow")
-        .record;
-    let version = store
-        .publish_version(NewPublishedVersion {
-            workflow: workflow.id,
-            hash: "h1".into(),
-            definition: json!({}),
-        })
-        .await
-        .expect("publish_version")
-        .record;
-    for _ in 0..2 {
-        store
-            .create_activation(NewActivation {
-                workflow: workflow.id,
-                version: version.id,
-                event_type: "app.tick".into(),
-                authorization: json!({}),
-            })
-            .await
-            .expect("create_activation");
-    }
+    let (workflow, version) = listening(store, "wf").await;
+    activate(store, workflow, version).await;
     let tick = || NewEvent::new("app", "s", "app.tick", json!({"n": 1}));
 
     let none = NewEvent::new("app", "s", "app.nobody", json!({}));

@@ -1,10 +1,11 @@
 //! The records every dialect's tests start from, created through the ports:
-//! a run of workflow `wf` and steps of function `f` in it, and a workflow
-//! listening for `app.tick` events.
+//! a run of workflow `wf` and steps of function `f` in it, a workflow
+//! listening for `app.tick` events, and the pick of `dispatch_next` for the
+//! plan tests.
 
 use flowstate_core::{
-    DefinitionStore, NewActivation, NewPublishedVersion, NewRun, NewStep, NewWorkflow, Run, RunId,
-    RunStore, Step, StepStore,
+    DefinitionStore, NewActivation, NewPublishedVersion, NewRun, NewStep, NewWorkflow,
+    PublishedVersionId, Run, RunId, RunStore, Step, StepStore, WorkflowId,
 };
 use serde_json::{Value, json};
 
@@ -33,8 +34,11 @@ pub async fn step(
 
 /// Workflow `name` of app `app`, scope `s`, with a published version and
 /// one activation for `app.tick`: an event of that type starts one run of
-/// it.
-pub async fn listening(store: &impl DefinitionStore, name: &str) {
+/// it. Answers the workflow and the version, for more activations.
+pub async fn listening(
+    store: &impl DefinitionStore,
+    name: &str,
+) -> (WorkflowId, PublishedVersionId) {
     let workflow = store
         .create_workflow(NewWorkflow {
             app_id: "app".into(),
@@ -53,13 +57,44 @@ pub async fn listening(store: &impl DefinitionStore, name: &str) {
         .await
         .unwrap()
         .record;
+    activate(store, workflow.id, version.id).await;
+    (workflow.id, version.id)
+}
+
+/// One more activation of `version` of `workflow` for `app.tick`.
+pub async fn activate(
+    store: &impl DefinitionStore,
+    workflow: WorkflowId,
+    version: PublishedVersionId,
+) {
     store
         .create_activation(NewActivation {
-            workflow: workflow.id,
-            version: version.id,
+            workflow,
+            version,
             event_type: "app.tick".into(),
             authorization: json!({}),
         })
         .await
         .unwrap();
+}
+
+/// Dispatches the first of the 100k pending events a plan test's fixture
+/// loads (event `...001000`: due at 0, the earliest to occur), checks it
+/// started no run (none was pinned), and answers the SQL of the pick that
+/// locked it.
+pub async fn pick_of_dispatch_next(
+    store: &impl flowstate_core::EventQueueStore,
+    log: &flowstate_store_diesel::StatementLog,
+) -> String {
+    let (next, sent) = log.capture(store.dispatch_next()).await;
+    match next.unwrap() {
+        flowstate_core::NextDispatch::Dispatched { event, runs } => {
+            assert_eq!(event.to_string(), "00000000-0000-7000-8000-000000001000");
+            assert!(runs.is_empty(), "no deliveries were pinned");
+        }
+        other => panic!("expected a dispatch, got {other:?}"),
+    }
+    sent.into_iter()
+        .find(|s| s.contains("FOR UPDATE SKIP LOCKED"))
+        .expect("the pick")
 }

@@ -4,10 +4,10 @@
 //! takes, and the other dispatchers would find them all held.
 
 use diesel_async::SimpleAsyncConnection;
-use flowstate_core::{EventQueueStore, NextDispatch};
 use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
 
 use crate::common::db::TestDb;
+use crate::common::records::pick_of_dispatch_next;
 use crate::explain::{assert_indexed, plan};
 use crate::support;
 
@@ -36,18 +36,7 @@ async fn dispatch_next_takes_from_the_pending_index_without_sorting() {
         .store(StoreConfig::default().statement_log(log.clone()))
         .await;
 
-    let (next, sent) = log.capture(store.dispatch_next()).await;
-    match next.unwrap() {
-        NextDispatch::Dispatched { event, runs } => {
-            assert_eq!(event.to_string(), "00000000-0000-7000-8000-000000001000");
-            assert!(runs.is_empty(), "no deliveries were pinned");
-        }
-        other => panic!("expected a dispatch, got {other:?}"),
-    }
-    let pick = sent
-        .iter()
-        .find(|s| s.contains("FOR UPDATE SKIP LOCKED"))
-        .expect("the pick");
+    let pick = &pick_of_dispatch_next(&store, &log).await;
     let rows = plan(&mut conn, pick, &["0".into(), "1000000".into(), "1".into()]).await;
     assert_indexed(
         "dispatch_next",

@@ -6,8 +6,9 @@
 //! in the taking order and sorts nothing.
 
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
-use flowstate_core::{Dispatch, EventQueueStore, EventStore, NewEvent, NextDispatch, RunId};
+use flowstate_core::{Dispatch, EventStore, NewEvent, RunId};
 
+use crate::common::records::pick_of_dispatch_next;
 use crate::explain::{assert_indexed, lit, plan};
 use crate::support;
 
@@ -82,18 +83,7 @@ async fn dispatch_next_takes_from_the_pending_index_without_sorting() {
     let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
     conn.batch_execute(LOAD_PENDING).await.unwrap();
 
-    let (next, sent) = log.capture(store.dispatch_next()).await;
-    match next.unwrap() {
-        NextDispatch::Dispatched { event, runs } => {
-            assert_eq!(event.to_string(), "00000000-0000-7000-8000-000000001000");
-            assert!(runs.is_empty(), "no deliveries were pinned");
-        }
-        other => panic!("expected a dispatch, got {other:?}"),
-    }
-    let pick = sent
-        .iter()
-        .find(|s| s.contains("FOR UPDATE SKIP LOCKED"))
-        .expect("the pick");
+    let pick = &pick_of_dispatch_next(&store, &log).await;
     let p = plan(&mut conn, pick, &["0".into(), "1000000".into(), "1".into()]).await;
     assert_indexed("dispatch_next", &p, &["flowstate_events_pending_idx"]);
     assert!(

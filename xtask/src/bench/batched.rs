@@ -94,22 +94,13 @@ pub async fn column(
     };
     let (statements, steps) = sent.get();
     let column = Column {
-        label,
-        throughput,
-        contention: None,
-        statements: Ok(Vec::new()),
         statements_per_step: (steps > 0).then(|| statements as f64 / steps as f64),
-        workloads: Vec::new(),
+        ..Column::rounds(&label, throughput)
     };
-    let peer_column = theirs.map(|throughput| Column {
-        label: peer::LABEL.to_owned(),
-        throughput,
-        contention: None,
-        statements: Ok(Vec::new()),
-        statements_per_step: None,
-        workloads: Vec::new(),
-    });
-    (column, peer_column)
+    (
+        column,
+        theirs.map(|throughput| Column::rounds(peer::LABEL, throughput)),
+    )
 }
 
 /// Creates `steps` fresh steps on `url`, then times a `WorkerPool` of

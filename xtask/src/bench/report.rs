@@ -100,6 +100,19 @@ fn rounds_json(all: &[Rounds]) -> Vec<Value> {
 }
 
 impl Column {
+    /// A column of claim + succeed rounds alone (a baseline, a peer, a
+    /// batched mode): no contention, statements or workloads of its own.
+    pub fn rounds(label: &str, throughput: Result<Vec<Rounds>>) -> Self {
+        Self {
+            label: label.to_owned(),
+            throughput,
+            contention: None,
+            statements: Ok(Vec::new()),
+            statements_per_step: None,
+            workloads: Vec::new(),
+        }
+    }
+
     /// The failures of this column, one line each.
     pub fn failures(&self) -> Vec<String> {
         let label = &self.label;
@@ -538,14 +551,8 @@ mod tests {
 
     #[test]
     fn paired_ratios_divide_round_by_round() {
-        let column = |label: &str, per_second: &[f64]| Column {
-            label: label.to_owned(),
-            throughput: Ok(vec![rounds(per_second)]),
-            contention: None,
-            statements: Ok(Vec::new()),
-            statements_per_step: None,
-            workloads: Vec::new(),
-        };
+        let column =
+            |label: &str, per_second: &[f64]| Column::rounds(label, Ok(vec![rounds(per_second)]));
         let report = Report {
             steps: 10,
             rounds: 3,
