@@ -4,7 +4,8 @@
 //! Callers put `(step, completion, reply)` on a bounded tokio `mpsc` queue.
 //! One flusher task takes whatever is queued (at least one item, at most
 //! `max_batch`), writes it as one batch and answers each caller on its own
-//! `oneshot`, then takes the next: a flush starts when the queue is no longer
+//! `oneshot` (a pool's workers: a callback, see [`crate::reply`]), then
+//! takes the next: a flush starts when the queue is no longer
 //! empty and the previous flush has returned. There is no timer, so an idle
 //! queue adds no latency, and a busy one fills its batches by itself while
 //! the previous write is on the wire.
@@ -22,6 +23,8 @@ use flowstate_core::{BatchStepStore, Completion, Error, Result, StepId};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument as _;
 
+use crate::reply::{Answered, Callback, Reply, flusher_stopped};
+
 /// The most items one flush writes unless told otherwise.
 pub const DEFAULT_MAX_BATCH: usize = 256;
 
@@ -34,7 +37,7 @@ enum Message {
     Item {
         step: StepId,
         completion: Completion,
-        reply: oneshot::Sender<Result<()>>,
+        reply: Reply,
     },
     /// Stop taking items: flush what is queued, then end.
     Close,
@@ -82,7 +85,7 @@ impl StdError for FlushFailed {}
 
 impl FlushFailed {
     /// The error one caller of the failed flush gets.
-    fn into_error(self) -> Error {
+    pub(crate) fn into_error(self) -> Error {
         Error::backend("complete_batch", self.retryable, self)
     }
 }
@@ -102,16 +105,9 @@ impl Future for Pending {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Result<()>> {
         std::pin::Pin::new(&mut self.0).poll(cx).map(|answer| {
-            answer.unwrap_or_else(|_| {
-                // The flusher ended without answering: it panicked inside
-                // the store. Whether the item was written is unknown.
-                Err(FlushFailed {
-                    message: "the flusher stopped before the store answered".to_owned(),
-                    retryable: false,
-                    items: 0,
-                }
-                .into_error())
-            })
+            // No answer: the flusher ended without one (it panicked inside
+            // the store).
+            answer.unwrap_or_else(|_| Err(flusher_stopped()))
         })
     }
 }
@@ -249,11 +245,41 @@ impl<S> GroupCommit<S> {
             .send(Message::Item {
                 step,
                 completion,
-                reply,
+                reply: Reply::Channel(reply),
             })
             .await
             .map_err(|_| closed())?;
         Ok(Pending(answer))
+    }
+
+    /// [`GroupCommit::submit`] with the answer given to `on_answer`, run in
+    /// the flusher, instead of a [`Pending`]: what a pool's worker uses, so
+    /// that no task per step sits waiting on its answer. `on_answer` runs
+    /// exactly once: with the item's result, with [`GroupCommitClosed`]
+    /// here if the queue is closed, or with the stopped-flusher error if
+    /// the flusher ends without answering. It should be quick: the next
+    /// flush waits for it.
+    pub(crate) async fn submit_then(
+        &self,
+        step: StepId,
+        completion: Completion,
+        on_answer: Callback,
+    ) {
+        let sent = self
+            .queue
+            .send(Message::Item {
+                step,
+                completion,
+                reply: Reply::Call(Answered::new(on_answer)),
+            })
+            .await;
+        if let Err(mpsc::error::SendError(Message::Item {
+            reply: Reply::Call(mut answered),
+            ..
+        })) = sent
+        {
+            answered.answer(Err(closed()));
+        }
     }
 
     /// Stops taking commits, flushes everything already queued, and returns
@@ -329,7 +355,7 @@ async fn flusher<S: BatchStepStore>(
 async fn flush<S: BatchStepStore>(
     store: &S,
     items: &mut Vec<(StepId, Completion)>,
-    replies: &mut Vec<oneshot::Sender<Result<()>>>,
+    replies: &mut Vec<Reply>,
     counters: &Counters,
 ) {
     let count = items.len();
@@ -342,8 +368,7 @@ async fn flush<S: BatchStepStore>(
     match answered {
         Ok(results) if results.len() == count => {
             for (reply, result) in replies.drain(..).zip(results) {
-                // A caller that stopped waiting is not an error.
-                let _ = reply.send(result);
+                reply.send(result);
             }
         }
         Ok(results) => {
@@ -358,7 +383,7 @@ async fn flush<S: BatchStepStore>(
             };
             tracing::error!(%failed, "flush answered the wrong number of results");
             for reply in replies.drain(..) {
-                let _ = reply.send(Err(failed.clone().into_error()));
+                reply.send(Err(failed.clone().into_error()));
             }
         }
         Err(err) => {
@@ -370,7 +395,7 @@ async fn flush<S: BatchStepStore>(
             };
             tracing::warn!(error = %err, items = count, "flush failed; every caller in it fails");
             for reply in replies.drain(..) {
-                let _ = reply.send(Err(failed.clone().into_error()));
+                reply.send(Err(failed.clone().into_error()));
             }
         }
     }

@@ -49,6 +49,7 @@
 //! ```
 
 mod commit;
+mod reply;
 mod worker;
 
 pub use commit::{

@@ -7,11 +7,11 @@
 //! (one per claimed step, returned once its completion is committed) keeps
 //! it from claiming more than the pool can hold, and it only asks for a
 //! batch when a whole batch fits. Each worker runs the host's handler on a
-//! step (in a task of its own, so a panic fails that step instead of the
-//! worker), queues the handler's [`Completion`] on the [`GroupCommit`]
-//! ([`GroupCommit::submit`]) and goes on to the next step while a small
-//! task awaits the answer: the workers bound how many handlers run, the
-//! in-flight bound how many completions a flush can gather. A step's room
+//! step (catching a panic, so it fails that step instead of the worker),
+//! queues the handler's [`Completion`] on the [`GroupCommit`] and goes on
+//! to the next step while the flusher answers it through a callback: the
+//! workers bound how many handlers run, the in-flight bound how many
+//! completions a flush can gather. A step's room
 //! is freed only once its completion's answer is in.
 //!
 //! Which step goes to which pool is the store's decision (each is claimed
@@ -24,11 +24,14 @@
 //! claimed, flushes the commit queue and answers [`PoolStats`]. A claim in
 //! progress is never cancelled: its steps are handed over and run.
 
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use flowstate_core::{BatchClaim, BatchStepStore, Completion, Step};
+use futures_util::FutureExt as _;
 use serde_json::json;
 use tokio::sync::{Mutex, Semaphore, mpsc, watch};
 use tokio::task::JoinHandle;
@@ -480,9 +483,10 @@ async fn wait_or_stop(stopped: &mut watch::Receiver<bool>, wait: Duration) -> bo
     }
 }
 
-/// A worker: takes the next claimed step, runs the handler on it in a task
-/// of its own, commits what it answered, frees its room; ends when the
-/// claimers have ended and the inbox is empty.
+/// A worker: takes the next claimed step, runs the handler on it (a panic
+/// caught), queues what it answered, and the flusher frees its room once
+/// it is committed; ends when the claimers have ended and the inbox is
+/// empty.
 async fn worker<S, H, F>(
     inbox: Arc<Mutex<mpsc::Receiver<Step>>>,
     handler: Arc<H>,
@@ -500,32 +504,40 @@ async fn worker<S, H, F>(
             return;
         };
         let id = step.id;
-        let completion = match tokio::spawn(handler(step)).await {
+        // Run in this task, a panic caught: no task to spawn and join per
+        // step.
+        let run = AssertUnwindSafe(async { handler(step).await });
+        let completion = match run.catch_unwind().await {
             Ok(completion) => completion,
-            Err(err) => {
+            Err(payload) => {
                 bump(&counters.panicked, 1);
-                tracing::error!(step = %id, %err, "the handler panicked; the attempt fails");
-                Completion::Failed(json!({ "panic": err.to_string() }))
+                let message = panic_message(payload.as_ref());
+                tracing::error!(step = %id, panic = %message, "the handler panicked; the attempt fails");
+                Completion::Failed(json!({ "panic": message }))
             }
         };
         let succeeded = matches!(completion, Completion::Succeeded(_));
-        // Queued, the worker goes on to the next step: the answer is
-        // awaited beside it, so a flush carries up to `max_in_flight`
-        // completions rather than one per worker. The step's room is freed
-        // once the answer is in.
-        match commit.submit(id, completion).await {
-            Ok(pending) => {
-                let (room, counters) = (Arc::clone(&room), Arc::clone(&counters));
-                tokio::spawn(async move {
-                    answered(id, succeeded, pending.await, &counters);
-                    room.add_permits(1);
-                });
-            }
-            Err(err) => {
-                answered(id, succeeded, Err(err), &counters);
-                room.add_permits(1);
-            }
-        }
+        // Queued, the worker goes on to the next step: the flusher answers
+        // beside it (a callback, no task per step), so a flush carries up
+        // to `max_in_flight` completions rather than one per worker. The
+        // step's room is freed once the answer is in.
+        let (room, counters) = (Arc::clone(&room), Arc::clone(&counters));
+        let on_answer = Box::new(move |answer| {
+            answered(id, succeeded, answer, &counters);
+            room.add_permits(1);
+        });
+        commit.submit_then(id, completion, on_answer).await;
+    }
+}
+
+/// What a handler's panic said, as text.
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
     }
 }
 

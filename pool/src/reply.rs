@@ -1,0 +1,102 @@
+//! Where the flusher answers one queued completion: a caller's `oneshot`
+//! ([`GroupCommit::submit`](crate::GroupCommit::submit)), or a callback the
+//! pool's workers hand over so that no task has to sit waiting on each
+//! step's answer.
+//!
+//! A callback is answered exactly once: if the flusher ends without
+//! answering it (it panicked inside the store), dropping it answers the same
+//! error a dropped `oneshot` gives its [`Pending`](crate::Pending), so a
+//! pool never waits for a step's room that nobody will give back.
+
+use flowstate_core::{Error, Result};
+use tokio::sync::oneshot;
+
+use crate::commit::FlushFailed;
+
+/// A callback answered once with a queued completion's result.
+pub(crate) type Callback = Box<dyn FnOnce(Result<()>) + Send>;
+
+/// Where one item's answer goes.
+pub(crate) enum Reply {
+    /// A caller awaiting a [`Pending`](crate::Pending).
+    Channel(oneshot::Sender<Result<()>>),
+    /// A callback, run in the flusher.
+    Call(Answered),
+}
+
+impl Reply {
+    /// Gives `result` to whoever waits for it. A caller that stopped
+    /// waiting is not an error.
+    pub(crate) fn send(self, result: Result<()>) {
+        match self {
+            Self::Channel(sender) => {
+                let _ = sender.send(result);
+            }
+            Self::Call(mut answered) => answered.answer(result),
+        }
+    }
+}
+
+/// A [`Callback`] that is answered when dropped unanswered.
+pub(crate) struct Answered(Option<Callback>);
+
+impl Answered {
+    /// Wraps `callback`.
+    pub(crate) fn new(callback: Callback) -> Self {
+        Self(Some(callback))
+    }
+
+    /// Runs the callback with `result`, if it has not run yet.
+    pub(crate) fn answer(&mut self, result: Result<()>) {
+        if let Some(callback) = self.0.take() {
+            callback(result);
+        }
+    }
+}
+
+impl Drop for Answered {
+    fn drop(&mut self) {
+        self.answer(Err(flusher_stopped()));
+    }
+}
+
+/// The answer to an item whose flusher ended before the store answered:
+/// whether it was written is unknown.
+pub(crate) fn flusher_stopped() -> Error {
+    FlushFailed {
+        message: "the flusher stopped before the store answered".to_owned(),
+        retryable: false,
+        items: 0,
+    }
+    .into_error()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    fn recorder() -> (Arc<Mutex<Vec<bool>>>, Callback) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let into = Arc::clone(&seen);
+        let callback: Callback = Box::new(move |result: Result<()>| {
+            into.lock().unwrap().push(result.is_ok());
+        });
+        (seen, callback)
+    }
+
+    #[test]
+    fn a_callback_is_answered_once() {
+        let (seen, callback) = recorder();
+        Reply::Call(Answered::new(callback)).send(Ok(()));
+        assert_eq!(*seen.lock().unwrap(), [true]);
+    }
+
+    #[test]
+    fn a_callback_dropped_unanswered_gets_the_stopped_flusher_error() {
+        let (seen, callback) = recorder();
+        drop(Reply::Call(Answered::new(callback)));
+        assert_eq!(*seen.lock().unwrap(), [false]);
+    }
+}
