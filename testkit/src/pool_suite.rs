@@ -51,6 +51,7 @@ macro_rules! __pool_cases {
             }
             pool_faults {
                 failed_commits_are_counted_and_leave_their_steps_running,
+                a_flusher_that_panics_in_the_store_answers_every_completion,
                 a_failed_claim_backs_off_and_the_pool_goes_on,
                 a_claim_in_progress_at_stop_is_still_run,
                 a_worker_does_not_wait_for_its_commit_so_flushes_fill_up,

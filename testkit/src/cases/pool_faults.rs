@@ -1,5 +1,6 @@
 //! `flowstate_pool::WorkerPool` over the backend's store wrapped in
-//! `Watched`: failed flushes counted and acknowledging nothing, failed
+//! `Watched`: failed flushes counted and acknowledging nothing, a flusher
+//! that panics in the store still answering every completion, failed
 //! claims backed off from, a claim still in the store when the pool is
 //! stopped reaching the workers, and a worker that queues its next
 //! completion while the previous flush is still in the store.
@@ -54,6 +55,39 @@ where
     assert_eq!(stats.flushes, store.flush_sizes().len() as u64);
     assert_eq!(store.flush_sizes().iter().sum::<usize>(), 100);
     assert!(ledger.calls().values().all(|n| *n == 1), "a step ran twice");
+    let rows = histories(&**h.store(), &steps).await;
+    for (step, rows) in read_back(&**h.store(), &steps).await.iter().zip(&rows) {
+        assert_eq!(step.status, StepStatus::Running, "nothing was acknowledged");
+        assert_eq!(attempts(rows), [(1, StepStatus::Running)], "{}", step.id);
+    }
+}
+
+/// 40 steps, every flush panicking inside the store (its flusher task dies
+/// mid-flush): each completion is answered as an error all the same, so
+/// the pool's room comes back and shutdown returns, every claimed step is
+/// counted as a commit error, and every step is left running on attempt 1:
+/// nothing was acknowledged.
+pub async fn a_flusher_that_panics_in_the_store_answers_every_completion<H: Harness>(h: &H)
+where
+    H::Store: BatchStepStore,
+{
+    let store = Arc::new(Watched::over(h.store()).panicking());
+    let steps = insert_steps(h, 40, FUNCTION, RetryPolicy::NONE).await;
+    let ledger = Ledger::new(40);
+    let pool = WorkerPool::start(
+        Arc::clone(&store),
+        &pool_config(),
+        recording(&ledger, json!(8)),
+    );
+    ledger.reached().await;
+    let stats = within("shutdown", pool.shutdown()).await;
+    assert_eq!(
+        (stats.claimed, stats.commit_errors, stats.succeeded),
+        (40, 40, 0),
+        "{stats:?}"
+    );
+    assert_eq!(stats.accounted(), stats.claimed);
+    assert_eq!(store.returned(), 0, "a panicking flush never returns");
     let rows = histories(&**h.store(), &steps).await;
     for (step, rows) in read_back(&**h.store(), &steps).await.iter().zip(&rows) {
         assert_eq!(step.status, StepStatus::Running, "nothing was acknowledged");

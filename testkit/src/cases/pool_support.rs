@@ -57,6 +57,8 @@ pub(crate) struct Watched<S> {
     pub(crate) release: Notify,
     /// When set, every `complete_batch` answers `Err` and writes nothing.
     fail: AtomicBool,
+    /// When set, every `complete_batch` panics and writes nothing.
+    panic: AtomicBool,
     /// When set, the first `claim_batch` claims, then signals
     /// `claim_entered` and waits for `claim_release` before it answers.
     hold_first_claim: AtomicBool,
@@ -81,6 +83,7 @@ impl<S> Watched<S> {
             entered: Notify::new(),
             release: Notify::new(),
             fail: AtomicBool::new(false),
+            panic: AtomicBool::new(false),
             hold_first_claim: AtomicBool::new(false),
             claim_entered: Notify::new(),
             claim_release: Notify::new(),
@@ -105,6 +108,13 @@ impl<S> Watched<S> {
     /// Every flush fails, writing nothing.
     pub(crate) fn failing(self) -> Self {
         self.fail.store(true, Ordering::SeqCst);
+        self
+    }
+
+    /// Every flush panics inside the store, writing nothing: the flusher
+    /// task dies mid-flush.
+    pub(crate) fn panicking(self) -> Self {
+        self.panic.store(true, Ordering::SeqCst);
         self
     }
 
@@ -161,6 +171,10 @@ impl<S: BatchStepStore> BatchStepStore for Watched<S> {
             self.entered.notify_one();
             self.release.notified().await;
         }
+        assert!(
+            !self.panic.load(Ordering::SeqCst),
+            "the store panicked in complete_batch (a pool fault case)"
+        );
         let answer = if self.fail.load(Ordering::SeqCst) {
             Err(Error::backend(
                 "complete_batch",
