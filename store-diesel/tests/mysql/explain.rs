@@ -6,13 +6,11 @@
 //! choice; listings read an index in order instead of sorting.
 
 use diesel::sql_types::{Nullable, Text};
-use diesel_async::{AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
+use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
 use flowstate_core::{
     RunCursor, RunId, RunQuery, RunStatus, RunStore, StepId, StepStore, StepTransition, Timestamp,
 };
-use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
 
-use crate::common::db::TestDb;
 use crate::support;
 
 /// One row of `EXPLAIN`.
@@ -139,13 +137,7 @@ const PARENT: &str = "00000000-0000-7000-8000-000000000000";
 
 #[tokio::test]
 async fn hot_statements_use_indexes() {
-    let db = TestDb::migrated(Dialect::Mysql).await;
-    let mut conn = support::connection(&db).await;
-    conn.batch_execute(SEED).await.expect("seed");
-    let log = StatementLog::new();
-    let store = db
-        .store(StoreConfig::default().statement_log(log.clone()))
-        .await;
+    let (db, mut conn, log, store) = support::seeded(SEED).await;
 
     // The SQL each operation sends, captured from the store itself on ids
     // the seed does not have (so nothing is written); the plans below bind
@@ -336,13 +328,7 @@ async fn the_recovery_queries_use_their_indexes() {
     use flowstate_core::{RecoveryStore, RunRecoveryStore};
     use std::time::Duration;
 
-    let db = TestDb::migrated(Dialect::Mysql).await;
-    let mut conn = support::connection(&db).await;
-    conn.batch_execute(SEED_RECOVERY).await.expect("seed");
-    let log = StatementLog::new();
-    let store = db
-        .store(StoreConfig::default().statement_log(log.clone()))
-        .await;
+    let (db, mut conn, log, store) = support::seeded(SEED_RECOVERY).await;
     let idle = Duration::from_secs(60);
     let (found, statements) = log.capture(store.undispatched_steps(idle, 100)).await;
     assert_eq!(

@@ -3,10 +3,6 @@
 //! read, and under `FOR UPDATE` lock, every pending event for the one it
 //! takes, and the other dispatchers would find them all held.
 
-use diesel_async::SimpleAsyncConnection;
-use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
-
-use crate::common::db::TestDb;
 use crate::common::records::pick_of_dispatch_next;
 use crate::explain::{assert_indexed, plan};
 use crate::support;
@@ -28,13 +24,7 @@ ANALYZE TABLE flowstate_events;
 
 #[tokio::test]
 async fn dispatch_next_takes_from_the_pending_index_without_sorting() {
-    let db = TestDb::migrated(Dialect::Mysql).await;
-    let mut conn = support::connection(&db).await;
-    conn.batch_execute(SEED).await.expect("seed");
-    let log = StatementLog::new();
-    let store = db
-        .store(StoreConfig::default().statement_log(log.clone()))
-        .await;
+    let (db, mut conn, log, store) = support::seeded(SEED).await;
 
     let pick = &pick_of_dispatch_next(&store, &log).await;
     let rows = plan(&mut conn, pick, &["0".into(), "1000000".into(), "1".into()]).await;

@@ -4,11 +4,8 @@
 //! creation-order index through every settled run before it (which the
 //! optimizer chose, at 77 ms a claim, until the pick named its index).
 
-use diesel_async::SimpleAsyncConnection;
 use flowstate_core::RunLeaseStore;
-use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
 
-use crate::common::db::TestDb;
 use crate::explain::{assert_indexed, plan};
 use crate::support;
 
@@ -30,13 +27,7 @@ ANALYZE TABLE flowstate_runs;
 
 #[tokio::test]
 async fn the_run_claim_walks_the_leasable_index_past_settled_runs() {
-    let db = TestDb::migrated(Dialect::Mysql).await;
-    let mut conn = support::connection(&db).await;
-    conn.batch_execute(SEED).await.expect("seed");
-    let log = StatementLog::new();
-    let store = db
-        .store(StoreConfig::default().statement_log(log.clone()))
-        .await;
+    let (db, mut conn, log, store) = support::seeded(SEED).await;
     let lease_for = std::time::Duration::from_secs(60);
     let (leased, statements) = log.capture(store.claim_runs("w", 2, lease_for)).await;
     let leased = leased.unwrap();

@@ -1,10 +1,14 @@
 //! What the MySQL-only tests share over `common::db`: a connection of
-//! their own to a test database, outside any store, one-column rows for
-//! ad-hoc reads, and bounded waits for something that must happen (a lock
-//! wait the server reports).
+//! their own to a test database, outside any store, a seeded database with
+//! a store that logs what it sends (the plan tests' start), one-column rows
+//! for ad-hoc reads, and bounded waits for something that must happen (a
+//! lock wait the server reports).
+
+use std::sync::Arc;
 
 use diesel::sql_types::{BigInt, Text};
-use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
+use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
 
 use crate::common::db::TestDb;
 
@@ -14,6 +18,21 @@ pub async fn connection(db: &TestDb) -> AsyncMysqlConnection {
     AsyncMysqlConnection::establish(&db.url)
         .await
         .unwrap_or_else(|err| panic!("cannot connect to {}: {err}", db.url))
+}
+
+/// A fresh migrated database with `seed` (SQL statements) run on it, a
+/// connection of its own to it (for `EXPLAIN`), the log of what the store
+/// sends, and the store: what the plan tests start from. The test drops
+/// the database at the end.
+pub async fn seeded(seed: &str) -> (TestDb, AsyncMysqlConnection, Arc<StatementLog>, DieselStore) {
+    let db = TestDb::migrated(Dialect::Mysql).await;
+    let mut conn = connection(&db).await;
+    conn.batch_execute(seed).await.expect("seed");
+    let log = StatementLog::new();
+    let store = db
+        .store(StoreConfig::default().statement_log(log.clone()))
+        .await;
+    (db, conn, log, store)
 }
 
 /// One column of text, for ad-hoc reads.
