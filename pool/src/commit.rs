@@ -3,10 +3,10 @@
 //!
 //! Callers put `(step, completion, reply)` on a bounded tokio `mpsc` queue.
 //! One flusher task takes whatever is queued (at least one item, at most
-//! `max_batch`), writes it as one batch and answers each caller on its own
-//! `oneshot` (a pool's workers: a callback, see [`crate::reply`]), then
-//! takes the next: a flush starts when the queue is no longer
-//! empty and the previous flush has returned. There is no timer, so an idle
+//! `max_batch`), writes it as one batch and answers each item through its
+//! own callback ([`crate::reply`]: a caller's `oneshot`, or a pool worker's
+//! bookkeeping), then takes the next: a flush starts when the queue is no
+//! longer empty and the previous flush has returned. There is no timer, so an idle
 //! queue adds no latency, and a busy one fills its batches by itself while
 //! the previous write is on the wire.
 //!
@@ -23,7 +23,7 @@ use flowstate_core::{BatchStepStore, Completion, Error, Result, StepId};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument as _;
 
-use crate::reply::{Answered, Callback, Reply, flusher_stopped};
+use crate::reply::{Answered, Callback, flusher_stopped};
 
 /// The most items one flush writes unless told otherwise.
 pub const DEFAULT_MAX_BATCH: usize = 256;
@@ -37,7 +37,7 @@ enum Message {
     Item {
         step: StepId,
         completion: Completion,
-        reply: Reply,
+        reply: Answered,
     },
     /// Stop taking items: flush what is queued, then end.
     Close,
@@ -105,8 +105,9 @@ impl Future for Pending {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Result<()>> {
         std::pin::Pin::new(&mut self.0).poll(cx).map(|answer| {
-            // No answer: the flusher ended without one (it panicked inside
-            // the store).
+            // The reply answers even when dropped, so this is a reply
+            // that could not run at all; whether the item was written is
+            // unknown either way.
             answer.unwrap_or_else(|_| Err(flusher_stopped()))
         })
     }
@@ -241,45 +242,41 @@ impl<S> GroupCommit<S> {
     /// [`GroupCommitClosed`] once closed.
     pub async fn submit(&self, step: StepId, completion: Completion) -> Result<Pending> {
         let (reply, answer) = oneshot::channel();
-        self.queue
-            .send(Message::Item {
-                step,
-                completion,
-                reply: Reply::Channel(reply),
-            })
-            .await
-            .map_err(|_| closed())?;
+        let on_answer: Callback = Box::new(move |result| {
+            // A caller that stopped waiting is not an error.
+            let _ = reply.send(result);
+        });
+        self.submit_then(step, completion, on_answer).await?;
         Ok(Pending(answer))
     }
 
     /// [`GroupCommit::submit`] with the answer given to `on_answer`, run in
     /// the flusher, instead of a [`Pending`]: what a pool's worker uses, so
-    /// that no task per step sits waiting on its answer. `on_answer` runs
-    /// exactly once: with the item's result, with [`GroupCommitClosed`]
-    /// here if the queue is closed, or with the stopped-flusher error if
-    /// the flusher ends without answering. It should be quick: the next
-    /// flush waits for it.
+    /// that no task per step sits waiting on its answer (and what `submit`
+    /// is built on). `on_answer` runs exactly once: with the item's result,
+    /// with [`GroupCommitClosed`] if the queue is closed (also answered
+    /// here), or with the stopped-flusher error if the flusher ends without
+    /// answering. It should be quick: the next flush waits for it.
     pub(crate) async fn submit_then(
         &self,
         step: StepId,
         completion: Completion,
         on_answer: Callback,
-    ) {
-        let sent = self
-            .queue
-            .send(Message::Item {
-                step,
-                completion,
-                reply: Reply::Call(Answered::new(on_answer)),
+    ) -> Result<()> {
+        let item = Message::Item {
+            step,
+            completion,
+            reply: Answered::new(on_answer),
+        };
+        self.queue
+            .send(item)
+            .await
+            .map_err(|mpsc::error::SendError(unsent)| {
+                if let Message::Item { mut reply, .. } = unsent {
+                    reply.answer(Err(closed()));
+                }
+                closed()
             })
-            .await;
-        if let Err(mpsc::error::SendError(Message::Item {
-            reply: Reply::Call(mut answered),
-            ..
-        })) = sent
-        {
-            answered.answer(Err(closed()));
-        }
     }
 
     /// Stops taking commits, flushes everything already queued, and returns
@@ -355,7 +352,7 @@ async fn flusher<S: BatchStepStore>(
 async fn flush<S: BatchStepStore>(
     store: &S,
     items: &mut Vec<(StepId, Completion)>,
-    replies: &mut Vec<Reply>,
+    replies: &mut Vec<Answered>,
     counters: &Counters,
 ) {
     let count = items.len();
@@ -367,8 +364,8 @@ async fn flush<S: BatchStepStore>(
     let _entered = span.enter();
     match answered {
         Ok(results) if results.len() == count => {
-            for (reply, result) in replies.drain(..).zip(results) {
-                reply.send(result);
+            for (mut reply, result) in replies.drain(..).zip(results) {
+                reply.answer(result);
             }
         }
         Ok(results) => {
@@ -382,8 +379,8 @@ async fn flush<S: BatchStepStore>(
                 items: count,
             };
             tracing::error!(%failed, "flush answered the wrong number of results");
-            for reply in replies.drain(..) {
-                reply.send(Err(failed.clone().into_error()));
+            for mut reply in replies.drain(..) {
+                reply.answer(Err(failed.clone().into_error()));
             }
         }
         Err(err) => {
@@ -394,8 +391,8 @@ async fn flush<S: BatchStepStore>(
                 items: count,
             };
             tracing::warn!(error = %err, items = count, "flush failed; every caller in it fails");
-            for reply in replies.drain(..) {
-                reply.send(Err(failed.clone().into_error()));
+            for mut reply in replies.drain(..) {
+                reply.answer(Err(failed.clone().into_error()));
             }
         }
     }

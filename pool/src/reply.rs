@@ -1,41 +1,20 @@
-//! Where the flusher answers one queued completion: a caller's `oneshot`
-//! ([`GroupCommit::submit`](crate::GroupCommit::submit)), or a callback the
-//! pool's workers hand over so that no task has to sit waiting on each
+//! How the flusher answers one queued completion: a callback, answered
+//! exactly once. [`GroupCommit::submit`](crate::GroupCommit::submit)'s
+//! sends on the caller's `oneshot`; a pool worker's counts the answer and
+//! frees the step's room, so that no task has to sit waiting on each
 //! step's answer.
 //!
-//! A callback is answered exactly once: if the flusher ends without
-//! answering it (it panicked inside the store), dropping it answers the same
-//! error a dropped `oneshot` gives its [`Pending`](crate::Pending), so a
-//! pool never waits for a step's room that nobody will give back.
+//! If the flusher ends without answering (it panicked inside the store),
+//! dropping the callback answers the stopped-flusher error, so a caller's
+//! [`Pending`](crate::Pending) resolves and a pool never waits for a
+//! step's room that nobody will give back.
 
 use flowstate_core::{Error, Result};
-use tokio::sync::oneshot;
 
 use crate::commit::FlushFailed;
 
 /// A callback answered once with a queued completion's result.
 pub(crate) type Callback = Box<dyn FnOnce(Result<()>) + Send>;
-
-/// Where one item's answer goes.
-pub(crate) enum Reply {
-    /// A caller awaiting a [`Pending`](crate::Pending).
-    Channel(oneshot::Sender<Result<()>>),
-    /// A callback, run in the flusher.
-    Call(Answered),
-}
-
-impl Reply {
-    /// Gives `result` to whoever waits for it. A caller that stopped
-    /// waiting is not an error.
-    pub(crate) fn send(self, result: Result<()>) {
-        match self {
-            Self::Channel(sender) => {
-                let _ = sender.send(result);
-            }
-            Self::Call(mut answered) => answered.answer(result),
-        }
-    }
-}
 
 /// A [`Callback`] that is answered when dropped unanswered.
 pub(crate) struct Answered(Option<Callback>);
@@ -89,14 +68,14 @@ mod tests {
     #[test]
     fn a_callback_is_answered_once() {
         let (seen, callback) = recorder();
-        Reply::Call(Answered::new(callback)).send(Ok(()));
+        Answered::new(callback).answer(Ok(()));
         assert_eq!(*seen.lock().unwrap(), [true]);
     }
 
     #[test]
     fn a_callback_dropped_unanswered_gets_the_stopped_flusher_error() {
         let (seen, callback) = recorder();
-        drop(Reply::Call(Answered::new(callback)));
+        drop(Answered::new(callback));
         assert_eq!(*seen.lock().unwrap(), [false]);
     }
 }

@@ -526,7 +526,8 @@ async fn worker<S, H, F>(
             answered(id, succeeded, answer, &counters);
             room.add_permits(1);
         });
-        commit.submit_then(id, completion, on_answer).await;
+        // A closed queue is answered through `on_answer` too.
+        let _ = commit.submit_then(id, completion, on_answer).await;
     }
 }
 

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use flowstate_core::{BatchStepStore, Completion, RetryPolicy, Step, StepStatus};
-use flowstate_pool::WorkerPool;
+use flowstate_pool::{PoolStats, WorkerPool};
 use serde_json::json;
 
 use super::pool_support::{
@@ -29,6 +29,43 @@ fn recording(
     }
 }
 
+/// Runs `n` fresh steps through a pool over `store`, whose flushes write
+/// nothing, and checks what every such fault shares: shutdown returns,
+/// every claimed step is counted as a commit error, and every step is left
+/// running on attempt 1, its history too (nothing was acknowledged).
+/// Answers the pool's counters and its handler's ledger.
+async fn nothing_acknowledged<H: Harness>(
+    h: &H,
+    store: &Arc<Watched<H::Store>>,
+    n: usize,
+    result: serde_json::Value,
+) -> (PoolStats, Arc<Ledger>)
+where
+    H::Store: BatchStepStore,
+{
+    let steps = insert_steps(h, n, FUNCTION, RetryPolicy::NONE).await;
+    let ledger = Ledger::new(n);
+    let pool = WorkerPool::start(
+        Arc::clone(store),
+        &pool_config(),
+        recording(&ledger, result),
+    );
+    ledger.reached().await;
+    let stats = within("shutdown", pool.shutdown()).await;
+    assert_eq!(
+        (stats.claimed, stats.commit_errors, stats.succeeded),
+        (n as u64, n as u64, 0),
+        "{stats:?}"
+    );
+    assert_eq!(stats.accounted(), stats.claimed);
+    let rows = histories(&**h.store(), &steps).await;
+    for (step, rows) in read_back(&**h.store(), &steps).await.iter().zip(&rows) {
+        assert_eq!(step.status, StepStatus::Running, "nothing was acknowledged");
+        assert_eq!(attempts(rows), [(1, StepStatus::Running)], "{}", step.id);
+    }
+    (stats, ledger)
+}
+
 /// 100 steps, every flush failing: each step's handler ran once, each
 /// commit is counted as an error, and every step is left running on
 /// attempt 1 (its history too): nothing was acknowledged.
@@ -37,29 +74,10 @@ where
     H::Store: BatchStepStore,
 {
     let store = Arc::new(Watched::over(h.store()).failing());
-    let steps = insert_steps(h, 100, FUNCTION, RetryPolicy::NONE).await;
-    let ledger = Ledger::new(100);
-    let pool = WorkerPool::start(
-        Arc::clone(&store),
-        &pool_config(),
-        recording(&ledger, json!(3)),
-    );
-    ledger.reached().await;
-    let stats = within("shutdown", pool.shutdown()).await;
-    assert_eq!(
-        (stats.claimed, stats.commit_errors, stats.succeeded),
-        (100, 100, 0),
-        "{stats:?}"
-    );
-    assert_eq!(stats.accounted(), stats.claimed);
+    let (stats, ledger) = nothing_acknowledged(h, &store, 100, json!(3)).await;
     assert_eq!(stats.flushes, store.flush_sizes().len() as u64);
     assert_eq!(store.flush_sizes().iter().sum::<usize>(), 100);
     assert!(ledger.calls().values().all(|n| *n == 1), "a step ran twice");
-    let rows = histories(&**h.store(), &steps).await;
-    for (step, rows) in read_back(&**h.store(), &steps).await.iter().zip(&rows) {
-        assert_eq!(step.status, StepStatus::Running, "nothing was acknowledged");
-        assert_eq!(attempts(rows), [(1, StepStatus::Running)], "{}", step.id);
-    }
 }
 
 /// 40 steps, every flush panicking inside the store (its flusher task dies
@@ -72,27 +90,8 @@ where
     H::Store: BatchStepStore,
 {
     let store = Arc::new(Watched::over(h.store()).panicking());
-    let steps = insert_steps(h, 40, FUNCTION, RetryPolicy::NONE).await;
-    let ledger = Ledger::new(40);
-    let pool = WorkerPool::start(
-        Arc::clone(&store),
-        &pool_config(),
-        recording(&ledger, json!(8)),
-    );
-    ledger.reached().await;
-    let stats = within("shutdown", pool.shutdown()).await;
-    assert_eq!(
-        (stats.claimed, stats.commit_errors, stats.succeeded),
-        (40, 40, 0),
-        "{stats:?}"
-    );
-    assert_eq!(stats.accounted(), stats.claimed);
+    nothing_acknowledged(h, &store, 40, json!(8)).await;
     assert_eq!(store.returned(), 0, "a panicking flush never returns");
-    let rows = histories(&**h.store(), &steps).await;
-    for (step, rows) in read_back(&**h.store(), &steps).await.iter().zip(&rows) {
-        assert_eq!(step.status, StepStatus::Running, "nothing was acknowledged");
-        assert_eq!(attempts(rows), [(1, StepStatus::Running)], "{}", step.id);
-    }
 }
 
 /// The first three claims fail: the pool backs off, claims again, and
