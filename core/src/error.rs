@@ -179,6 +179,15 @@ pub enum InvalidInput {
         /// Why.
         detail: String,
     },
+    /// A JSON value nests arrays and objects deeper than the configured
+    /// limit ([`InputLimits::max_json_depth`](crate::InputLimits::max_json_depth)).
+    #[error("{field} nests deeper than the limit of {limit} levels")]
+    TooDeep {
+        /// What was too deep.
+        field: &'static str,
+        /// The limit.
+        limit: usize,
+    },
 }
 
 impl Error {

@@ -1,6 +1,7 @@
 //! The limits every backend applies to what it is given (names and keys,
-//! retry delays, JSON payloads) before anything is stored, so bad input is
-//! refused the same way everywhere, in the same words, before any write.
+//! retry delays, JSON payloads: their size and how deep they nest) before
+//! anything is stored, so bad input is refused the same way everywhere, in
+//! the same words, before any write.
 //!
 //! [`InputLimits`] has one method per record a port takes (a run, a step, a
 //! transition, a claim's names, a version) on top of [`InputLimits::encode`]
@@ -22,35 +23,60 @@ pub struct EncodedStep {
     pub retry_delay_ms: Option<u32>,
 }
 
-/// The limits on input to a store: the size of JSON values and of names and
-/// keys, checked with the record rules (retry delays, optional fields) by
-/// one method per port input.
+/// The deepest JSON value [`InputLimits::default`] accepts, counted as
+/// [`json_depth`] counts: 64 arrays or objects inside one another.
+///
+/// Every dialect stores and reads back this depth: PostgreSQL's `jsonb`,
+/// SQLite's `json_valid` check (1,000 levels and more) and serde_json's
+/// reading of stored text, which refuses 128 levels. MySQL 8's native
+/// `JSON` stops at 100 levels; MariaDB's `JSON` columns refused 32 levels
+/// and more through their automatic `json_valid` check until migration
+/// 000015 took it off (store-diesel's `SCHEMA.md`, "JSON depth").
+pub const DEFAULT_MAX_JSON_DEPTH: usize = 64;
+
+/// The limits on input to a store: the size and depth of JSON values and
+/// the size of names and keys, checked with the record rules (retry delays,
+/// optional fields) by one method per port input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InputLimits {
     /// The largest serialised JSON value accepted, in bytes.
     pub max_value_bytes: usize,
     /// The longest run-state key, step name or workflow name, in bytes.
     pub max_key_bytes: usize,
+    /// The deepest JSON value accepted, as [`json_depth`] counts it (a
+    /// scalar is 0, `[]` is 1, `[[]]` is 2). Raising it past 100 makes
+    /// values that MySQL 8 refuses, past 127 values that no backend can read
+    /// back (serde_json's recursion limit): keep it at most 100.
+    pub max_json_depth: usize,
 }
 
 impl Default for InputLimits {
-    /// 1 MiB values, 255-byte keys.
+    /// 1 MiB values nested at most [`DEFAULT_MAX_JSON_DEPTH`] deep, 255-byte
+    /// keys.
     fn default() -> Self {
         Self {
             max_value_bytes: 1024 * 1024,
             max_key_bytes: 255,
+            max_json_depth: DEFAULT_MAX_JSON_DEPTH,
         }
     }
 }
 
 impl InputLimits {
-    /// Serialises `value` for storage, refusing it if it is larger than
-    /// [`Self::max_value_bytes`] or holds a NUL character anywhere (in a key
-    /// or a string): PostgreSQL's `jsonb` cannot store one, and a value that
-    /// one backend refuses must be refused by all.
+    /// Serialises `value` for storage, refusing it if it nests deeper than
+    /// [`Self::max_json_depth`], is larger than [`Self::max_value_bytes`] or
+    /// holds a NUL character anywhere (in a key or a string): PostgreSQL's
+    /// `jsonb` cannot store one, and a value that one backend refuses must
+    /// be refused by all.
     ///
-    /// `field` names what the value is, for the error.
+    /// The depth is checked first, without recursion, because serialising
+    /// recurses once per level: a value a million levels deep is refused,
+    /// not a stack overflow.
+    ///
+    /// `field` names what the value is, for the error. Every method of
+    /// this type that takes JSON encodes it here.
     pub fn encode(&self, field: &'static str, value: &Value) -> Result<String, Error> {
+        self.check_depth(field, value)?;
         let text = value.to_string();
         if text.len() > self.max_value_bytes {
             return Err(Error::InvalidInput(InvalidInput::TooLarge {
@@ -65,6 +91,19 @@ impl InputLimits {
             return Err(Error::InvalidInput(InvalidInput::NulCharacter { field }));
         }
         Ok(text)
+    }
+
+    /// Refuses `value` if it nests deeper than [`Self::max_json_depth`]
+    /// ([`InvalidInput::TooDeep`]), measured by [`json_depth`], which stops
+    /// one level past the limit.
+    pub fn check_depth(&self, field: &'static str, value: &Value) -> Result<(), Error> {
+        if json_depth(value, self.max_json_depth) > self.max_json_depth {
+            return Err(Error::InvalidInput(InvalidInput::TooDeep {
+                field,
+                limit: self.max_json_depth,
+            }));
+        }
+        Ok(())
     }
 
     /// Checks a name or key: not empty, no NUL, at most
@@ -143,6 +182,79 @@ impl InputLimits {
         self.check_key("workflow", &version.workflow)?;
         self.check_key("graph hash", &version.graph_hash)?;
         self.encode("workflow graph", &version.graph)
+    }
+}
+
+/// How deep `value` nests: the number of arrays and objects along its
+/// deepest path. A scalar (null, a boolean, a number, a string) is 0;
+/// `[]`, `{}` and `[1, "x"]` are 1; `[[]]`, `[1, {}]` and `{"a": [1]}` are
+/// 2. serde_json's recursion limit and MariaDB's `json_valid` count levels
+/// the same way (serde_json reads 127, `json_valid` accepts 31).
+///
+/// The walk keeps its own stack, one entry per open array or object, never
+/// recursion, and stops as soon as the depth passes `stop_after`: a value
+/// deeper than that answers `stop_after + 1`, whatever its real depth, so a
+/// value of any depth costs at most `stop_after + 1` stack entries. Pass
+/// `usize::MAX` for the exact depth.
+pub fn json_depth(value: &Value, stop_after: usize) -> usize {
+    /// The children of one open array or object still to visit.
+    enum Open<'a> {
+        Array(std::slice::Iter<'a, Value>),
+        Object(serde_json::map::Values<'a>),
+    }
+    fn open(value: &Value) -> Option<Open<'_>> {
+        match value {
+            Value::Array(items) => Some(Open::Array(items.iter())),
+            Value::Object(fields) => Some(Open::Object(fields.values())),
+            _ => None,
+        }
+    }
+
+    let Some(root) = open(value) else {
+        return 0;
+    };
+    if stop_after == 0 {
+        return 1;
+    }
+    let mut stack = vec![root];
+    let mut deepest = 1;
+    while let Some(top) = stack.last_mut() {
+        let next = match top {
+            Open::Array(items) => items.next(),
+            Open::Object(fields) => fields.next(),
+        };
+        match next {
+            None => {
+                stack.pop();
+            }
+            Some(child) => {
+                if let Some(inner) = open(child) {
+                    if stack.len() == stop_after {
+                        return stop_after + 1;
+                    }
+                    stack.push(inner);
+                    deepest = deepest.max(stack.len());
+                }
+            }
+        }
+    }
+    deepest
+}
+
+/// Drops `value` without recursion, one array or object at a time.
+///
+/// serde_json drops a value recursively, a few frames per level: about
+/// 15,000 levels overflow a 2 MiB stack (a tokio worker's). serde_json's
+/// parser never builds such a value (it stops at 128 levels), but code can;
+/// whoever holds one that [`json_depth`] found too deep can drop it here.
+pub fn dismantle_json(value: Value) {
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Array(items) => pending.extend(items),
+            Value::Object(fields) => pending.extend(fields.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
     }
 }
 
@@ -335,5 +447,254 @@ mod tests {
         assert!(limits.check_key("key", "a\0b").is_err());
         assert!(limits.check_key("key", &"k".repeat(256)).is_err());
         assert!(limits.check_key("key", &"k".repeat(255)).is_ok());
+    }
+
+    /// `levels` arrays inside one another around `inner`, built in a loop.
+    fn nested_arrays(levels: usize, inner: Value) -> Value {
+        let mut value = inner;
+        for _ in 0..levels {
+            value = Value::Array(vec![value]);
+        }
+        value
+    }
+
+    /// `levels` objects inside one another (`{"k": {"k": ...}}`).
+    fn nested_objects(levels: usize) -> Value {
+        let mut value = json!(1);
+        for _ in 0..levels {
+            let mut fields = serde_json::Map::new();
+            fields.insert("k".to_owned(), value);
+            value = Value::Object(fields);
+        }
+        value
+    }
+
+    fn too_deep(result: Result<impl std::fmt::Debug, Error>) -> (&'static str, usize) {
+        match result {
+            Err(Error::InvalidInput(InvalidInput::TooDeep { field, limit })) => (field, limit),
+            other => panic!("expected TooDeep, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn depth_counts_arrays_and_objects_along_the_deepest_path() {
+        let rows = [
+            (json!(null), 0),
+            (json!("[[[["), 0),
+            (json!(1.5), 0),
+            (json!(true), 0),
+            (json!([]), 1),
+            (json!({}), 1),
+            (json!([1, "x", null]), 1),
+            (json!({"a": 1, "b": "c"}), 1),
+            (json!([[]]), 2),
+            (json!([1, {}]), 2),
+            (json!({"a": [1]}), 2),
+            (json!([[], [[]], {"x": [[[]]]}, 1]), 5),
+            (json!({"a": {"b": {"c": {}}}, "z": []}), 4),
+            (json!([[[[1]]], [[[[[2]]]]], [[3]]]), 6),
+        ];
+        for (value, depth) in rows {
+            assert_eq!(json_depth(&value, usize::MAX), depth, "{value}");
+            // Stopping exactly at the depth changes nothing; one below
+            // answers one past where it stopped.
+            assert_eq!(json_depth(&value, depth), depth, "{value}");
+            if depth > 0 {
+                assert_eq!(json_depth(&value, depth - 1), depth, "{value}");
+            }
+        }
+    }
+
+    #[test]
+    fn depth_stops_one_past_the_limit() {
+        let deep = nested_arrays(1_000, json!(1));
+        assert_eq!(json_depth(&deep, 0), 1);
+        assert_eq!(json_depth(&deep, 3), 4);
+        assert_eq!(json_depth(&deep, 999), 1_000);
+        assert_eq!(json_depth(&deep, 1_000), 1_000);
+        assert_eq!(json_depth(&deep, usize::MAX), 1_000);
+        assert_eq!(json_depth(&json!(7), 0), 0);
+    }
+
+    #[test]
+    fn the_limit_is_inclusive_for_arrays_and_objects() {
+        let limits = InputLimits::default();
+        assert_eq!(limits.max_json_depth, DEFAULT_MAX_JSON_DEPTH);
+        for at_limit in [
+            nested_arrays(DEFAULT_MAX_JSON_DEPTH, json!("leaf")),
+            nested_arrays(DEFAULT_MAX_JSON_DEPTH - 1, json!({})),
+            nested_objects(DEFAULT_MAX_JSON_DEPTH),
+        ] {
+            assert_eq!(json_depth(&at_limit, usize::MAX), DEFAULT_MAX_JSON_DEPTH);
+            let text = limits.encode("input", &at_limit).unwrap();
+            // What is accepted reads back: serde_json's reader refuses 128.
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), at_limit);
+        }
+        for over in [
+            nested_arrays(DEFAULT_MAX_JSON_DEPTH + 1, json!("leaf")),
+            nested_arrays(DEFAULT_MAX_JSON_DEPTH, json!({})),
+            nested_objects(DEFAULT_MAX_JSON_DEPTH + 1),
+            json!({"a": nested_arrays(DEFAULT_MAX_JSON_DEPTH, json!(1))}),
+        ] {
+            assert_eq!(
+                too_deep(limits.encode("input", &over)),
+                ("input", DEFAULT_MAX_JSON_DEPTH)
+            );
+        }
+    }
+
+    #[test]
+    fn serde_json_reads_back_up_to_127_levels() {
+        // Why the limit must stay below 128 on every backend: stored text is
+        // read back with serde_json, whose recursion limit refuses 128.
+        let read = |levels: usize| {
+            let text = format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+            serde_json::from_str::<Value>(&text).map(dismantle_json)
+        };
+        assert!(read(127).is_ok());
+        assert!(read(128).is_err());
+    }
+
+    #[test]
+    fn wide_values_are_as_deep_as_their_deepest_branch() {
+        let limits = InputLimits::default();
+        let wide = Value::Array((0..100_000).map(|i| json!(i)).collect());
+        assert_eq!(json_depth(&wide, usize::MAX), 1);
+        assert!(limits.encode("input", &wide).is_ok());
+        // Branches one level short of the limit, in an array and in an
+        // object: exactly at the limit.
+        let branch = nested_arrays(DEFAULT_MAX_JSON_DEPTH - 2, json!([1, 2]));
+        assert_eq!(json_depth(&branch, usize::MAX), DEFAULT_MAX_JSON_DEPTH - 1);
+        let mut items: Vec<Value> = (0..1_000).map(|_| branch.clone()).collect();
+        let mut fields = serde_json::Map::new();
+        for i in 0..100 {
+            fields.insert(format!("k{i}"), branch.clone());
+        }
+        assert!(limits.encode("input", &Value::Array(items.clone())).is_ok());
+        assert!(
+            limits
+                .encode("input", &Value::Object(fields.clone()))
+                .is_ok()
+        );
+        // One branch a level deeper, last, after every shallow one.
+        items.push(nested_objects(DEFAULT_MAX_JSON_DEPTH));
+        fields.insert("last".to_owned(), nested_objects(DEFAULT_MAX_JSON_DEPTH));
+        for over in [Value::Array(items), Value::Object(fields)] {
+            assert_eq!(json_depth(&over, usize::MAX), DEFAULT_MAX_JSON_DEPTH + 1);
+            assert_eq!(
+                too_deep(limits.encode("input", &over)),
+                ("input", DEFAULT_MAX_JSON_DEPTH)
+            );
+        }
+    }
+
+    #[test]
+    fn a_million_levels_are_refused_without_recursion() {
+        let limits = InputLimits::default();
+        for deep in [
+            nested_arrays(1_000_000, json!(null)),
+            nested_objects(1_000_000),
+        ] {
+            assert_eq!(json_depth(&deep, usize::MAX), 1_000_000);
+            // The depth is checked before the value is serialised (which
+            // would recurse a million times), even when it is too large
+            // too.
+            let small = InputLimits {
+                max_value_bytes: 8,
+                ..limits
+            };
+            for limits in [limits, small] {
+                assert_eq!(too_deep(limits.encode("input", &deep)).0, "input");
+            }
+            dismantle_json(deep);
+        }
+    }
+
+    #[test]
+    fn every_json_of_every_record_is_depth_checked() {
+        use crate::children::NewChild;
+        use crate::events::{NewEvent, NewPublishedVersion};
+        use crate::ids::{RunId, WorkflowId};
+        let limits = InputLimits {
+            max_json_depth: 3,
+            ..InputLimits::default()
+        };
+        let deep = || json!([[[[1]]]]);
+        let fine = || json!([[[1]]]);
+        let field = |result| too_deep(result).0;
+        assert_eq!(
+            field(limits.encode_run(&NewRun::new("wf", deep())).map(drop)),
+            "run input"
+        );
+        assert!(limits.encode_run(&NewRun::new("wf", fine())).is_ok());
+        let run = RunId::generate();
+        assert_eq!(
+            field(
+                limits
+                    .encode_step(&NewStep::new(run, "s", "f", deep()))
+                    .map(drop)
+            ),
+            "step input"
+        );
+        assert_eq!(
+            field(
+                limits
+                    .encode_transition(&StepTransition::Succeeded(deep()))
+                    .map(drop)
+            ),
+            "step result"
+        );
+        assert_eq!(
+            field(
+                limits
+                    .encode_transition(&StepTransition::Failed(deep()))
+                    .map(drop)
+            ),
+            "step error"
+        );
+        let version = NewWorkflowVersion {
+            workflow: "wf".into(),
+            graph_hash: "h".into(),
+            graph: deep(),
+        };
+        assert_eq!(
+            field(limits.encode_version(&version).map(drop)),
+            "workflow graph"
+        );
+        assert_eq!(
+            field(
+                limits
+                    .encode_children(run, vec![NewChild::new("k", "wf", deep())])
+                    .map(drop)
+            ),
+            "run input"
+        );
+        assert_eq!(
+            field(limits.encode_transcript(&[fine(), deep()]).map(drop)),
+            "transcript entry"
+        );
+        assert_eq!(
+            field(
+                limits
+                    .encode_event(&NewEvent::new("a", "s", "t", deep()))
+                    .map(drop)
+            ),
+            "event data"
+        );
+        let mut event = NewEvent::new("a", "s", "t", fine());
+        event.context = deep();
+        assert_eq!(
+            field(limits.encode_event(&event).map(drop)),
+            "event context"
+        );
+        let published = NewPublishedVersion {
+            workflow: WorkflowId::generate(),
+            hash: "h".into(),
+            definition: deep(),
+        };
+        assert_eq!(
+            field(limits.encode_published_version(&published).map(drop)),
+            "workflow definition"
+        );
     }
 }
