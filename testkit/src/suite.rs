@@ -54,6 +54,9 @@ macro_rules! __cases {
                 nul_in_json_string_is_refused,
                 nul_in_json_key_is_refused,
                 escaped_nul_text_is_stored,
+                json_at_the_depth_limit_is_stored,
+                json_one_level_too_deep_is_refused,
+                json_100000_levels_deep_is_refused_without_overflow,
             }
             bad_names {
                 empty_names_are_refused,

@@ -1,13 +1,15 @@
-//! Bad JSON: values over the size limit or holding a NUL are refused with
-//! `InvalidInput` before anything is written, by every method that stores
-//! JSON.
+//! Bad JSON: values over the size limit, nested deeper than the depth limit
+//! or holding a NUL are refused with `InvalidInput` before anything is
+//! written, by every method that stores JSON; values exactly at a limit are
+//! stored and read back whole.
 
 use flowstate_core::error::InvalidInput;
+use flowstate_core::limits::dismantle_json;
 use flowstate_core::{
-    Error, InputLimits, NewRun, NewStep, NewWorkflowVersion, Result, RunId, RunStore, StepId,
-    StepStatus, StepStore, StepTransition, VersionStore,
+    Error, InputLimits, NewRun, NewStep, NewWorkflowVersion, Result, RunId, RunQuery, RunStore,
+    StepId, StepStatus, StepStore, StepTransition, VersionStore,
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::support::{FUNCTION, new_run, snapshot, step_in};
 use crate::Harness;
@@ -109,4 +111,140 @@ pub async fn escaped_nul_text_is_stored<H: Harness>(h: &H) {
     h.store().write_state(run.id, "k", &value).await.unwrap();
     let state = h.store().read_state(run.id).await.unwrap();
     assert_eq!(state.get("k"), Some(&value));
+}
+
+/// A value nested exactly `levels` deep (a scalar is 0), built in a loop:
+/// objects and arrays in turn, each holding a sibling scalar too, around a
+/// string leaf.
+fn nested(levels: usize) -> Value {
+    let mut value = json!("leaf");
+    for level in 0..levels {
+        value = if level % 2 == 0 {
+            Value::Array(vec![json!(level), value])
+        } else {
+            let mut fields = Map::new();
+            fields.insert("n".to_owned(), json!(level));
+            fields.insert("inner".to_owned(), value);
+            Value::Object(fields)
+        };
+    }
+    value
+}
+
+/// JSON exactly [`InputLimits::max_json_depth`] deep is stored by every
+/// method that takes JSON and reads back equal through every read of it.
+pub async fn json_at_the_depth_limit_is_stored<H: Harness>(h: &H) {
+    let value = nested(InputLimits::default().max_json_depth);
+    let store = h.store();
+    let run = store
+        .create_run(NewRun::new("deep", value.clone()))
+        .await
+        .expect("create_run at the depth limit")
+        .record;
+    assert_eq!(run.input, value, "create_run's answer");
+    assert_eq!(store.get_run(run.id).await.unwrap().input, value, "get_run");
+    let listed = store
+        .list_runs(&RunQuery {
+            workflow: Some("deep".into()),
+            ..RunQuery::default()
+        })
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].input, value, "list_runs");
+
+    store.write_state(run.id, "deep", &value).await.unwrap();
+    let state = store.read_state(run.id).await.unwrap();
+    assert_eq!(state.get("deep"), Some(&value), "read_state");
+
+    let step = store
+        .insert_step(NewStep::new(run.id, "deep", FUNCTION, value.clone()))
+        .await
+        .expect("insert_step at the depth limit")
+        .record;
+    assert_eq!(
+        store.get_step(step.id).await.unwrap().input,
+        value,
+        "get_step"
+    );
+
+    let succeeded = step_in(h, run.id, "ok", StepStatus::Running).await;
+    let failed = step_in(h, run.id, "bad", StepStatus::Running).await;
+    let moves = [
+        (succeeded.id, StepTransition::Succeeded(value.clone())),
+        (failed.id, StepTransition::Failed(value.clone())),
+    ];
+    for (id, transition) in moves {
+        store.transition_step(id, transition).await.unwrap();
+    }
+    let read = store.get_step(succeeded.id).await.unwrap();
+    assert_eq!(read.result.as_ref(), Some(&value), "result");
+    let read = store.get_step(failed.id).await.unwrap();
+    assert_eq!(read.error.as_ref(), Some(&value), "error");
+    let history = store.step_history(run.id).await.unwrap();
+    let of = |id| {
+        history
+            .iter()
+            .find(|row| row.step == id)
+            .expect("a history row")
+    };
+    assert_eq!(
+        of(succeeded.id).result.as_ref(),
+        Some(&value),
+        "history result"
+    );
+    assert_eq!(of(failed.id).error.as_ref(), Some(&value), "history error");
+
+    let version = NewWorkflowVersion {
+        workflow: "deep".into(),
+        graph_hash: "h".into(),
+        graph: value.clone(),
+    };
+    store.upsert_version(version).await.unwrap();
+    let read = store
+        .get_version("deep", "h")
+        .await
+        .unwrap()
+        .expect("the version");
+    assert_eq!(read.graph, value, "get_version");
+}
+
+/// JSON one level deeper than the limit is `TooDeep` everywhere, naming
+/// the limit, and nothing is written.
+pub async fn json_one_level_too_deep_is_refused<H: Harness>(h: &H) {
+    let value = nested(InputLimits::default().max_json_depth + 1);
+    refused_everywhere(h, &value, |refusal| {
+        matches!(refusal, InvalidInput::TooDeep { limit, .. }
+            if *limit == InputLimits::default().max_json_depth)
+    })
+    .await;
+}
+
+/// JSON 100,000 levels deep is `TooDeep`, not a stack overflow (the depth
+/// is measured without recursion before anything serialises the value),
+/// and nothing is written.
+///
+/// Only through `write_state`, which borrows the value: the calls that take
+/// their record by value drop it when they refuse it, and serde_json drops
+/// a value recursively, which no 2 MiB stack survives at this depth; that
+/// drop is the caller's value's, not the check's. Their refusal of too deep
+/// a value is [`json_one_level_too_deep_is_refused`].
+pub async fn json_100000_levels_deep_is_refused_without_overflow<H: Harness>(h: &H) {
+    let value = nested(100_000);
+    let run = new_run(h).await;
+    let before = snapshot(h, &[run.id]).await;
+    let outcome = h.store().write_state(run.id, "k", &value).await;
+    // Dismantled in a loop before anything can panic: unwinding would drop
+    // it recursively.
+    dismantle_json(value);
+    assert!(
+        matches!(
+            outcome,
+            Err(Error::InvalidInput(InvalidInput::TooDeep { field: "state value", limit }))
+                if limit == InputLimits::default().max_json_depth
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(snapshot(h, &[run.id]).await, before);
 }
