@@ -5,22 +5,50 @@
 //! It starts what it needs itself and never touches the machine's shared
 //! servers beyond databases of its own:
 //!
-//! - [`ThrowawayPostgres`] and [`ThrowawayMariadb`]: servers in a temp
-//!   directory on a free port, with small memory, a time bound on every
-//!   start, and a crash (SIGKILL) and restart on demand; dropped, they stop
-//!   and leave nothing behind;
+//! - [`ThrowawayPostgres`] and [`ThrowawayMariadb`] ([`Throwaway`] for
+//!   either): servers in a temp directory on a free port, with small
+//!   memory, a time bound on every start, and a crash (SIGKILL) and restart
+//!   on demand; dropped, they stop and leave nothing behind;
 //! - [`FaultProxy`]: an in-process TCP proxy between store and server that
 //!   cuts every connection, stalls traffic, or refuses new connections;
 //! - the [`ledger`]: a table written inside each step, whose key turns a
-//!   second execution of an attempt into a recorded double.
+//!   second execution of an attempt into a recorded double;
+//! - [`Verdict`]: lost, doubled, stuck and unexecuted steps, read with
+//!   plain SQL after the run and one [`recovery`] pass;
+//! - the load: [`load::Crew`] (in-process workers through the store) and
+//!   [`child::WorkerChild`] (the `fault-worker` binary, a process to
+//!   SIGKILL mid-step);
+//! - [`Scenario`]: the report row (scenario x dialect: load, fault, lost,
+//!   doubled, stuck, time to heal), printed and appended to
+//!   `target/fault-report.md`, then asserted.
+//!
+//! The scenarios are the tests under `tests/faults/`, one per scenario and
+//! dialect. Those that need step claims which expire (issue 26's second
+//! phase) are behind the `claim-expiry` feature and fail without it.
+//!
+//! It does not replace the conformance kit (`flowstate-testkit`): the kit
+//! proves each port's guarantee on a healthy database; this suite breaks
+//! the database, the network and the workers, and reads what is left.
 
+pub mod child;
+pub mod clock;
 pub mod ledger;
+pub mod load;
 pub mod mariadb;
 pub mod postgres;
 pub mod process;
 pub mod proxy;
+pub mod recovery;
+pub mod report;
+pub mod server;
+pub mod shared;
 pub mod sql;
+pub mod verdict;
 
 pub use mariadb::ThrowawayMariadb;
 pub use postgres::ThrowawayPostgres;
 pub use proxy::FaultProxy;
+pub use report::{Heal, Scenario};
+pub use server::Throwaway;
+pub use shared::SharedDb;
+pub use verdict::Verdict;

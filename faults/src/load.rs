@@ -1,0 +1,462 @@
+//! The load of the step scenarios: steps seeded through the store, a
+//! [`Crew`] of in-process workers claiming and completing them through the
+//! store while a fault strikes, and the time each worker took to be served
+//! again after it.
+//!
+//! A worker is strict: it takes the next step of a shared list,
+//! `claim_step`s it, writes the ledger (inside the step), holds the step a
+//! moment (its work), and completes it with `transition_step(Succeeded)`.
+//! A call that fails with an error that [`is_retryable`] is tried again
+//! (every 50 ms, for up to [`CrewOptions::patience`]); any other error ends
+//! that step for this worker, which moves on: what it leaves behind is
+//! recovery's to find.
+//!
+//! [`is_retryable`]: flowstate_core::Error::is_retryable
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use flowstate_core::{
+    Error, NewRun, NewStep, RunId, RunStore as _, StepStore as _, StepTransition,
+};
+use flowstate_store_diesel::DieselStore;
+
+use crate::ledger::{Entry, Ledger};
+
+/// The function every seeded step is pinned to.
+pub const FUNCTION: &str = "faults.step";
+
+/// One seeded step, as a worker names it to claim it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepRef {
+    /// Its run.
+    pub run: RunId,
+    /// Its name in the run.
+    pub name: String,
+}
+
+/// Creates `runs` runs of `steps_per_run` pending steps each (pinned to
+/// [`FUNCTION`], the default retry policy), retrying what a fault refuses.
+pub async fn seed(store: &DieselStore, runs: usize, steps_per_run: usize) -> Result<Vec<StepRef>> {
+    let mut steps = Vec::with_capacity(runs * steps_per_run);
+    for r in 0..runs {
+        let run = store
+            .create_run(NewRun::new("faults", serde_json::json!({ "run": r })))
+            .await?
+            .record
+            .id;
+        for s in 0..steps_per_run {
+            let name = format!("step-{s:03}");
+            store
+                .insert_step(NewStep::new(
+                    run,
+                    name.clone(),
+                    FUNCTION,
+                    serde_json::json!({ "n": s }),
+                ))
+                .await?;
+            steps.push(StepRef { run, name });
+        }
+    }
+    Ok(steps)
+}
+
+/// How a crew works.
+#[derive(Clone, Copy, Debug)]
+pub struct CrewOptions {
+    /// How many workers (tokio tasks) share the list.
+    pub workers: usize,
+    /// How long a worker holds each step between its ledger row and its
+    /// completion (the step's work).
+    pub hold: Duration,
+    /// The pause before a retryable call is tried again.
+    pub retry_every: Duration,
+    /// How long one call is retried before the worker gives up on it.
+    pub patience: Duration,
+    /// A single call that takes longer than this is counted as hung and
+    /// given up on.
+    pub call_timeout: Duration,
+    /// After this long from the crew's start, workers take no new step
+    /// (what is left stays pending, for recovery): a store that never heals
+    /// ends the scenario in bounded time.
+    pub deadline: Duration,
+}
+
+impl Default for CrewOptions {
+    fn default() -> Self {
+        Self {
+            workers: 8,
+            hold: Duration::from_millis(5),
+            retry_every: Duration::from_millis(50),
+            patience: Duration::from_secs(5),
+            call_timeout: Duration::from_secs(10),
+            deadline: Duration::from_secs(45),
+        }
+    }
+}
+
+/// What a crew shares with the test driving the fault: how far it got,
+/// and when the fault was over (the start of time to heal).
+#[derive(Debug, Default)]
+pub struct Progress {
+    started: Option<Instant>,
+    completed: AtomicU64,
+    healed_from: OnceLock<Instant>,
+}
+
+impl Progress {
+    /// Steps completed so far.
+    pub fn completed(&self) -> u64 {
+        self.completed.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `n` steps are completed, at most `timeout`; fails past
+    /// it.
+    pub async fn wait_for(&self, n: u64, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        while self.completed() < n {
+            if Instant::now() >= deadline {
+                bail!(
+                    "only {} steps completed within {timeout:?}, waited for {n}",
+                    self.completed()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok(())
+    }
+
+    /// Marks now as the end of the fault (the server back, the
+    /// connections cut, the hog gone): time to heal counts from here.
+    pub fn fault_over(&self) {
+        let _ = self.healed_from.set(Instant::now());
+    }
+
+    /// When [`Self::fault_over`] was called, if it was.
+    pub fn healed_from(&self) -> Option<Instant> {
+        self.healed_from.get().copied()
+    }
+}
+
+/// What one worker saw.
+#[derive(Clone, Debug, Default)]
+pub struct WorkerReport {
+    /// Steps it completed.
+    pub completed: u64,
+    /// Claims that answered `None` (someone else had the step).
+    pub not_claimed: u64,
+    /// Steps it gave up on (a call failed for good).
+    pub gave_up: u64,
+    /// Calls tried again after a retryable error.
+    pub retries: u64,
+    /// Pool timeouts seen (retried).
+    pub pool_timeouts: u64,
+    /// Calls that did not answer within the call timeout.
+    pub hung: u64,
+    /// Backend errors marked not retryable, and the first one's text.
+    pub not_retryable: u64,
+    /// The first error of each kind, as text.
+    pub samples: Vec<String>,
+    /// Typed answers (an illegal move after a completion whose answer was
+    /// lost): legitimate, counted for the note.
+    pub typed: u64,
+    /// Executions the ledger refused as doubles.
+    pub doubles: u64,
+    /// Whether a call started after the fault was over.
+    called_after_fault: bool,
+    /// When its first call that started after the fault succeeded.
+    first_ok_after_fault: Option<Instant>,
+}
+
+impl WorkerReport {
+    fn sample(&mut self, text: String) {
+        if self.samples.len() < 3 && !self.samples.contains(&text) {
+            self.samples.push(text);
+        }
+    }
+}
+
+/// The crew's reports summed, and its time to heal.
+#[derive(Clone, Debug, Default)]
+pub struct CrewReport {
+    /// The workers' counts, summed (`samples` gathered).
+    pub total: WorkerReport,
+    /// How long after [`Progress::fault_over`] every worker that called
+    /// again had a call succeed; `Err` with the time waited if one never
+    /// did; `None` if no fault was marked or nobody called after it.
+    pub heal: Option<Result<Duration, Duration>>,
+}
+
+impl CrewReport {
+    /// The report as a [`Heal`](crate::report::Heal).
+    pub fn heal(&self) -> crate::report::Heal {
+        match self.heal {
+            None => crate::report::Heal::NotMeasured,
+            Some(Ok(took)) => crate::report::Heal::Healed(took),
+            Some(Err(waited)) => crate::report::Heal::Never(waited),
+        }
+    }
+
+    /// A short account of the errors seen, for the scenario's note.
+    pub fn summary(&self) -> String {
+        let t = &self.total;
+        let mut out = format!(
+            "completed {} (gave up {}, retried {}, pool timeouts {}, hung {}, not retryable {}, typed {})",
+            t.completed, t.gave_up, t.retries, t.pool_timeouts, t.hung, t.not_retryable, t.typed
+        );
+        if !t.samples.is_empty() {
+            out.push_str(": ");
+            out.push_str(&t.samples.join(" / "));
+        }
+        out
+    }
+}
+
+/// A crew of in-process workers over one list of steps.
+#[derive(Debug)]
+pub struct Crew {
+    /// Shared with the test: progress and the fault's end.
+    pub progress: Arc<Progress>,
+    tasks: Vec<tokio::task::JoinHandle<WorkerReport>>,
+}
+
+impl Crew {
+    /// Starts `options.workers` workers named `<name>-<i>` on `steps`.
+    pub fn start(
+        name: &str,
+        store: &Arc<DieselStore>,
+        ledger: &Arc<Ledger>,
+        steps: &Arc<[StepRef]>,
+        options: CrewOptions,
+    ) -> Self {
+        let progress = Arc::new(Progress {
+            started: Some(Instant::now()),
+            ..Progress::default()
+        });
+        let next = Arc::new(AtomicUsize::new(0));
+        let tasks = (0..options.workers)
+            .map(|i| {
+                let worker = Worker {
+                    name: format!("{name}-{i}"),
+                    slot: i,
+                    store: Arc::clone(store),
+                    ledger: Arc::clone(ledger),
+                    steps: Arc::clone(steps),
+                    next: Arc::clone(&next),
+                    progress: Arc::clone(&progress),
+                    options,
+                };
+                tokio::spawn(worker.run())
+            })
+            .collect();
+        Self { progress, tasks }
+    }
+
+    /// Waits for every worker to run out of steps.
+    pub async fn join(self) -> Result<CrewReport> {
+        let from = self.progress.healed_from();
+        let mut report = CrewReport::default();
+        let mut slowest: Option<Result<Duration, Duration>> = None;
+        for task in self.tasks {
+            let worker = task.await?;
+            let t = &mut report.total;
+            t.completed += worker.completed;
+            t.not_claimed += worker.not_claimed;
+            t.gave_up += worker.gave_up;
+            t.retries += worker.retries;
+            t.pool_timeouts += worker.pool_timeouts;
+            t.hung += worker.hung;
+            t.not_retryable += worker.not_retryable;
+            t.typed += worker.typed;
+            t.doubles += worker.doubles;
+            for sample in &worker.samples {
+                t.sample(sample.clone());
+            }
+            let (Some(from), true) = (from, worker.called_after_fault) else {
+                continue;
+            };
+            let this = worker
+                .first_ok_after_fault
+                .map(|at| at.saturating_duration_since(from))
+                .ok_or_else(|| from.elapsed());
+            slowest = Some(match (slowest, this) {
+                (Some(Err(waited)), _) | (_, Err(waited)) => Err(waited),
+                (Some(Ok(a)), Ok(b)) => Ok(a.max(b)),
+                (None, Ok(b)) => Ok(b),
+            });
+        }
+        report.heal = slowest;
+        Ok(report)
+    }
+}
+
+struct Worker {
+    name: String,
+    slot: usize,
+    store: Arc<DieselStore>,
+    ledger: Arc<Ledger>,
+    steps: Arc<[StepRef]>,
+    next: Arc<AtomicUsize>,
+    progress: Arc<Progress>,
+    options: CrewOptions,
+}
+
+impl Worker {
+    async fn run(self) -> WorkerReport {
+        let mut report = WorkerReport::default();
+        loop {
+            if self
+                .progress
+                .started
+                .is_some_and(|at| at.elapsed() >= self.options.deadline)
+            {
+                report.sample(format!(
+                    "stopped at the crew's deadline of {:?}",
+                    self.options.deadline
+                ));
+                return report;
+            }
+            let i = self.next.fetch_add(1, Ordering::SeqCst);
+            let Some(step) = self.steps.get(i) else {
+                return report;
+            };
+            let claimed = self
+                .call(&mut report, || {
+                    self.store.claim_step(step.run, &step.name, FUNCTION)
+                })
+                .await;
+            let step = match claimed {
+                Some(Some(step)) => step,
+                Some(None) => {
+                    report.not_claimed += 1;
+                    continue;
+                }
+                None => {
+                    report.gave_up += 1;
+                    continue;
+                }
+            };
+            match self
+                .ledger
+                .record(self.slot, step.id, step.attempt, &self.name)
+                .await
+            {
+                Ok(Entry::First) => {}
+                Ok(Entry::Double) => report.doubles += 1,
+                Err(err) => {
+                    report.sample(format!("ledger: {err:#}"));
+                    report.gave_up += 1;
+                    continue;
+                }
+            }
+            tokio::time::sleep(self.options.hold).await;
+            let result = serde_json::json!({ "worker": self.name });
+            let done = self
+                .call(&mut report, || {
+                    self.store
+                        .transition_step(step.id, StepTransition::Succeeded(result.clone()))
+                })
+                .await;
+            if done.is_some() {
+                report.completed += 1;
+                self.progress.completed.fetch_add(1, Ordering::SeqCst);
+            } else {
+                report.gave_up += 1;
+            }
+        }
+    }
+
+    /// Calls `f` until it answers `Ok` or an error that is not retryable
+    /// (answering `None`, counted), or patience runs out.
+    async fn call<T, F, Fut>(&self, report: &mut WorkerReport, mut f: F) -> Option<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = flowstate_core::Result<T>>,
+    {
+        let started = Instant::now();
+        loop {
+            let began = Instant::now();
+            let after_fault = self.progress.healed_from().is_some_and(|at| began >= at);
+            report.called_after_fault |= after_fault;
+            let outcome = tokio::time::timeout(self.options.call_timeout, f()).await;
+            let err = match outcome {
+                Ok(Ok(value)) => {
+                    if after_fault && report.first_ok_after_fault.is_none() {
+                        report.first_ok_after_fault = Some(Instant::now());
+                    }
+                    return Some(value);
+                }
+                Ok(Err(err)) => err,
+                Err(_) => {
+                    report.hung += 1;
+                    report.sample(format!("a call hung for {:?}", self.options.call_timeout));
+                    return None;
+                }
+            };
+            match &err {
+                Error::PoolTimeout { .. } => report.pool_timeouts += 1,
+                Error::Backend {
+                    retryable: false, ..
+                } => {
+                    report.not_retryable += 1;
+                    report.sample(format!("not retryable: {err}"));
+                    return None;
+                }
+                _ if !err.is_retryable() => {
+                    report.typed += 1;
+                    report.sample(format!("typed: {err}"));
+                    return None;
+                }
+                _ => {}
+            }
+            if started.elapsed() >= self.options.patience {
+                report.sample(format!("gave up after {:?}: {err}", self.options.patience));
+                return None;
+            }
+            report.retries += 1;
+            tokio::time::sleep(self.options.retry_every).await;
+        }
+    }
+}
+
+/// Time to heal measured by probes, from `since`: for a scenario whose
+/// crew gave up before the store served it again (a strict crew gives up
+/// every step at once when every call fails for good). Every 20 ms a round
+/// of `callers` concurrent `get_run(run)` calls is sent (each holding a
+/// pooled connection, so `callers` equal to the pool's size uses every
+/// connection); healed when a whole round succeeds, `Never` if none did
+/// within `bound` of `since`.
+pub async fn probe_heal(
+    store: Arc<DieselStore>,
+    run: RunId,
+    callers: usize,
+    since: Instant,
+    bound: Duration,
+) -> crate::report::Heal {
+    loop {
+        let round: Vec<_> = (0..callers.max(1))
+            .map(|_| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move {
+                    let answer =
+                        tokio::time::timeout(Duration::from_secs(2), store.get_run(run)).await;
+                    matches!(answer, Ok(Ok(_)))
+                })
+            })
+            .collect();
+        let mut all = true;
+        for call in round {
+            all &= call.await.unwrap_or(false);
+        }
+        if all {
+            return crate::report::Heal::Healed(since.elapsed());
+        }
+        if since.elapsed() >= bound {
+            return crate::report::Heal::Never(bound);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
