@@ -1,10 +1,10 @@
 //! The recovery pass every step scenario ends with: one
 //! [`Sweeper::pass`] of `flowstate-recovery` (wake-ups, lease reaping, the
 //! relay, the stalled sweep, and whatever else a pass learns to do) with no
-//! idle time required, collecting the runs it re-drives; then a
-//! drain ([`recover_and_drain`]) in which fresh workers work the steps of those runs, as an
-//! engine would on the dispatches. What is still pending or running after
-//! that is stuck.
+//! idle time required, collecting the runs it re-drives; then a drain
+//! ([`recover_and_drain`]) in which fresh workers work the steps of those
+//! runs, as an engine would on the dispatches. What is still pending or
+//! running after that is stuck.
 
 use std::collections::BTreeSet;
 use std::convert::Infallible;

@@ -1,0 +1,111 @@
+//! What the scenarios share: a store with small settings, the step
+//! scenario's run from seed to verdict, a bound on every wait.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use flowstate_faults::Scenario;
+use flowstate_faults::Verdict;
+use flowstate_faults::ledger::Ledger;
+use flowstate_faults::load::{Crew, CrewOptions, CrewReport, StepRef, probe_heal, seed};
+use flowstate_faults::recovery::recover_and_drain;
+use flowstate_store_diesel::{DieselStore, StoreConfig};
+
+/// How long after a fault the store has to serve every caller again
+/// before it counts as never healed.
+pub const HEAL_BOUND: Duration = Duration::from_secs(10);
+
+/// A store on `url` with a pool of `size` and an acquire wait of two
+/// seconds.
+pub async fn store(url: &str, size: usize) -> Arc<DieselStore> {
+    let config = StoreConfig::default()
+        .pool_size(size)
+        .acquire_timeout(Duration::from_secs(2));
+    Arc::new(
+        DieselStore::open(url, config)
+            .await
+            .unwrap_or_else(|err| panic!("open {url}: {err}")),
+    )
+}
+
+/// `future`, or a panic naming `what` if it takes longer than `limit`.
+pub async fn bounded<T>(what: &str, limit: Duration, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(limit, future)
+        .await
+        .unwrap_or_else(|_| panic!("{what} took longer than {limit:?}"))
+}
+
+/// A step scenario in progress: its steps, its ledger, its crew.
+pub struct StepRun {
+    pub store: Arc<DieselStore>,
+    pub ledger: Arc<Ledger>,
+    pub steps: Arc<[StepRef]>,
+    pub crew: Crew,
+}
+
+impl StepRun {
+    /// Seeds `runs` x `per_run` steps through `store` and starts a crew on
+    /// them, the ledger written through `ledger_url` with one connection
+    /// per worker.
+    pub async fn start(
+        store: Arc<DieselStore>,
+        ledger_url: &str,
+        runs: usize,
+        per_run: usize,
+        options: CrewOptions,
+    ) -> Self {
+        let steps: Arc<[StepRef]> = seed(&store, runs, per_run)
+            .await
+            .expect("seed the steps")
+            .into();
+        let ledger = Arc::new(Ledger::new(ledger_url, options.workers.min(8)));
+        let crew = Crew::start("w", &store, &ledger, &steps, options);
+        Self {
+            store,
+            ledger,
+            steps,
+            crew,
+        }
+    }
+
+    /// Waits for the crew, runs the recovery pass and the drain, and
+    /// judges the database at `url` into `scenario`.
+    pub async fn finish(self, scenario: &mut Scenario, url: &str) -> CrewReport {
+        let progress = Arc::clone(&self.crew.progress);
+        let crew = bounded("the crew", Duration::from_secs(120), self.crew.join())
+            .await
+            .expect("the crew's workers");
+        // A crew done before the fault was over, or with a worker that
+        // gave up before it was served again (every call failing for good),
+        // measured no healing: probes do, before recovery runs.
+        let probed = match (crew.heal, progress.healed_from()) {
+            (None | Some(Err(_)), Some(since)) => Some(
+                probe_heal(
+                    Arc::clone(&self.store),
+                    self.steps[0].run,
+                    self.store.config().pool_size,
+                    since,
+                    HEAL_BOUND,
+                )
+                .await,
+            ),
+            _ => None,
+        };
+        let recovery = bounded(
+            "the recovery pass",
+            Duration::from_secs(60),
+            recover_and_drain(self.store, self.ledger, &self.steps),
+        )
+        .await
+        .expect("the recovery pass");
+        Verdict::judge(scenario, url, Some(&crew), &recovery)
+            .await
+            .expect("read the verdict");
+        if let Some(heal) = probed {
+            scenario.heal = heal;
+            scenario.note("time to heal probed after the crew (its workers gave up first)");
+        }
+        crew
+    }
+}
