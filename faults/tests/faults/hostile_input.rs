@@ -1,7 +1,8 @@
-//! Hostile input: oversized JSON, NUL bytes, overlong and empty keys,
-//! unknown ids and malformed names, each sent to the call that takes it.
-//! Each must be refused with its typed error and write nothing, and the
-//! good data written before must stay readable.
+//! Hostile input: oversized JSON, JSON one level and 100,000 levels too
+//! deep, NUL bytes, overlong and empty keys, unknown ids and malformed
+//! names, each sent to the call that takes it. Each must be refused with
+//! its typed error and write nothing, and the good data written before (a
+//! run at the depth limit among it) must stay readable.
 //!
 //! Counted: lost = good runs (or their steps, or their state) no longer
 //! readable afterwards; doubled = rows written by refused calls; stuck =
@@ -25,6 +26,7 @@ use serde_json::{Value, json};
 #[derive(Clone, Copy, Debug)]
 enum Expect {
     TooLarge,
+    TooDeep,
     Nul,
     Empty,
     RunNotFound,
@@ -34,19 +36,21 @@ enum Expect {
 
 impl Expect {
     fn matches(self, err: &Error) -> bool {
-        matches!(
-            (self, err),
-            (
-                Self::TooLarge,
-                Error::InvalidInput(InvalidInput::TooLarge { .. })
-            ) | (
-                Self::Nul,
-                Error::InvalidInput(InvalidInput::NulCharacter { .. })
-            ) | (Self::Empty, Error::InvalidInput(InvalidInput::Empty { .. }))
-                | (Self::RunNotFound, Error::RunNotFound(_))
-                | (Self::StepNotFound, Error::StepNotFound(_))
-                | (Self::StepNameNotFound, Error::StepNameNotFound { .. })
-        )
+        let Error::InvalidInput(refusal) = err else {
+            return match self {
+                Self::RunNotFound => matches!(err, Error::RunNotFound(_)),
+                Self::StepNotFound => matches!(err, Error::StepNotFound(_)),
+                Self::StepNameNotFound => matches!(err, Error::StepNameNotFound { .. }),
+                _ => false,
+            };
+        };
+        match self {
+            Self::TooLarge => matches!(refusal, InvalidInput::TooLarge { .. }),
+            Self::TooDeep => matches!(refusal, InvalidInput::TooDeep { .. }),
+            Self::Nul => matches!(refusal, InvalidInput::NulCharacter { .. }),
+            Self::Empty => matches!(refusal, InvalidInput::Empty { .. }),
+            _ => false,
+        }
     }
 }
 
@@ -63,6 +67,36 @@ async fn within<T>(call: impl Future<Output = Result<T, Error>>) -> Answer {
         .await
         .ok()
         .map(|answer| answer.map(drop))
+}
+
+/// JSON nested `levels` deep, arrays and objects in turn.
+fn nested(levels: usize) -> Value {
+    let mut value = json!("leaf");
+    for level in 0..levels {
+        value = if level % 2 == 0 {
+            Value::Array(vec![json!(level), value])
+        } else {
+            // Not `json!`, which would serialise `value` again, recursively.
+            let mut fields = serde_json::Map::new();
+            fields.insert("n".to_owned(), json!(level));
+            fields.insert("inner".to_owned(), value);
+            Value::Object(fields)
+        };
+    }
+    value
+}
+
+/// Drops `value` without recursion (serde_json drops recursively, which a
+/// test thread's stack does not survive 100,000 levels deep).
+fn dismantle(value: Value) {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(fields) => stack.extend(fields.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
 }
 
 /// The rows of every table a refused call could write, summed.
@@ -111,6 +145,15 @@ async fn hostile_input(dialect: Dialect) {
             .expect("good state");
         good.push(run.id);
     }
+    // A run at the depth limit: stored, and every read of it (and of the
+    // others) keeps working.
+    let deepest = nested(limits.max_json_depth);
+    let deep_run = store
+        .create_run(NewRun::new("good", deepest.clone()))
+        .await
+        .expect("a run at the depth limit")
+        .record
+        .id;
     let run = good[0];
     let step = store.find_step(run, "a").await.expect("a good step").id;
     let before = rows(&db.url).await;
@@ -125,7 +168,26 @@ async fn hostile_input(dialect: Dialect) {
     let unknown_step = StepId::generate();
 
     let s = &store;
+    // Built, sent and taken apart at once: nothing may unwind in between.
+    let abyss = nested(100_000);
+    let abyss_answer = within(s.write_state(run, "k2", &abyss)).await;
+    dismantle(abyss);
     let cases: Vec<(&str, Expect, Answer)> = vec![
+        (
+            "write_state: 100,000 levels deep",
+            Expect::TooDeep,
+            abyss_answer,
+        ),
+        (
+            "create_run: one level too deep",
+            Expect::TooDeep,
+            within(s.create_run(NewRun::new("w", nested(limits.max_json_depth + 1)))).await,
+        ),
+        (
+            "write_state: one level too deep",
+            Expect::TooDeep,
+            within(s.write_state(run, "k2", &nested(limits.max_json_depth + 1))).await,
+        ),
         (
             "create_run: oversized input",
             Expect::TooLarge,
@@ -307,8 +369,9 @@ async fn hostile_input(dialect: Dialect) {
     let mut scenario = Scenario::new(
         "hostile input",
         dialect,
-        format!("{calls} hostile calls, 3 good runs"),
-        "oversized JSON, NUL bytes, overlong/empty keys, unknown ids, malformed names".into(),
+        format!("{calls} hostile calls, 4 good runs (one 64 deep)"),
+        "oversized and too-deep JSON, NUL bytes, overlong/empty keys, unknown ids, malformed names"
+            .into(),
     );
     for (what, expect, answer) in cases {
         match answer {
@@ -360,8 +423,20 @@ async fn hostile_input(dialect: Dialect) {
             Err(_) => scenario.stuck += 1,
         }
     }
+    match tokio::time::timeout(CALL_BOUND, store.get_run(deep_run)).await {
+        Ok(Ok(read)) if read.input == deepest => {}
+        Ok(Ok(_)) => {
+            scenario.lost += 1;
+            scenario.note("the run at the depth limit reads back changed");
+        }
+        Ok(Err(err)) => {
+            scenario.lost += 1;
+            scenario.note(format!("the run at the depth limit is unreadable: {err}"));
+        }
+        Err(_) => scenario.stuck += 1,
+    }
     match store.list_runs(&RunQuery::default()).await {
-        Ok(page) if page.items.len() == good.len() => {}
+        Ok(page) if page.items.len() == good.len() + 1 => {}
         Ok(page) => {
             scenario.lost += 1;
             scenario.note(format!("list_runs answers {} runs", page.items.len()));
