@@ -17,6 +17,7 @@ use crate::error::Error;
 use crate::ids::StepId;
 use crate::records::{Step, StepTransition};
 use crate::status::StepStatus;
+use crate::step_claim::StepClaim;
 use crate::time::Timestamp;
 
 /// What a batch claim takes: at most `limit` steps, optionally only those
@@ -137,10 +138,11 @@ impl Completion {
 /// items in order, so such an item finds the step already moved by the
 /// first: it is [`Error::IllegalStepTransition`] from the first item's
 /// target, and a backend writes only the first.
-pub fn repeated_items(completions: &[(StepId, Completion)]) -> HashMap<usize, Error> {
+pub fn repeated_items(completions: &[(StepClaim, Completion)]) -> HashMap<usize, Error> {
     let mut first: HashMap<StepId, StepStatus> = HashMap::new();
     let mut repeated = HashMap::new();
-    for (index, (id, completion)) in completions.iter().enumerate() {
+    for (index, (claim, completion)) in completions.iter().enumerate() {
+        let id = &claim.step;
         match first.get(id) {
             Some(&from) => {
                 let error = Error::IllegalStepTransition {
@@ -177,6 +179,8 @@ mod tests {
             error: None,
             attempt,
             retry,
+            claim_timeout: None,
+            claimed_until: None,
             branch: None,
             created_at: Timestamp::from_micros(0),
             updated_at: Timestamp::from_micros(1_000_000),
@@ -237,10 +241,21 @@ mod tests {
 
     #[test]
     fn repeated_items_are_the_later_ones() {
-        let (a, b) = (StepId::generate(), StepId::generate());
+        let claim = |attempt| StepClaim {
+            step: StepId::generate(),
+            attempt,
+        };
+        let (a, b) = (claim(1), claim(1));
+        // The same step in another attempt is still the same step.
+        let a2 = StepClaim { attempt: 2, ..a };
         let done = Completion::Succeeded(json!(1));
         let failed = Completion::Failed(json!(2));
-        let items = vec![(a, done.clone()), (b, done.clone()), (a, failed), (a, done)];
+        let items = vec![
+            (a, done.clone()),
+            (b, done.clone()),
+            (a, failed),
+            (a2, done),
+        ];
         let repeated = repeated_items(&items);
         let mut indexes: Vec<usize> = repeated.keys().copied().collect();
         indexes.sort_unstable();

@@ -103,6 +103,26 @@ pub enum Error {
         /// The stale token.
         token: u64,
     },
+    /// A write carried the claim of an attempt that no longer holds the
+    /// step: its claim ran out and recovery took the attempt back, or the
+    /// step moved on to another attempt; nothing was written
+    /// ([`crate::step_claim`]).
+    #[error("step {step}: the claim of attempt {attempt} is lost")]
+    ClaimLost {
+        /// The step.
+        step: StepId,
+        /// The attempt the stale claim was given.
+        attempt: u32,
+    },
+    /// The run is settled (completed, failed or cancelled): it takes no
+    /// new step, claim, state write or signal; nothing was written.
+    #[error("run {run} is {status}: settled runs take no more work")]
+    RunSettled {
+        /// The run.
+        run: RunId,
+        /// The status it settled in.
+        status: RunStatus,
+    },
     /// No effect of that key was begun in the run; nothing was written.
     #[error("run {run} has no effect {key:?}")]
     EffectNotFound {
@@ -248,6 +268,15 @@ mod tests {
             .is_retryable()
         );
         assert!(!Error::LeaseLost { run, token: 3 }.is_retryable());
+        let step = StepId::generate();
+        assert!(!Error::ClaimLost { step, attempt: 2 }.is_retryable());
+        assert!(
+            !Error::RunSettled {
+                run,
+                status: RunStatus::Completed
+            }
+            .is_retryable()
+        );
         assert!(Error::PoolTimeout { waited_ms: 5 }.is_retryable());
         assert!(Error::backend("claim_step", true, "connection reset").is_retryable());
         assert!(!Error::backend("insert_step", false, "unique violation").is_retryable());

@@ -15,14 +15,15 @@ use crate::effects::{EffectBegin, StrandedEffect};
 use crate::error::Result;
 use crate::ids::RunId;
 use crate::lease::{LeaseState, Release, Released, RunLease, RunOutcome};
-use crate::ports::RunStore;
-use crate::records::{Inserted, Run};
+use crate::ports::{RunStore, StepStore};
+use crate::records::{Inserted, NewStep, Run, Step};
+use crate::status::RunStatus;
 use crate::wait::Wait;
 // Named by the docs' links only; imported in every build, not under
 // `cfg(doc)`, so the links still resolve where another crate's docs show
 // these methods (an implementor's page).
 #[allow(unused_imports)]
-use crate::{error::Error, lease, status::RunStatus};
+use crate::{error::Error, lease};
 
 /// Runs leased to workers, with fencing tokens.
 ///
@@ -120,7 +121,8 @@ pub trait RunWaitStore: RunLeaseStore {
     /// Stores signal `name` for the run with `payload` (replacing the
     /// payload of one not yet taken), making a run waiting on it runnable.
     /// Any number of signals may race. An unknown run is
-    /// [`Error::RunNotFound`].
+    /// [`Error::RunNotFound`]; a settled run [`Error::RunSettled`], and
+    /// nothing is stored.
     fn signal(
         &self,
         run: RunId,
@@ -142,6 +144,48 @@ pub trait RunWaitStore: RunLeaseStore {
     /// clearing it, and answers how many. Claims take such runs anyway;
     /// this is for a sweep that wants them marked awake.
     fn wake_expired(&self) -> impl Future<Output = Result<u64>> + Send;
+}
+
+/// The writes a lease holder makes to its run, fenced by its token: each
+/// succeeds only while `token` holds the run's current, unexpired lease
+/// (as [`RunLeaseStore::renew`] checks it, in the same statement or
+/// transaction as the write), so a holder whose lease ran out and was
+/// taken over writes nothing ([`Error::LeaseLost`]) and cannot overwrite
+/// what the new holder does.
+///
+/// The unfenced calls ([`RunStore::write_state`],
+/// [`StepStore::insert_step`], [`RunStore::set_run_status`]) stay for
+/// engines that do not lease runs. Apart from the fence, each call is its
+/// unfenced twin: the same input checks, the same answers, the same
+/// refusals (a settled run is [`Error::RunSettled`]).
+pub trait FencedWrites: RunLeaseStore + StepStore {
+    /// [`RunStore::write_state`] under the lease of `token`.
+    fn write_state_fenced(
+        &self,
+        run: RunId,
+        token: u64,
+        key: &str,
+        value: &Value,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// [`StepStore::insert_step`] into `step.run` under the lease of
+    /// `token`. A name already taken answers the existing step
+    /// (`inserted: false`) only while the lease holds.
+    fn insert_step_fenced(
+        &self,
+        token: u64,
+        step: NewStep,
+    ) -> impl Future<Output = Result<Inserted<Step>>> + Send;
+
+    /// [`RunStore::set_run_status`] under the lease of `token`. The lease
+    /// stays as it is (settling a run and freeing its lease together is
+    /// [`RunLeaseStore::finish`]).
+    fn set_run_status_fenced(
+        &self,
+        run: RunId,
+        token: u64,
+        to: RunStatus,
+    ) -> impl Future<Output = Result<Run>> + Send;
 }
 
 /// Child runs created in bulk, on top of leases and waits: a parent holding

@@ -17,6 +17,7 @@
 //! | [`ids`], [`time`] | uuid v7 ids, microsecond UTC timestamps, the clock port |
 //! | [`status`] | run and step status machines, one transition table each |
 //! | [`claim`] | what a claim does for each step status ([`ClaimDecision`]) |
+//! | [`step_claim`] | claims that expire: deadlines, the [`StepClaim`] fence, what recovery takes back |
 //! | [`retry`] | retry policy per step, attempt numbering |
 //! | [`schedule`] | `next_run_at`, `is_due`, stale-run reaping, leases |
 //! | [`children`] | child runs created in bulk, keyed per parent ([`ports::ChildRunStore`]) |
@@ -56,6 +57,7 @@ mod recovery_ports;
 pub mod retry;
 pub mod schedule;
 pub mod status;
+pub mod step_claim;
 pub mod summary;
 pub mod time;
 pub mod virtual_user_ports;
@@ -81,8 +83,8 @@ pub use lease::{LeaseState, Release, Released, RunLease, RunOutcome};
 pub use limits::{EncodedStep, InputLimits};
 pub use ports::{
     BatchStepStore, ChildRunStore, DefinitionStore, EffectJournal, EventQueueStore, EventStore,
-    RecoveryStore, RunLeaseStore, RunRecoveryStore, RunStore, RunWaitStore, StepStore, Store,
-    VersionStore,
+    FencedWrites, RecoveryStore, RunLeaseStore, RunRecoveryStore, RunStore, RunWaitStore,
+    StepStore, Store, VersionStore,
 };
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,
@@ -91,6 +93,7 @@ pub use records::{
 pub use recovery::{StalledRun, UndispatchedStep};
 pub use retry::RetryPolicy;
 pub use status::{RetryStart, RunStatus, StatusKind, StepStatus};
+pub use step_claim::{ExpiredClaim, StepClaim};
 pub use time::{Clock, SystemClock, Timestamp};
 pub use virtual_user_ports::{ScheduleStore, VirtualUserRunStore};
 pub use virtual_users::{

@@ -35,12 +35,16 @@ use crate::records::{
     StepAttempt, StepSummary, StepTransition, WorkflowVersion,
 };
 use crate::status::{RetryStart, RunStatus};
+use crate::step_claim::StepClaim;
 use crate::summary;
+use crate::time::Timestamp;
 pub use crate::virtual_user_ports::{ScheduleStore, VirtualUserRunStore};
 
 pub use crate::events_ports::{DefinitionStore, EventQueueStore, EventStore};
 
-pub use crate::lease_ports::{ChildRunStore, EffectJournal, RunLeaseStore, RunWaitStore};
+pub use crate::lease_ports::{
+    ChildRunStore, EffectJournal, FencedWrites, RunLeaseStore, RunWaitStore,
+};
 
 pub use crate::recovery_ports::{RecoveryStore, RunRecoveryStore};
 // Named by the docs' links only; imported in every build, not under
@@ -87,7 +91,9 @@ pub trait RunStore: Send + Sync {
     /// read-modify-write: concurrent writes of different keys never clobber
     /// each other, and a second write of a key replaces the first. The key is
     /// one key whatever it holds (dots, quotes, SQL); the value's JSON type
-    /// survives exactly (`[]`, `0`, `false`, `null`, nested).
+    /// survives exactly (`[]`, `0`, `false`, `null`, nested). A settled run
+    /// is [`Error::RunSettled`] and nothing is written, decided in the same
+    /// statement as the write.
     fn write_state(
         &self,
         run: RunId,
@@ -103,7 +109,9 @@ pub trait RunStore: Send + Sync {
 pub trait StepStore: Send + Sync {
     /// Inserts a step in status `pending`, attempt 1, with its first history
     /// row. A second insert of the same name in the same run (however many
-    /// race) returns the existing step unchanged, `inserted: false`.
+    /// race) returns the existing step unchanged, `inserted: false`. A run
+    /// that does not exist is [`Error::RunNotFound`]; a settled one
+    /// [`Error::RunSettled`], and nothing is inserted.
     fn insert_step(&self, step: NewStep) -> impl Future<Output = Result<Inserted<Step>>> + Send;
 
     /// Reads one step, without touching its history.
@@ -124,11 +132,44 @@ pub trait StepStore: Send + Sync {
     /// history row change together or not at all, and a missing history row
     /// is recreated, never skipped. An illegal move is
     /// [`Error::IllegalStepTransition`] and writes nothing.
+    ///
+    /// A move to running sets the step's claim deadline
+    /// ([`Step::claimed_until`]) as a claim does; every other move clears
+    /// it. This write carries no fence: a worker that claimed the step
+    /// writes its outcome with [`transition_claimed`](Self::transition_claimed),
+    /// so that a claim that ran out cannot overwrite the attempt that
+    /// replaced it.
     fn transition_step(
         &self,
         id: StepId,
         transition: StepTransition,
     ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Moves the step as [`transition_step`](Self::transition_step) does, if
+    /// `claim` still holds it: the step is running in `claim.attempt`
+    /// ([`crate::step_claim`]). The guard is part of the write, so a claim
+    /// that ran out and was taken back by recovery, or whose step moved on
+    /// to another attempt, is [`Error::ClaimLost`] and writes nothing. A
+    /// repeat of a move already written (the step is in `claim.attempt`,
+    /// already in the transition's status with its result or error: a
+    /// retried flush after an unknown outcome) answers `Ok` and writes
+    /// nothing. A claimer moves
+    /// its step only where running may go (scheduled, succeeded, failed);
+    /// any other target is [`Error::IllegalStepTransition`]. An unknown
+    /// step is [`Error::StepNotFound`].
+    fn transition_claimed(
+        &self,
+        claim: StepClaim,
+        transition: StepTransition,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Extends the claim deadline of a running step held by `claim` to the
+    /// step's claim timeout (its own, or the store's default) from now on
+    /// the store's lease clock, and answers the new deadline: a heartbeat
+    /// for a step that runs long. A claim that no longer holds the step is
+    /// [`Error::ClaimLost`] and writes nothing; an unknown step
+    /// [`Error::StepNotFound`].
+    fn renew_step_claim(&self, claim: StepClaim) -> impl Future<Output = Result<Timestamp>> + Send;
 
     /// Starts the next attempt of a failed step in `start`'s status (pending
     /// or running, the only two a [`RetryStart`] can name): the attempt rises
@@ -176,7 +217,14 @@ pub trait StepStore: Send + Sync {
     /// step as it is after the claim), and a retry raises the attempt by
     /// exactly one. A claim naming another function than the step is pinned
     /// to is [`Error::FunctionMismatch`] and leaves the step untouched; a
-    /// step that does not exist is [`Error::StepNameNotFound`].
+    /// step that does not exist is [`Error::StepNameNotFound`]; a step of a
+    /// settled run is [`Error::RunSettled`] and is not claimed.
+    ///
+    /// A won claim holds the step until its claim deadline
+    /// ([`Step::claimed_until`], [`crate::step_claim`]); past it, recovery
+    /// may take the attempt back. The claimer writes the outcome with
+    /// [`transition_claimed`](Self::transition_claimed) and the step's
+    /// [`claim`](Step::claim).
     ///
     /// [`claim_step_outcome`](Self::claim_step_outcome) is the same claim
     /// answering why nothing was claimed.
@@ -283,11 +331,13 @@ pub trait BatchStepStore: StepStore {
     /// name over the key limit is [`Error::InvalidInput`].
     fn claim_batch(&self, claim: &BatchClaim) -> impl Future<Output = Result<Vec<Step>>> + Send;
 
-    /// Writes each completion as [`StepStore::transition_step`] would (the
-    /// step row and its current attempt's history row together, guarded by
-    /// [`StepStatus::TRANSITIONS`]) and answers one result per item, in
-    /// order: an item that is illegal, names an unknown step or carries a
-    /// payload over the limits fails alone. A step named twice is moved by
+    /// Writes each completion as [`StepStore::transition_claimed`] would
+    /// (the step row and its current attempt's history row together, if
+    /// the item's claim still holds the step) and answers one result per
+    /// item, in order: an item whose claim is lost ([`Error::ClaimLost`]),
+    /// that names an unknown step or carries a payload over the limits
+    /// fails alone; an item repeating a completion already written answers
+    /// `Ok`, so a flush whose outcome was unknown may be sent again. A step named twice is moved by
     /// its first item; the later ones are
     /// [`repeated_items`](crate::batch::repeated_items). Every
     /// item's write commits together, in one statement or one transaction:
@@ -295,7 +345,7 @@ pub trait BatchStepStore: StepStore {
     /// none was written.
     fn complete_batch(
         &self,
-        completions: Vec<(StepId, Completion)>,
+        completions: Vec<(StepClaim, Completion)>,
     ) -> impl Future<Output = Result<Vec<Result<()>>>> + Send;
 }
 

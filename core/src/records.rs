@@ -186,6 +186,11 @@ pub struct NewStep {
     pub input: Value,
     /// Its retry policy: [`RetryPolicy::DEFAULT`] unless set.
     pub retry: RetryPolicy,
+    /// How long a claim holds it before recovery may take it back
+    /// ([`crate::step_claim`]); `None` is the store's default
+    /// ([`DEFAULT_CLAIM_TIMEOUT`](crate::step_claim::DEFAULT_CLAIM_TIMEOUT)
+    /// unless the store was given another).
+    pub claim_timeout: Option<Duration>,
 }
 
 impl NewStep {
@@ -204,6 +209,7 @@ impl NewStep {
             function: Some(function.into()),
             input,
             retry: RetryPolicy::default(),
+            claim_timeout: None,
         }
     }
 
@@ -213,13 +219,28 @@ impl NewStep {
         self.retry = retry;
         self
     }
+
+    /// The same step, held by a claim for `timeout` (renewable) rather
+    /// than the store's default; between 1 ms and
+    /// [`LONGEST_CLAIM_TIMEOUT`](crate::step_claim::LONGEST_CLAIM_TIMEOUT),
+    /// kept in whole milliseconds.
+    #[must_use]
+    pub fn with_claim_timeout(mut self, timeout: Duration) -> Self {
+        self.claim_timeout = Some(timeout);
+        self
+    }
 }
 
 impl NewStep {
     /// The step as a store inserts it: pending, attempt 1, nothing recorded
     /// yet, its retry policy as stores keep it
-    /// ([`RetryPolicy::as_stored`], which refuses an over-long delay).
+    /// ([`RetryPolicy::as_stored`], which refuses an over-long delay) and
+    /// its claim timeout in whole milliseconds
+    /// ([`claim_timeout_millis`](crate::step_claim::claim_timeout_millis),
+    /// which refuses one out of range).
     pub fn into_step(self, id: StepId, now: Timestamp) -> Result<Step, crate::Error> {
+        let claim_timeout = crate::step_claim::claim_timeout_millis(self.claim_timeout)?
+            .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
         Ok(Step {
             id,
             run: self.run,
@@ -231,6 +252,8 @@ impl NewStep {
             error: None,
             attempt: RetryPolicy::FIRST_ATTEMPT,
             retry: self.retry.as_stored()?,
+            claim_timeout,
+            claimed_until: None,
             branch: None,
             created_at: now,
             updated_at: now,
@@ -261,6 +284,13 @@ pub struct Step {
     pub attempt: u32,
     /// Its retry policy.
     pub retry: RetryPolicy,
+    /// Its own claim timeout, if it has one (whole milliseconds); `None`
+    /// takes the store's default ([`crate::step_claim`]).
+    pub claim_timeout: Option<Duration>,
+    /// While it is running: when its claim runs out unless renewed, on the
+    /// store's lease clock ([`crate::step_claim`]). `None` in every other
+    /// status.
+    pub claimed_until: Option<Timestamp>,
     /// The branch a graph run took at this step, if any.
     pub branch: Option<String>,
     /// When it was inserted.

@@ -171,6 +171,8 @@ mod tests {
             error: None,
             attempt: 1,
             retry: RetryPolicy::with_retries(1),
+            claim_timeout: None,
+            claimed_until: None,
             branch: None,
             created_at: at(0),
             updated_at: at(updated),

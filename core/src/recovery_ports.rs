@@ -14,19 +14,23 @@ use crate::ids::RunId;
 use crate::lease::RunLease;
 use crate::ports::{RunLeaseStore, StepStore};
 use crate::recovery::{StalledRun, UndispatchedStep};
+use crate::step_claim::ExpiredClaim;
 // Named by the docs' links only: imported always, not only under
 // `cfg(doc)`, so the links still resolve where another crate's docs show
 // these traits.
 #[allow(unused_imports)]
-use crate::{error::Error, recovery, status::RunStatus};
+use crate::{error::Error, recovery, status::RunStatus, step_claim};
 
 /// The two recovery queries, each answered from an index rather than by
 /// reading every run: a table of a million settled runs costs what a table
 /// of none does.
 ///
-/// `idle_for` is measured back from the store's own now (the clock it
-/// stamps `updated_at` with), so the caller's clock never decides what is
-/// idle. `limit` is read by [`recovery::effective_limit`].
+/// **One clock.** `idle_for` is measured back from now on the store's
+/// lease clock (the database's clock, the one run leases and step claims
+/// expire on: [`lease`](crate::lease#one-clock-for-leases)), so the clock
+/// of the process that sweeps never decides what is idle: a sweeper whose
+/// clock is minutes off finds what any other finds. `limit` is read by
+/// [`recovery::effective_limit`].
 pub trait RecoveryStore: StepStore {
     /// The steps [`recovery::is_undispatched`] admits with the cutoff
     /// `idle_for` before now: pending, or failed with a retry due, unchanged
@@ -49,6 +53,22 @@ pub trait RecoveryStore: StepStore {
         idle_for: Duration,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<StalledRun>>> + Send;
+
+    /// Takes back every claim that ran out ([`step_claim::is_expired`] on
+    /// the store's lease clock): each such step's current attempt fails
+    /// with [`step_claim::claim_expired_error`], its history row with it,
+    /// and its deadline is cleared, as a failed transition would write
+    /// them; at most `limit` ([`recovery::effective_limit`]), first expired
+    /// first. The step is then retried by the next claim, or failed for
+    /// good, by its retry policy ([`ExpiredClaim::retrying`]). Each step is
+    /// one status-guarded write: a claim renewed or completed in the
+    /// meantime is not touched, and a step taken back by one call is not
+    /// answered by a concurrent one. The old holder's later writes are
+    /// [`Error::ClaimLost`].
+    fn expire_step_claims(
+        &self,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ExpiredClaim>>> + Send;
 }
 
 /// The run-lease writes recovery needs beyond [`RunLeaseStore`]: leasing

@@ -99,6 +99,8 @@ mod tests {
             error: None,
             attempt: 1,
             retry: RetryPolicy::NONE,
+            claim_timeout: None,
+            claimed_until: None,
             branch: branch.map(Into::into),
             created_at: Timestamp::EPOCH,
             updated_at: Timestamp::EPOCH,

@@ -19,7 +19,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use flowstate_core::{BatchStepStore, Completion, Error, Result, StepId};
+use flowstate_core::{BatchStepStore, Completion, Error, Result, StepClaim};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument as _;
 
@@ -35,7 +35,7 @@ const MAX_QUEUE: usize = 1 << 20;
 enum Message {
     /// A completion to write, and where to answer.
     Item {
-        step: StepId,
+        claim: StepClaim,
         completion: Completion,
         reply: Answered,
     },
@@ -222,7 +222,9 @@ impl<S: BatchStepStore + 'static> GroupCommit<S> {
 }
 
 impl<S> GroupCommit<S> {
-    /// Writes `completion` for `step` in the next flush, and answers once
+    /// Writes `completion` for the attempt `claim` holds in the next flush
+    /// (fenced: a claim that was taken back answers
+    /// [`Error::ClaimLost`]), and answers once
     /// that flush returned: `Ok` only when the item is durable; the item's
     /// own error when the store refused it alone (an illegal move, an
     /// unknown step, a payload over the limits); a [`FlushFailed`] copy of
@@ -231,22 +233,22 @@ impl<S> GroupCommit<S> {
     ///
     /// Dropping the future after the item was queued does not withdraw it:
     /// it is written with its flush, unanswered.
-    pub async fn commit(&self, step: StepId, completion: Completion) -> Result<()> {
-        self.submit(step, completion).await?.await
+    pub async fn commit(&self, claim: StepClaim, completion: Completion) -> Result<()> {
+        self.submit(claim, completion).await?.await
     }
 
-    /// Queues `completion` for `step` and answers as soon as it is queued
+    /// Queues `completion` for `claim` and answers as soon as it is queued
     /// (waiting only for room), with the [`Pending`] answer that
     /// [`GroupCommit::commit`] would wait for: a caller can queue its next
     /// item while this one's flush is on the wire. Fails with
     /// [`GroupCommitClosed`] once closed.
-    pub async fn submit(&self, step: StepId, completion: Completion) -> Result<Pending> {
+    pub async fn submit(&self, claim: StepClaim, completion: Completion) -> Result<Pending> {
         let (reply, answer) = oneshot::channel();
         let on_answer: Callback = Box::new(move |result| {
             // A caller that stopped waiting is not an error.
             let _ = reply.send(result);
         });
-        self.submit_then(step, completion, on_answer).await?;
+        self.submit_then(claim, completion, on_answer).await?;
         Ok(Pending(answer))
     }
 
@@ -259,12 +261,12 @@ impl<S> GroupCommit<S> {
     /// answering. It should be quick: the next flush waits for it.
     pub(crate) async fn submit_then(
         &self,
-        step: StepId,
+        claim: StepClaim,
         completion: Completion,
         on_answer: Callback,
     ) -> Result<()> {
         let item = Message::Item {
-            step,
+            claim,
             completion,
             reply: Answered::new(on_answer),
         };
@@ -328,11 +330,11 @@ async fn flusher<S: BatchStepStore>(
         for message in messages.drain(..) {
             match message {
                 Message::Item {
-                    step,
+                    claim,
                     completion,
                     reply,
                 } => {
-                    items.push((step, completion));
+                    items.push((claim, completion));
                     replies.push(reply);
                 }
                 // What is already queued is still received and flushed;
@@ -351,7 +353,7 @@ async fn flusher<S: BatchStepStore>(
 /// Writes `items` as one batch and answers `replies`, one each, in order.
 async fn flush<S: BatchStepStore>(
     store: &S,
-    items: &mut Vec<(StepId, Completion)>,
+    items: &mut Vec<(StepClaim, Completion)>,
     replies: &mut Vec<Answered>,
     counters: &Counters,
 ) {

@@ -503,7 +503,7 @@ async fn worker<S, H, F>(
         let Some(step) = next else {
             return;
         };
-        let id = step.id;
+        let (id, claim) = (step.id, step.claim());
         // Run in this task, a panic caught: no task to spawn and join per
         // step.
         let run = AssertUnwindSafe(async { handler(step).await });
@@ -527,7 +527,7 @@ async fn worker<S, H, F>(
             room.add_permits(1);
         });
         // A closed queue is answered through `on_answer` too.
-        let _ = commit.submit_then(id, completion, on_answer).await;
+        let _ = commit.submit_then(claim, completion, on_answer).await;
     }
 }
 

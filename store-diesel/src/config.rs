@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use flowstate_core::step_claim::{DEFAULT_CLAIM_TIMEOUT, LONGEST_CLAIM_TIMEOUT};
 use flowstate_core::{Clock, InputLimits, SystemClock};
 
 use crate::lease_clock::LeaseClockOffset;
@@ -34,6 +35,12 @@ pub struct StoreConfig {
     /// Added to the database's clock in every lease statement (see
     /// [`crate::lease_clock`]): zero unless a test moves it.
     pub lease_clock_offset: LeaseClockOffset,
+    /// How long a claim holds a step that has no claim timeout of its own
+    /// ([`flowstate_core::step_claim`]): past it, recovery may take the
+    /// attempt back. [`DEFAULT_CLAIM_TIMEOUT`] unless set; between 1 ms and
+    /// [`LONGEST_CLAIM_TIMEOUT`](flowstate_core::step_claim::LONGEST_CLAIM_TIMEOUT)
+    /// (a value outside is clamped into it when the store opens).
+    pub claim_timeout: Duration,
 }
 
 impl Default for StoreConfig {
@@ -47,6 +54,7 @@ impl Default for StoreConfig {
             statement_log: None,
             check_schema: true,
             lease_clock_offset: LeaseClockOffset::default(),
+            claim_timeout: DEFAULT_CLAIM_TIMEOUT,
         }
     }
 }
@@ -94,6 +102,28 @@ impl StoreConfig {
     pub fn lease_clock_offset(mut self, offset: LeaseClockOffset) -> Self {
         self.lease_clock_offset = offset;
         self
+    }
+
+    /// The same settings, holding a step with no claim timeout of its own
+    /// for `timeout` per claim (see [`StoreConfig::claim_timeout`]).
+    #[must_use]
+    pub fn claim_timeout(mut self, timeout: Duration) -> Self {
+        self.claim_timeout = timeout;
+        self
+    }
+
+    /// The default claim timeout in microseconds, as statements bind it:
+    /// [`StoreConfig::claim_timeout`] clamped to what core allows.
+    pub(crate) fn claim_default_us(&self) -> i64 {
+        let timeout = self
+            .claim_timeout
+            .clamp(Duration::from_millis(1), LONGEST_CLAIM_TIMEOUT);
+        i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX)
+    }
+
+    /// The lease clock offset in microseconds, as statements bind it.
+    pub(crate) fn lease_offset_us(&self) -> i64 {
+        self.lease_clock_offset.micros()
     }
 
     /// The same settings recording every statement in `log`.

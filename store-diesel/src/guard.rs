@@ -57,23 +57,31 @@ pub(crate) fn run_transition_refused(run: RunId, current: Option<&str>, to: RunS
 }
 
 /// The answer to a claim whose guarded write matched nothing, given the step
-/// as the claim's own statement or transaction read it: no such step, a
-/// refused function, or why nothing was claimed
+/// and its run's status as the claim's own statement or transaction read
+/// them: no such step, a refused function, a settled run
+/// ([`Error::RunSettled`]), or why nothing was claimed
 /// ([`ClaimOutcome::not_claimed`]: running, succeeded, out of retries, or
 /// another worker won).
 pub(crate) fn claim_lost(
     run: RunId,
     name: &str,
     function: &str,
-    step: Option<&Step>,
+    found: Option<(&Step, Option<&str>)>,
 ) -> Result<ClaimOutcome, Error> {
-    let Some(step) = step else {
+    let Some((step, run_status)) = found else {
         return Err(Error::StepNameNotFound {
             run,
             name: name.to_owned(),
         });
     };
-    ClaimOutcome::not_claimed(step, function)
+    let outcome = ClaimOutcome::not_claimed(step, function)?;
+    if let Some(text) = run_status {
+        let status = parse_status::<RunStatus>(&run.to_string(), text)?;
+        if status.is_settled() {
+            return Err(Error::RunSettled { run, status });
+        }
+    }
+    Ok(outcome)
 }
 
 #[cfg(test)]

@@ -26,25 +26,71 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
+use flowstate_core::{Clock, SystemClock};
+
 /// Microseconds added to the database's clock in lease statements; cloned
 /// handles share one value.
+///
+/// A plain offset ([`LeaseClockOffset::default`], then
+/// [`advance`](Self::advance)) moves the database's clock by a fixed
+/// amount. An offset [`following`](Self::following) a clock moves it to
+/// read what that clock reads, plus the real time passed since the offset
+/// was made (to within how far this machine's clock and the database's
+/// disagree, microseconds on one machine): a test harness whose rows are
+/// stamped from a hand-moved clock then measures leases, claim deadlines
+/// and idleness on that clock too, as one clock would, while real time
+/// still passes between two statements.
 #[derive(Clone, Debug, Default)]
-pub struct LeaseClockOffset(Arc<AtomicI64>);
+pub struct LeaseClockOffset {
+    advanced: Arc<AtomicI64>,
+    follows: Option<Following>,
+}
+
+/// The clock an offset follows, and this machine's time when it began to.
+#[derive(Clone, Debug)]
+struct Following {
+    clock: Arc<dyn Clock>,
+    machine_at_start: i64,
+}
 
 impl LeaseClockOffset {
+    /// An offset that makes the database's clock read what `clock` reads
+    /// plus the real time passed since now: `clock`'s time minus this
+    /// machine's time now, added to the database's (plus whatever
+    /// [`advance`](Self::advance) adds). For tests; production leaves the
+    /// offset at zero.
+    pub fn following(clock: Arc<dyn Clock>) -> Self {
+        Self {
+            advanced: Arc::default(),
+            follows: Some(Following {
+                clock,
+                machine_at_start: SystemClock.now().as_micros(),
+            }),
+        }
+    }
+
     /// Moves the lease clock `by` later for every store sharing this offset.
     pub fn advance(&self, by: Duration) {
         let by = i64::try_from(by.as_micros()).unwrap_or(i64::MAX);
-        self.0
+        self.advanced
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
                 Some(now.saturating_add(by))
             })
             .ok();
     }
 
-    /// The offset in microseconds.
+    /// The offset in microseconds, as a statement binds it now.
     pub fn micros(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
+        let advanced = self.advanced.load(Ordering::SeqCst);
+        match &self.follows {
+            None => advanced,
+            Some(following) => following
+                .clock
+                .now()
+                .as_micros()
+                .saturating_sub(following.machine_at_start)
+                .saturating_add(advanced),
+        }
     }
 }
 

@@ -96,6 +96,8 @@ pub(crate) struct StepRow {
     pub branch_taken: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    pub claim_timeout_ms: Option<i64>,
+    pub claimed_until: Option<i64>,
 }
 
 impl StepRow {
@@ -117,6 +119,10 @@ impl StepRow {
             branch_taken: None,
             created_at: step.created_at.as_micros(),
             updated_at: step.updated_at.as_micros(),
+            claim_timeout_ms: step
+                .claim_timeout
+                .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX)),
+            claimed_until: None,
         }
     }
 }
@@ -142,6 +148,18 @@ impl TryFrom<StepRow> for Step {
                     .transpose()?
                     .map(|ms| Duration::from_millis(u64::from(ms))),
             },
+            claim_timeout: row
+                .claim_timeout_ms
+                .map(|ms| {
+                    u64::try_from(ms).map_err(|_| Error::Corrupt {
+                        what: "step claim timeout",
+                        row: key.clone(),
+                        detail: format!("{ms} ms"),
+                    })
+                })
+                .transpose()?
+                .map(Duration::from_millis),
+            claimed_until: row.claimed_until.map(Timestamp::from_micros),
             name: row.name,
             function: row.function_name,
             branch: row.branch_taken,
@@ -277,7 +295,7 @@ fn decode_opt(
     text.map(|t| decode_json(what, &row, &t.0)).transpose()
 }
 
-fn to_u32(what: &'static str, row: &str, n: i64) -> Result<u32, Error> {
+pub(crate) fn to_u32(what: &'static str, row: &str, n: i64) -> Result<u32, Error> {
     u32::try_from(n).map_err(|_| Error::Corrupt {
         what,
         row: row.to_owned(),

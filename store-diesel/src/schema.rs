@@ -142,6 +142,8 @@ diesel::table! {
         branch_taken -> Nullable<Text>,
         created_at -> BigInt,
         updated_at -> BigInt,
+        claim_timeout_ms -> Nullable<BigInt>,
+        claimed_until -> Nullable<BigInt>,
     }
 }
 

@@ -11,6 +11,8 @@
 //! `?`), so each fragment is written once whatever the dialect's syntax; a
 //! caller using positional `?` binds in the order the placeholders appear.
 
+use flowstate_core::lease::leasable_statuses;
+use flowstate_core::step_claim::claimed_targets;
 use flowstate_core::{BatchClaim, ClaimDecision, RetryStart, StepStatus};
 
 use crate::url::Dialect;
@@ -76,21 +78,27 @@ pub(crate) struct HistorySource<'a> {
 }
 
 /// A status-guarded move of a step, as the ports ask for one: a
-/// transition to a status, or the next attempt of a failed step.
+/// transition to a status, the next attempt of a failed step, or a
+/// claimer's move of the attempt it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Move {
     /// [`StepStore::transition_step`](flowstate_core::StepStore::transition_step) to this status.
     Transition(StepStatus),
     /// [`StepStore::create_retry_attempt`](flowstate_core::StepStore::create_retry_attempt) starting here.
     Retry(RetryStart),
+    /// [`StepStore::transition_claimed`](flowstate_core::StepStore::transition_claimed)
+    /// to this status: guarded by the claim's attempt as well.
+    Claimed(StepStatus),
 }
 
 impl Move {
     /// Every move, for statement tables built once.
     pub fn all() -> Vec<Self> {
         let transitions = StepStatus::ALL.iter().map(|&to| Self::Transition(to));
+        let claimed = StepStatus::ALL.iter().map(|&to| Self::Claimed(to));
         transitions
             .chain(RetryStart::ALL.iter().map(|&start| Self::Retry(start)))
+            .chain(claimed)
             .collect()
     }
 
@@ -99,16 +107,55 @@ impl Move {
         match self {
             Self::Transition(_) => "transition_step",
             Self::Retry(_) => "create_retry_attempt",
+            Self::Claimed(_) => "transition_claimed",
         }
     }
 
     /// The status the step moves to.
     pub const fn target(self) -> StepStatus {
         match self {
-            Self::Transition(to) => to,
+            Self::Transition(to) | Self::Claimed(to) => to,
             Self::Retry(start) => start.status(),
         }
     }
+}
+
+/// How a dialect spells a new claim deadline: the lease clock's now (the
+/// database's clock expression, [`crate::lease_clock`], plus the bound
+/// offset) plus the step's own claim timeout or the bound default, in
+/// microseconds. Placeholders appear in the order `offset`, `default_us`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Deadline<'a> {
+    /// The dialect's "now in microseconds" on the database's clock.
+    pub now_us: &'a str,
+    /// The placeholder of the lease clock offset (microseconds).
+    pub offset: &'a str,
+    /// The placeholder of the store's default claim timeout (microseconds).
+    pub default_us: &'a str,
+}
+
+impl Deadline<'_> {
+    /// The deadline expression, over the step row being written.
+    pub fn expr(&self) -> String {
+        format!(
+            "{} + {} + COALESCE(claim_timeout_ms * 1000, {})",
+            self.now_us, self.offset, self.default_us
+        )
+    }
+}
+
+/// The placeholders of a guarded move's `UPDATE` (see
+/// [`StepMove::update_where`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MoveBinds<'a> {
+    /// The time stamped on the row.
+    pub now: &'a str,
+    /// The payload, for a move that carries one.
+    pub payload: &'a str,
+    /// The claim deadline, for a move to running.
+    pub deadline: Deadline<'a>,
+    /// The claim's attempt, for a fenced move.
+    pub attempt: &'a str,
 }
 
 /// What a [`Move`] writes: where it goes, from where, and what its history
@@ -121,22 +168,38 @@ pub(crate) struct StepMove {
     pub sources: Vec<StepStatus>,
     /// Whether it starts the next attempt.
     pub retry: bool,
+    /// Whether it is guarded by the attempt a claim holds, too.
+    pub fenced: bool,
 }
 
 impl StepMove {
     /// A transition to `to` is guarded by [`StepStatus::sources_of`]; a
-    /// retry by the statuses a claim retries.
+    /// retry by the statuses a claim retries; a claimer's move by its
+    /// attempt, from running, to where running may go
+    /// ([`claimed_targets`]: any other target is guarded by nothing).
     pub fn of(step_move: Move) -> Self {
         match step_move {
             Move::Transition(to) => Self {
                 to,
                 sources: StepStatus::sources_of(to),
                 retry: false,
+                fenced: false,
             },
             Move::Retry(start) => Self {
                 to: start.status(),
                 sources: ClaimDecision::ClaimRetry.statuses(),
                 retry: true,
+                fenced: false,
+            },
+            Move::Claimed(to) => Self {
+                to,
+                sources: if claimed_targets().contains(&to) {
+                    vec![StepStatus::Running]
+                } else {
+                    Vec::new()
+                },
+                retry: false,
+                fenced: true,
             },
         }
     }
@@ -146,31 +209,56 @@ impl StepMove {
         Self::of(Move::Transition(to))
     }
 
-    /// The status-guarded `UPDATE` of step `id`: `status`, `updated_at`,
-    /// the payload column when the move has one (a retry clears result and
-    /// error and raises the attempt instead). Placeholders appear in the
-    /// order `now`, `payload`, `id`.
-    pub fn update(&self, now: &str, payload: &str, id: &str) -> String {
-        self.update_where(now, payload, "", &format!("id = {id}"))
+    /// Whether the move sets a claim deadline: it moves the step to
+    /// running. Every other move clears the deadline.
+    pub fn sets_deadline(&self) -> bool {
+        self.to == StepStatus::Running
     }
 
-    /// [`Self::update`] of the steps `target` names (`id = ...`,
+    /// The status-guarded `UPDATE` of step `id` (see [`Self::update_where`]).
+    /// Placeholders appear in the order `now`, `payload`, the deadline's,
+    /// `id`, `attempt`.
+    pub fn update(&self, binds: MoveBinds<'_>, id: &str) -> String {
+        self.update_where(binds, "", &format!("id = {id}"))
+    }
+
+    /// The status-guarded `UPDATE` of the steps `target` names (`id = ...`,
     /// `id IN (...)`), joined to `from` (a `FROM ...` clause, or empty) for
-    /// PostgreSQL's `UPDATE ... FROM`: a batch of moves to one status.
-    pub fn update_where(&self, now: &str, payload: &str, from: &str, target: &str) -> String {
-        let mut set = format!("status = '{}', updated_at = {now}", self.to.as_str());
+    /// PostgreSQL's `UPDATE ... FROM`: `status`, `updated_at`, the payload
+    /// column when the move has one (a retry clears result and error and
+    /// raises the attempt instead), the claim deadline (set on a move to
+    /// running, cleared on every other); guarded by the statuses it may
+    /// leave and, when fenced, by the claim's attempt. Placeholders appear
+    /// in the order `now`, `payload`, the deadline's, the target's,
+    /// `attempt`, only those the move uses.
+    pub fn update_where(&self, binds: MoveBinds<'_>, from: &str, target: &str) -> String {
+        let mut set = format!(
+            "status = '{}', updated_at = {}",
+            self.to.as_str(),
+            binds.now
+        );
         if self.retry {
             set.push_str(", current_attempt = current_attempt + 1, result = NULL, error = NULL");
         } else if let Some(col) = payload_column(self.to) {
-            set = format!("{set}, {col} = {payload}");
+            set = format!("{set}, {col} = {}", binds.payload);
+        }
+        if self.sets_deadline() {
+            set = format!("{set}, claimed_until = {}", binds.deadline.expr());
+        } else {
+            set.push_str(", claimed_until = NULL");
         }
         let from = if from.is_empty() {
             String::new()
         } else {
             format!(" {from}")
         };
+        let fence = if self.fenced {
+            format!(" AND current_attempt = {}", binds.attempt)
+        } else {
+            String::new()
+        };
         format!(
-            "UPDATE flowstate_steps SET {set}{from} WHERE {target} AND {}",
+            "UPDATE flowstate_steps SET {set}{from} WHERE {target} AND {}{fence}",
             status_in("status", &self.sources)
         )
     }
@@ -240,18 +328,21 @@ impl StepMove {
 
 /// The claim's `UPDATE` of step (run, name), guarded exactly as
 /// [`ClaimDecision`] decides: the function matches or the step is not
-/// pinned, and the step is fresh, or retryable with attempts left. A retry
-/// raises the attempt and clears result and error. `status` is assigned
-/// last: MySQL evaluates single-table `SET` assignments left to right, so
-/// every `CASE` reads the status the step had (PostgreSQL and SQLite read
-/// the old row whatever the order). With `history_id`, the claim also
-/// stamps `claim_history_id` with it, first: MySQL's trigger writes the
-/// attempt's history row from that column (migration
+/// pinned, the step is fresh, or retryable with attempts left, and its run
+/// is not settled ([`run_unsettled`]). A retry raises the attempt and
+/// clears result and error; the claim deadline is set. `status` is
+/// assigned last: MySQL evaluates single-table `SET` assignments left to
+/// right, so every `CASE` reads the status the step had (PostgreSQL and
+/// SQLite read the old row whatever the order). With `history_id`, the
+/// claim also stamps `claim_history_id` with it, first: MySQL's trigger
+/// writes the attempt's history row from that column (migration
 /// `2026-12-01-000008_claim_history`). Placeholders appear in the order
-/// `history_id` (when given), `now`, `run`, `name`, `function`.
+/// `history_id` (when given), `now`, the deadline's, `run`, `name`,
+/// `function`.
 pub(crate) fn claim_update(
     history_id: Option<&str>,
     now: &str,
+    deadline: Deadline<'_>,
     run: &str,
     name: &str,
     function: &str,
@@ -263,22 +354,37 @@ pub(crate) fn claim_update(
         "UPDATE flowstate_steps SET {stamp}{} \
          WHERE run_id = {run} AND name = {name} \
          AND (function_name IS NULL OR function_name = {function}) \
-         AND ({fresh} OR ({retry} AND {ATTEMPTS_LEFT}))",
-        claim_set(now)
+         AND ({fresh} OR ({retry} AND {ATTEMPTS_LEFT})) AND {}",
+        claim_set(now, deadline),
+        run_unsettled("flowstate_steps.run_id"),
     )
 }
 
 /// The assignments of a won claim, for one step or a batch: a retry raises
-/// the attempt and clears result and error; `status` comes last (see
-/// [`claim_update`]).
-pub(crate) fn claim_set(now: &str) -> String {
+/// the attempt and clears result and error; `status` comes after every
+/// `CASE` that reads it (see [`claim_update`]); the claim deadline is set.
+/// Placeholders appear in the order `now`, the deadline's.
+pub(crate) fn claim_set(now: &str, deadline: Deadline<'_>) -> String {
     let retry = status_in("status", &ClaimDecision::ClaimRetry.statuses());
     let running = StepStatus::Running.as_str();
     format!(
         "current_attempt = CASE WHEN {retry} THEN current_attempt + 1 ELSE current_attempt END, \
          result = CASE WHEN {retry} THEN NULL ELSE result END, \
          error = CASE WHEN {retry} THEN NULL ELSE error END, \
-         status = '{running}', updated_at = {now}"
+         status = '{running}', updated_at = {now}, claimed_until = {}",
+        deadline.expr()
+    )
+}
+
+/// The test that the run `run_column` names is not settled (its status is
+/// one of [`leasable_statuses`]), as a correlated `EXISTS` over the run's
+/// primary key: what a claim, a batch claim's pick, a step insert and a
+/// state write add to their guard. Status literals only, no binds.
+pub(crate) fn run_unsettled(run_column: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM flowstate_runs AS unsettled_run \
+         WHERE unsettled_run.id = {run_column} AND {})",
+        status_in("unsettled_run.status", &leasable_statuses())
     )
 }
 
@@ -369,15 +475,71 @@ mod tests {
     /// The claim's guard names exactly the statuses core's decision claims,
     /// read from `ClaimDecision` here and checked against fixed text, so a
     /// change in either is seen.
+    /// A deadline with visible placeholders.
+    const DEADLINE: Deadline<'static> = Deadline {
+        now_us: "NOW_US",
+        offset: "$off",
+        default_us: "$def",
+    };
+
+    /// Placeholders named after what they bind.
+    const BINDS: MoveBinds<'static> = MoveBinds {
+        now: "$now",
+        payload: "$payload",
+        deadline: DEADLINE,
+        attempt: "$attempt",
+    };
+
     #[test]
     fn the_claim_guard_is_the_claim_decision() {
-        let sql = claim_update(None, "?", "?", "?", "?");
+        let sql = claim_update(None, "?", DEADLINE, "?", "?", "?");
         assert!(sql.contains(
             "AND (status IN ('pending', 'scheduled') OR (status IN ('failed') \
-             AND current_attempt < retries + 1 AND current_attempt < 4294967295))"
+             AND current_attempt < retries + 1 AND current_attempt < 4294967295)) \
+             AND EXISTS (SELECT 1 FROM flowstate_runs AS unsettled_run \
+             WHERE unsettled_run.id = flowstate_steps.run_id \
+             AND unsettled_run.status IN ('running', 'suspended'))"
         ));
         let status_at = sql.find("status = 'running'").unwrap();
         assert!(sql.rfind("CASE WHEN status").unwrap() < status_at);
+        assert!(sql.contains(
+            "updated_at = ?, claimed_until = NOW_US + $off + COALESCE(claim_timeout_ms * 1000, $def) WHERE"
+        ));
+    }
+
+    #[test]
+    fn a_move_to_running_sets_the_deadline_and_every_other_clears_it() {
+        for &to in StepStatus::ALL {
+            let sql = StepMove::transition(to).update(BINDS, "$id");
+            let sets = sql.contains("claimed_until = NOW_US + $off + COALESCE(");
+            assert_eq!(sets, to == StepStatus::Running, "{to}: {sql}");
+            assert_eq!(sql.contains("claimed_until = NULL"), !sets, "{to}: {sql}");
+        }
+        let retry = StepMove::of(Move::Retry(RetryStart::Running)).update(BINDS, "$id");
+        assert!(retry.contains("claimed_until = NOW_US"), "{retry}");
+        let retry = StepMove::of(Move::Retry(RetryStart::Pending)).update(BINDS, "$id");
+        assert!(retry.contains("claimed_until = NULL"), "{retry}");
+    }
+
+    #[test]
+    fn a_claimers_move_is_fenced_by_its_attempt_from_running() {
+        let sql = StepMove::of(Move::Claimed(StepStatus::Succeeded)).update(BINDS, "$id");
+        assert!(
+            sql.ends_with(
+                "result = $payload, claimed_until = NULL WHERE id = $id \
+                 AND status IN ('running') AND current_attempt = $attempt"
+            ),
+            "{sql}"
+        );
+        for to in [StepStatus::Pending, StepStatus::Running] {
+            let sql = StepMove::of(Move::Claimed(to)).update(BINDS, "$id");
+            assert!(sql.contains("AND 1 = 0 AND current_attempt"), "{to}: {sql}");
+        }
+        assert!(
+            !StepMove::transition(StepStatus::Failed)
+                .update(BINDS, "$id")
+                .contains("$attempt")
+        );
     }
 
     #[test]
@@ -400,15 +562,20 @@ mod tests {
             ),
             (StepStatus::Pending, "1 = 0", None),
         ];
+        let binds = MoveBinds {
+            now: "$2",
+            payload: "$3",
+            ..BINDS
+        };
         for (to, guard, payload) in rows {
-            let sql = StepMove::transition(to).update("$2", "$3", "$1");
+            let sql = StepMove::transition(to).update(binds, "$1");
             assert!(sql.ends_with(guard), "{to}: {sql}");
             assert_eq!(sql.contains("$3"), payload.is_some(), "{to}: {sql}");
             if let Some(payload) = payload {
                 assert!(sql.contains(payload), "{to}: {sql}");
             }
         }
-        let retry = StepMove::of(Move::Retry(RetryStart::Running)).update("?", "?", "?");
+        let retry = StepMove::of(Move::Retry(RetryStart::Running)).update(BINDS, "?");
         assert!(retry.contains("current_attempt = current_attempt + 1, result = NULL"));
         assert!(retry.ends_with("status IN ('failed')"), "{retry}");
     }

@@ -18,7 +18,7 @@ use diesel::sql_types::{BigInt, HasSqlType, Text};
 use flowstate_core::HistoryId;
 
 use crate::schema::{Json, JsonText};
-use crate::sql::{HistorySource, StepMove, Upsert, claim_set, stamp_column};
+use crate::sql::{Deadline, HistorySource, MoveBinds, StepMove, Upsert, claim_set, stamp_column};
 use crate::store::BatchItem;
 
 /// The most steps one listed statement names.
@@ -37,20 +37,37 @@ fn per_step(column: &str, n: usize) -> String {
     format!("CASE {column} {}END", "WHEN ? THEN ? ".repeat(n))
 }
 
-/// The guarded move of `n` listed steps to `step_move`'s status, each with
-/// its own payload. Binds ([`bind_move`]): now, `(id, payload)` for each,
-/// then the `n` ids.
+/// The guarded move of `n` listed steps to `step_move`'s status (a
+/// completion: never to running), each with its own payload and, when the
+/// move is fenced, its own attempt. Binds ([`bind_move`]): now,
+/// `(id, payload)` for each, the `n` ids, then `(id, attempt)` for each
+/// when fenced.
 fn move_sql(step_move: &StepMove, n: usize) -> String {
+    let per_item = per_step("id", n);
+    let unused = Deadline {
+        now_us: "",
+        offset: "",
+        default_us: "",
+    };
     step_move.update_where(
-        "?",
-        &per_step("id", n),
+        MoveBinds {
+            now: "?",
+            payload: &per_item,
+            deadline: unused,
+            attempt: &per_item,
+        },
         "",
         &format!("id IN ({})", placeholders(n)),
     )
 }
 
 /// Binds [`move_sql`] for `items`.
-fn bind_move<'f, DB>(mut query: Listed<'f, DB>, now: i64, items: &[&BatchItem]) -> Listed<'f, DB>
+fn bind_move<'f, DB>(
+    mut query: Listed<'f, DB>,
+    step_move: &StepMove,
+    now: i64,
+    items: &[&BatchItem],
+) -> Listed<'f, DB>
 where
     DB: Backend + HasSqlType<Text> + HasSqlType<BigInt> + HasSqlType<Json>,
     String: ToSql<Text, DB>,
@@ -65,6 +82,13 @@ where
     }
     for item in items {
         query = query.bind::<Text, _>(item.id.to_string());
+    }
+    if step_move.fenced {
+        for item in items {
+            query = query
+                .bind::<Text, _>(item.id.to_string())
+                .bind::<BigInt, _>(i64::from(item.attempt));
+        }
     }
     query
 }
@@ -130,7 +154,7 @@ where
     JsonText: ToSql<Json, DB>,
 {
     let sql = format!("{}{suffix}", move_sql(step_move, items.len()));
-    bind_move(diesel::sql_query(sql).into_boxed(), now, items)
+    bind_move(diesel::sql_query(sql).into_boxed(), step_move, now, items)
 }
 
 /// The history upsert of the move of `ids` (at most [`MAX_LISTED`]) to
@@ -151,19 +175,35 @@ where
 }
 
 /// The claim's assignments ([`claim_set`]) on the picked steps `ids` (at
-/// most [`MAX_LISTED`]), bound: MySQL's batch claim, which picks first.
-pub(crate) fn claim_query<'f, DB>(ids: &[String], now: i64) -> Listed<'f, DB>
+/// most [`MAX_LISTED`]), bound: MySQL's batch claim, which picks first and
+/// reads the lease clock's now with its pick (`lease_now`, offset added),
+/// so the deadlines it sets are the ones it answers.
+pub(crate) fn claim_query<'f, DB>(
+    ids: &[String],
+    now: i64,
+    lease_now: i64,
+    default_us: i64,
+) -> Listed<'f, DB>
 where
     DB: Backend + HasSqlType<Text> + HasSqlType<BigInt>,
     String: ToSql<Text, DB>,
     i64: ToSql<BigInt, DB>,
 {
+    let deadline = Deadline {
+        now_us: "?",
+        offset: "0",
+        default_us: "?",
+    };
     let sql = format!(
         "UPDATE flowstate_steps SET {} WHERE id IN ({})",
-        claim_set("?"),
+        claim_set("?", deadline),
         placeholders(ids.len())
     );
-    let mut query = diesel::sql_query(sql).into_boxed().bind::<BigInt, _>(now);
+    let mut query = diesel::sql_query(sql)
+        .into_boxed()
+        .bind::<BigInt, _>(now)
+        .bind::<BigInt, _>(lease_now)
+        .bind::<BigInt, _>(default_us);
     for id in ids {
         query = query.bind::<Text, _>(id.clone());
     }
@@ -175,13 +215,18 @@ mod tests {
     use flowstate_core::StepStatus;
 
     use super::*;
-    use crate::sql::claim_move;
+    use crate::sql::{Move, claim_move};
 
     #[test]
     fn listed_statements_name_each_step_once_per_list() {
         let moved = move_sql(&StepMove::transition(StepStatus::Succeeded), 2);
         assert!(moved.contains("result = CASE id WHEN ? THEN ? WHEN ? THEN ? END"));
         assert!(moved.ends_with("WHERE id IN (?, ?) AND status IN ('running')"));
+        let fenced = move_sql(&StepMove::of(Move::Claimed(StepStatus::Failed)), 2);
+        assert!(fenced.ends_with(
+            "WHERE id IN (?, ?) AND status IN ('running') \
+             AND current_attempt = CASE id WHEN ? THEN ? WHEN ? THEN ? END"
+        ));
         let history = history_sql(&claim_move(), 2, Upsert::OnDuplicateKey);
         assert!(history.contains("SELECT CASE m.id WHEN ? THEN ? WHEN ? THEN ? END, m.id"));
         assert!(history.contains("WHERE m.id IN (?, ?) ON DUPLICATE KEY UPDATE"));

@@ -30,6 +30,7 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
+use diesel::QueryableByName;
 use diesel::mysql::Mysql;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
@@ -41,24 +42,40 @@ use super::Pool;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
+use crate::lease_clock::DbClock;
 use crate::rows::{StepRow, parse_status};
 use crate::schema::flowstate_steps as steps;
-use crate::sql::{StepMove, Upsert, batch_claimable, claim_move};
+use crate::sql::{Move, StepMove, Upsert, batch_claimable, claim_move, run_unsettled};
 use crate::sql_listed::{MAX_LISTED, claim_query, history_query, move_query};
 use crate::store::BatchItem;
 use crate::store::conflict::retry_conflicts;
 use crate::url::Dialect;
 
-/// The locking pick of a batch claim, whole rows. Binds: the function in
-/// the filtered form, now, the limit. The claimable test leads with MySQL's
-/// virtual `claimable` column, which its index starts with (migration
-/// 000005 explains why it is not a `status` index).
+/// The locking pick of a batch claim, whole rows and the database's clock
+/// (`db_now_us`: the claim's deadlines are set from it, so the rows it
+/// answers are the rows it wrote). Binds: the function in the filtered
+/// form, now, the limit. The claimable test leads with MySQL's virtual
+/// `claimable` column, which its index starts with (migration 000005
+/// explains why it is not a `status` index). Steps of settled runs are not
+/// picked; the run rows that test reads are not locked (a locking read
+/// locks no row of a subquery that has no locking clause of its own).
 fn pick_sql(by_function: bool) -> String {
     format!(
-        "SELECT * FROM flowstate_steps WHERE {} ORDER BY created_at, id \
-         LIMIT ? FOR UPDATE SKIP LOCKED",
-        batch_claimable(Dialect::Mysql, "?", by_function.then_some("?"))
+        "SELECT flowstate_steps.*, {now} AS db_now_us FROM flowstate_steps WHERE {} AND {} \
+         ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
+        batch_claimable(Dialect::Mysql, "?", by_function.then_some("?")),
+        run_unsettled("flowstate_steps.run_id"),
+        now = <AsyncMysqlConnection as DbClock>::NOW_US,
     )
+}
+
+/// A picked step, with the database's clock as the pick read it.
+#[derive(QueryableByName)]
+struct Picked {
+    #[diesel(embed)]
+    step: StepRow,
+    #[diesel(sql_type = BigInt)]
+    db_now_us: i64,
 }
 
 /// The pick of any function, and of one.
@@ -86,21 +103,26 @@ pub(crate) async fn claim_batch(
 ) -> Result<Vec<StepRow>> {
     let op = "claim_batch";
     let now = config.clock.now().as_micros();
+    let deadline = (config.lease_offset_us(), config.claim_default_us());
     let mut conn = pool.get(op).await?;
-    retry_conflicts!(op, claim_once(&mut conn, now, limit, function).await)
-        .map_err(|err| backend(op, err))
+    retry_conflicts!(
+        op,
+        claim_once(&mut conn, now, deadline, limit, function).await
+    )
+    .map_err(|err| backend(op, err))
 }
 
 /// The batch claim's transaction.
 async fn claim_once(
     conn: &mut AsyncMysqlConnection,
     now: i64,
+    (offset, default_us): (i64, i64),
     limit: u32,
     function: Option<&str>,
 ) -> QueryResult<Vec<StepRow>> {
     conn.transaction(async |conn| {
         let limit = i64::from(limit);
-        let picked: Vec<StepRow> = match function {
+        let picked: Vec<Picked> = match function {
             Some(function) => {
                 diesel::sql_query(PICK[1].as_str())
                     .bind::<Text, _>(function)
@@ -119,27 +141,39 @@ async fn claim_once(
                     .await?
             }
         };
-        if picked.is_empty() {
+        let Some(db_now_us) = picked.iter().map(|p| p.db_now_us).next() else {
             return Ok(Vec::new());
-        }
-        let ids: Vec<String> = picked.iter().map(|p| p.id.clone()).collect();
+        };
+        let lease_now = db_now_us.saturating_add(offset);
+        let ids: Vec<String> = picked.iter().map(|p| p.step.id.clone()).collect();
         for chunk in ids.chunks(MAX_LISTED) {
-            claim_query::<Mysql>(chunk, now).execute(conn).await?;
+            claim_query::<Mysql>(chunk, now, lease_now, default_us)
+                .execute(conn)
+                .await?;
             upsert_history(conn, &claim_move(), chunk, now).await?;
         }
-        Ok(picked.into_iter().map(|row| claimed(row, now)).collect())
+        Ok(picked
+            .into_iter()
+            .map(|p| claimed(p.step, now, lease_now, default_us))
+            .collect())
     })
     .await
 }
 
 /// The locked `row` as the claim's `UPDATE` leaves it: [`claim_set`]'s
-/// assignments, in Rust. Running, stamped `now`; a step in a retry status
-/// starts its next attempt with result and error cleared. (The testkit's
-/// batch cases compare what a claim answers, fresh and retried, with what
-/// `get_step` reads afterwards, so the two cannot drift apart unseen.)
+/// assignments, in Rust. Running, stamped `now`, its claim deadline
+/// `lease_now` plus its own timeout or `default_us`; a step in a retry
+/// status starts its next attempt with result and error cleared. (The
+/// testkit's batch cases compare what a claim answers, fresh and retried,
+/// with what `get_step` reads afterwards, so the two cannot drift apart
+/// unseen.)
 ///
 /// [`claim_set`]: crate::sql::claim_set
-fn claimed(mut row: StepRow, now: i64) -> StepRow {
+fn claimed(mut row: StepRow, now: i64, lease_now: i64, default_us: i64) -> StepRow {
+    let timeout_us = row
+        .claim_timeout_ms
+        .map_or(default_us, |ms| ms.saturating_mul(1_000));
+    row.claimed_until = Some(lease_now.saturating_add(timeout_us));
     let retry = ClaimDecision::ClaimRetry
         .statuses()
         .iter()
@@ -219,7 +253,7 @@ async fn move_all(
     to: StepStatus,
     movers: &[&BatchItem],
 ) -> Result<(), Usual> {
-    let step_move = StepMove::transition(to);
+    let step_move = StepMove::of(Move::Claimed(to));
     for chunk in movers.chunks(MAX_LISTED) {
         let moved = move_query::<Mysql>(&step_move, now, chunk, "")
             .execute(conn)
@@ -233,8 +267,8 @@ async fn move_all(
     Ok(())
 }
 
-/// The completions after a refusal: the steps locked, then moved as far
-/// as core's transition table allows from each locked status.
+/// The completions after a refusal: the steps locked, then moved where
+/// the claim still holds its step (running in the item's attempt).
 async fn complete_locking(
     conn: &mut AsyncMysqlConnection,
     now: i64,
@@ -242,11 +276,11 @@ async fn complete_locking(
 ) -> QueryResult<HashSet<String>> {
     conn.transaction(async |conn| {
         let ids: Vec<String> = items.iter().map(|item| item.id.to_string()).collect();
-        let mut locked: Vec<(String, String)> = Vec::with_capacity(ids.len());
+        let mut locked: Vec<(String, String, i64)> = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(MAX_LISTED) {
-            let rows: Vec<(String, String)> = steps::table
+            let rows: Vec<(String, String, i64)> = steps::table
                 .filter(steps::id.eq_any(chunk))
-                .select((steps::id, steps::status))
+                .select((steps::id, steps::status, steps::current_attempt))
                 .for_update()
                 .load(conn)
                 .await?;
@@ -259,10 +293,12 @@ async fn complete_locking(
                 .filter(|item| item.to == to)
                 .filter(|item| {
                     let id = item.id.to_string();
-                    locked.iter().any(|(locked, status)| {
+                    locked.iter().any(|(locked, status, attempt)| {
                         *locked == id
-                            && parse_status::<StepStatus>(locked, status)
-                                .is_ok_and(|from| from.can_transition_to(to))
+                            && *attempt == i64::from(item.attempt)
+                            && parse_status::<StepStatus>(locked, status).is_ok_and(|from| {
+                                StepMove::of(Move::Claimed(to)).sources.contains(&from)
+                            })
                     })
                 })
                 .collect();
@@ -297,6 +333,8 @@ mod tests {
     #[test]
     fn the_pick_skips_locked_rows() {
         assert!(PICK[0].ends_with("ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED"));
+        assert!(PICK[0].starts_with("SELECT flowstate_steps.*, TIMESTAMPDIFF(MICROSECOND"));
+        assert!(PICK[0].contains("AND EXISTS (SELECT 1 FROM flowstate_runs AS unsettled_run"));
         assert!(PICK[1].contains("AND function_name = ?"));
     }
 }

@@ -20,7 +20,7 @@ use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::guard::claim_lost;
 use crate::rows::StepRow;
-use crate::schema::flowstate_steps as steps;
+use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
 use crate::store::conflict::retry_conflicts;
 
 /// [`StepStore::claim_step_outcome`](flowstate_core::StepStore::claim_step_outcome), its
@@ -33,35 +33,48 @@ pub(crate) async fn claim(
     function: &str,
 ) -> Result<ClaimOutcome> {
     let now = config.clock.now().as_micros();
+    let deadline = (config.lease_offset_us(), config.claim_default_us());
     let run_text = run.to_string();
     let mut conn = pool.get("claim_step").await?;
     let (won, row) = retry_conflicts!(
         "claim_step",
-        claim_once(&mut conn, now, &run_text, name, function).await
+        claim_once(&mut conn, now, deadline, &run_text, name, function).await
     )
     .map_err(|err| backend("claim_step", err))?;
-    let step = row.map(Step::try_from).transpose()?;
-    match step {
-        Some(step) if won => {
+    let found = row
+        .map(|(row, run_status)| Ok::<_, flowstate_core::Error>((Step::try_from(row)?, run_status)))
+        .transpose()?;
+    match found {
+        Some((step, _)) if won => {
             tracing::debug!(step = %step.id, attempt = step.attempt, "step claimed");
             Ok(ClaimOutcome::Claimed(step))
         }
-        step => claim_lost(run, name, function, step.as_ref()),
+        found => claim_lost(
+            run,
+            name,
+            function,
+            found
+                .as_ref()
+                .map(|(step, status)| (step, Some(status.as_str()))),
+        ),
     }
 }
 
 /// The claim's two statements: whether it won, and the step as it is
-/// after.
+/// after, with its run's status.
 async fn claim_once(
     conn: &mut AsyncMysqlConnection,
     now: i64,
+    (offset, default_us): (i64, i64),
     run: &str,
     name: &str,
     function: &str,
-) -> diesel::QueryResult<(bool, Option<StepRow>)> {
+) -> diesel::QueryResult<(bool, Option<(StepRow, String)>)> {
     let won = diesel::sql_query(CLAIM.as_str())
         .bind::<Text, _>(HistoryId::generate().to_string())
         .bind::<BigInt, _>(now)
+        .bind::<BigInt, _>(offset)
+        .bind::<BigInt, _>(default_us)
         .bind::<Text, _>(run)
         .bind::<Text, _>(name)
         .bind::<Text, _>(function)
@@ -70,9 +83,10 @@ async fn claim_once(
         .await?
         == 1;
     let step = steps::table
+        .inner_join(runs::table)
         .filter(steps::run_id.eq(run))
         .filter(steps::name.eq(name))
-        .select(StepRow::as_select())
+        .select((StepRow::as_select(), runs::status))
         .first(conn)
         .await
         .optional()?;

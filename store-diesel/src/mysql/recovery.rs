@@ -11,12 +11,15 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use flowstate_core::Result;
+use diesel::mysql::Mysql;
+use flowstate_core::{Result, StepStatus};
 
 use super::{Pool, transaction};
 use crate::config::StoreConfig;
 use crate::error::backend;
-use crate::store::{expired_first, free_leases, reaped};
+use crate::sql::{StepMove, Upsert};
+use crate::sql_listed::{MAX_LISTED, history_query};
+use crate::store::{ExpiredRow, expired_claims, expired_first, fail_expired, free_leases, reaped};
 
 /// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::RunRecoveryStore::reap_expired_leases)
 /// of at most `limit` runs (already the effective limit): each run reaped
@@ -39,6 +42,37 @@ pub(crate) async fn reap_expired_leases(
             free_leases!(ids).execute(conn).await?;
         }
         Ok(reaped(picked))
+    })
+    .map_err(|err| backend(op, err))
+}
+
+/// [`RecoveryStore::expire_step_claims`](flowstate_core::RecoveryStore::expire_step_claims)
+/// of at most `limit` steps (already the effective limit), one transaction:
+/// the expired claims picked `FOR UPDATE SKIP LOCKED` first deadline first
+/// (a locking read sees the latest committed row and skips one a claimer
+/// holds), then those steps failed and their history rows with them.
+pub(crate) async fn expire_step_claims(
+    pool: &Pool,
+    config: &StoreConfig,
+    limit: u32,
+) -> Result<Vec<ExpiredRow>> {
+    let op = "expire_step_claims";
+    let (offset, now) = (config.lease_offset_us(), config.clock.now().as_micros());
+    transaction!(pool, op, |conn| {
+        let picked: Vec<ExpiredRow> = expired_claims!(conn, offset, limit)
+            .for_update()
+            .skip_locked()
+            .load(conn)
+            .await?;
+        let ids: Vec<String> = picked.iter().map(|row| row.id.clone()).collect();
+        let failed = StepMove::transition(StepStatus::Failed);
+        for chunk in ids.chunks(MAX_LISTED) {
+            fail_expired!(chunk, now).execute(conn).await?;
+            history_query::<Mysql>(&failed, chunk, now, Upsert::OnDuplicateKey)
+                .execute(conn)
+                .await?;
+        }
+        Ok(picked)
     })
     .map_err(|err| backend(op, err))
 }

@@ -8,15 +8,35 @@
 
 use std::sync::LazyLock;
 
+use diesel_async::AsyncMysqlConnection;
 use flowstate_core::StepStatus;
 
-use crate::sql::{ByStatus, HistorySource, Move, StepMove, Upsert, claim_update};
+use crate::lease_clock::DbClock;
+use crate::sql::{
+    ByStatus, Deadline, HistorySource, Move, MoveBinds, StepMove, Upsert, claim_update,
+    payload_column,
+};
+
+/// A claim deadline over MySQL's clock, its offset and default bound in
+/// that order.
+pub(super) const DEADLINE: Deadline<'static> = Deadline {
+    now_us: <AsyncMysqlConnection as DbClock>::NOW_US,
+    offset: "?",
+    default_us: "?",
+};
 
 /// The two writes of one kind of guarded move.
 #[derive(Debug)]
 pub(super) struct MoveSql {
-    /// The guarded `UPDATE`. Binds: now, [payload], step id.
+    /// The guarded `UPDATE`. Binds: now, [payload], [offset, default claim
+    /// timeout], step id, [attempt].
     pub update: String,
+    /// Whether the `UPDATE` binds a payload.
+    pub payload: bool,
+    /// Whether the `UPDATE` binds a claim deadline's offset and default.
+    pub deadline: bool,
+    /// Whether the `UPDATE` binds the claim's attempt.
+    pub attempt: bool,
     /// The history upsert copied from the step row just written. Binds:
     /// history id, now, [now for the stamp], step id.
     pub history: String,
@@ -33,8 +53,17 @@ const BY_ID: HistorySource<'static> = HistorySource {
 };
 
 fn move_sql(step_move: &StepMove) -> MoveSql {
+    let binds = MoveBinds {
+        now: "?",
+        payload: "?",
+        deadline: DEADLINE,
+        attempt: "?",
+    };
     MoveSql {
-        update: step_move.update("?", "?", "?"),
+        update: step_move.update(binds, "?"),
+        payload: !step_move.retry && payload_column(step_move.to).is_some(),
+        deadline: step_move.sets_deadline(),
+        attempt: step_move.fenced,
         history: step_move.history_upsert(BY_ID, Upsert::OnDuplicateKey),
         stamps: crate::sql::stamp_column(step_move.to).is_some(),
     }
@@ -44,9 +73,10 @@ fn move_sql(step_move: &StepMove) -> MoveSql {
 /// the id of the attempt's history row: the trigger of migration
 /// `2026-12-01-000008_claim_history` writes that row inside this same
 /// statement (its `INSERT` is the scaffold's claim upsert, which a test
-/// compares with `up.sql`). Binds: history id, now, run, name, function.
+/// compares with `up.sql`). Binds: history id, now, lease clock offset,
+/// default claim timeout, run, name, function.
 pub(super) static CLAIM: LazyLock<String> =
-    LazyLock::new(|| claim_update(Some("?"), "?", "?", "?", "?"));
+    LazyLock::new(|| claim_update(Some("?"), "?", DEADLINE, "?", "?", "?"));
 
 /// The statements of every move.
 pub(super) static MOVES: LazyLock<ByStatus<Move, MoveSql>> =
@@ -102,8 +132,13 @@ mod tests {
         assert!(
             succeeded
                 .update
-                .contains("updated_at = ?, result = ? WHERE id = ?")
+                .contains("updated_at = ?, result = ?, claimed_until = NULL WHERE id = ?")
         );
+        let claimed = MOVES.get(Move::Claimed(StepStatus::Succeeded));
+        assert!(claimed.update.ends_with("AND current_attempt = ?"));
+        assert!(claimed.payload && claimed.attempt && !claimed.deadline);
+        let running = MOVES.get(Move::Transition(StepStatus::Running));
+        assert!(running.deadline && !running.payload);
         assert!(succeeded.stamps);
         assert!(!MOVES.get(Move::Transition(StepStatus::Pending)).stamps);
         assert!(!MOVES.get(Move::Retry(RetryStart::Pending)).stamps);

@@ -20,18 +20,22 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use flowstate_core::{HistoryId, Result, StepStatus};
 
 use super::Pool;
-use super::sql::history_ctes;
+use super::sql::{deadline, history_ctes};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::rows::{IdRow, StepRow};
-use crate::sql::{StepMove, batch_claimable, claim_move, claim_set};
+use crate::sql::{
+    Move, MoveBinds, StepMove, batch_claimable, claim_move, claim_set, run_unsettled,
+};
 use crate::store::BatchItem;
 use crate::url::Dialect;
 
 /// The batch claim. Binds: `$1` now, `$2` limit, `$3` as many fresh history
-/// ids as the limit, then `$4` the function for the filtered form. Rows: the
-/// claimed steps as the claim left them, oldest first.
+/// ids as the limit, `$4` the lease clock offset, `$5` the default claim
+/// timeout (microseconds), then `$6` the function for the filtered form.
+/// Rows: the claimed steps as the claim left them, oldest first. Steps of
+/// settled runs are not picked ([`run_unsettled`]).
 ///
 /// The update finds what the pick locked by tuple id (`ctid = ANY(...)`, one
 /// TID scan), never by joining the pick back on the primary key: costed
@@ -41,7 +45,7 @@ use crate::url::Dialect;
 /// steps; the TID form ran 39% fewer server instructions per step). A tuple
 /// the pick locked cannot move before the statement ends.
 fn claim_batch_sql(by_function: bool) -> String {
-    let claimable = batch_claimable(Dialect::Postgres, "$1", by_function.then_some("$4"));
+    let claimable = batch_claimable(Dialect::Postgres, "$1", by_function.then_some("$6"));
     let history = history_ctes(
         &claim_move(),
         "claimed",
@@ -51,12 +55,13 @@ fn claim_batch_sql(by_function: bool) -> String {
     );
     format!(
         "WITH picked AS (SELECT ctid AS picked_ctid FROM flowstate_steps WHERE {claimable} \
-         ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), \
+         AND {unsettled} ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), \
          claimed AS (UPDATE flowstate_steps SET {set} \
          WHERE ctid = ANY(ARRAY(SELECT picked_ctid FROM picked)) RETURNING flowstate_steps.*), \
          {history} \
          SELECT c.* FROM claimed AS c ORDER BY c.created_at, c.id",
-        set = claim_set("$1"),
+        set = claim_set("$1", deadline("$4", "$5")),
+        unsettled = run_unsettled("flowstate_steps.run_id"),
     )
 }
 
@@ -67,35 +72,42 @@ static CLAIM_BATCH: LazyLock<[String; 2]> =
 /// One target status's share of the completions: its items as arrays, the
 /// guarded `UPDATE ... FROM` and the history writes of what moved
 /// ([`history_ctes`]).
-fn completion_ctes(to: StepStatus, tag: &str, binds: [&str; 3]) -> String {
-    let [ids, payloads, history_ids] = binds;
-    let step_move = StepMove::transition(to);
+fn completion_ctes(to: StepStatus, tag: &str, binds: [&str; 4]) -> String {
+    let [ids, payloads, history_ids, attempts] = binds;
+    let step_move = StepMove::of(Move::Claimed(to));
     let items = format!("{tag}_items");
     let moved = format!("{tag}_moved");
+    let payload = format!("{items}.payload::jsonb");
+    let attempt = format!("{items}.attempt");
     let update = step_move.update_where(
-        "$1",
-        &format!("{items}.payload::jsonb"),
+        MoveBinds {
+            now: "$1",
+            payload: &payload,
+            deadline: deadline("", ""),
+            attempt: &attempt,
+        },
         &format!("FROM {items}"),
         &format!("id = {items}.item_id"),
     );
     let history = history_ctes(&step_move, &moved, tag, "m.history_id", "$1");
     format!(
-        "{items} AS (SELECT * FROM unnest({ids}::text[], {payloads}::text[], {history_ids}::text[]) \
-         AS i(item_id, payload, history_id)), \
+        "{items} AS (SELECT * FROM unnest({ids}::text[], {payloads}::text[], {history_ids}::text[], \
+         {attempts}::bigint[]) AS i(item_id, payload, history_id, attempt)), \
          {moved} AS ({update} RETURNING flowstate_steps.id, flowstate_steps.current_attempt, \
          flowstate_steps.result, flowstate_steps.error, {items}.history_id), \
          {history}"
     )
 }
 
-/// The completions. Binds: `$1` now, then ids, payloads and fresh history
-/// ids of the successes (`$2`-`$4`) and of the failures (`$5`-`$7`). Rows:
-/// the id of every step that moved.
+/// The completions, each fenced by its claim's attempt. Binds: `$1` now,
+/// then ids, payloads, fresh history ids and attempts of the successes
+/// (`$2`-`$5`) and of the failures (`$6`-`$9`). Rows: the id of every step
+/// that moved.
 static COMPLETE_BATCH: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH {}, {} SELECT id FROM s_moved UNION ALL SELECT id FROM f_moved",
-        completion_ctes(StepStatus::Succeeded, "s", ["$2", "$3", "$4"]),
-        completion_ctes(StepStatus::Failed, "f", ["$5", "$6", "$7"]),
+        completion_ctes(StepStatus::Succeeded, "s", ["$2", "$3", "$4", "$5"]),
+        completion_ctes(StepStatus::Failed, "f", ["$6", "$7", "$8", "$9"]),
     )
 });
 
@@ -134,7 +146,9 @@ pub(crate) async fn claim_batch(
         let query = diesel::sql_query(CLAIM_BATCH[usize::from(function.is_some())].as_str())
             .bind::<BigInt, _>(now)
             .bind::<BigInt, _>(i64::from(limit))
-            .bind::<Array<Text>, _>(history_ids);
+            .bind::<Array<Text>, _>(history_ids)
+            .bind::<BigInt, _>(config.lease_offset_us())
+            .bind::<BigInt, _>(config.claim_default_us());
         match function {
             Some(function) => query.bind::<Text, _>(function).cached().load(conn).await,
             None => query.cached().load(conn).await,
@@ -154,24 +168,28 @@ pub(crate) async fn complete_batch(
     let op = "complete_batch";
     let arrays = |to: StepStatus| {
         let mut arrays: [Vec<String>; 3] = Default::default();
+        let mut attempts: Vec<i64> = Vec::new();
         for item in items.iter().filter(|item| item.to == to) {
             arrays[0].push(item.id.to_string());
             arrays[1].push(item.payload.clone());
             arrays[2].push(HistoryId::generate().to_string());
+            attempts.push(i64::from(item.attempt));
         }
-        arrays
+        (arrays, attempts)
     };
-    let [s_ids, s_payloads, s_history] = arrays(StepStatus::Succeeded);
-    let [f_ids, f_payloads, f_history] = arrays(StepStatus::Failed);
+    let ([s_ids, s_payloads, s_history], s_attempts) = arrays(StepStatus::Succeeded);
+    let ([f_ids, f_payloads, f_history], f_attempts) = arrays(StepStatus::Failed);
     let mut conn = pool.get(op).await?;
     let moved: Vec<IdRow> = diesel::sql_query(COMPLETE_BATCH.as_str())
         .bind::<BigInt, _>(config.clock.now().as_micros())
         .bind::<Array<Text>, _>(s_ids)
         .bind::<Array<Text>, _>(s_payloads)
         .bind::<Array<Text>, _>(s_history)
+        .bind::<Array<BigInt>, _>(s_attempts)
         .bind::<Array<Text>, _>(f_ids)
         .bind::<Array<Text>, _>(f_payloads)
         .bind::<Array<Text>, _>(f_history)
+        .bind::<Array<BigInt>, _>(f_attempts)
         .cached()
         .load(&mut *conn)
         .await
@@ -188,12 +206,15 @@ mod tests {
         let [any, one] = &*CLAIM_BATCH;
         assert!(any.contains("FOR UPDATE SKIP LOCKED"));
         assert!(any.contains("WHERE ctid = ANY(ARRAY(SELECT picked_ctid FROM picked))"));
-        assert!(!any.contains("function_name = $4"));
-        assert!(one.contains("function_name = $4"));
+        assert!(!any.contains("function_name = $6"));
+        assert!(one.contains("function_name = $6"));
+        assert!(any.contains("AND EXISTS (SELECT 1 FROM flowstate_runs AS unsettled_run"));
+        assert!(any.contains("$4 + COALESCE(claim_timeout_ms * 1000, $5)"));
         assert!(any.contains("SELECT ($3::text[])[row_number() OVER ()], m.id, m.current_attempt"));
         assert!(any.contains("claim_settled AS (UPDATE flowstate_step_history AS h SET status = 'running', running_at = $1 FROM claimed AS m"));
         assert!(COMPLETE_BATCH.contains(
-            "result = s_items.payload::jsonb FROM s_items WHERE id = s_items.item_id AND status IN ('running')"
+            "result = s_items.payload::jsonb, claimed_until = NULL FROM s_items \
+             WHERE id = s_items.item_id AND status IN ('running') AND current_attempt = s_items.attempt"
         ));
         assert!(COMPLETE_BATCH.contains("error = f_items.payload::jsonb FROM f_items"));
         assert!(COMPLETE_BATCH.contains(

@@ -9,7 +9,7 @@
 //! was claimed.
 
 use diesel::QueryableByName;
-use diesel::sql_types::{BigInt, Bool, Text};
+use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::{ClaimOutcome, HistoryId, Result, RunId, Step};
@@ -27,6 +27,9 @@ use crate::rows::StepRow;
 struct ClaimRow {
     #[diesel(sql_type = Bool)]
     won: bool,
+    /// The run's status, when the claim lost.
+    #[diesel(sql_type = Nullable<Text>)]
+    run_status: Option<String>,
     #[diesel(embed)]
     step: StepRow,
 }
@@ -47,6 +50,8 @@ pub(crate) async fn claim(
         .bind::<Text, _>(name)
         .bind::<Text, _>(function)
         .bind::<Text, _>(HistoryId::generate().to_string())
+        .bind::<BigInt, _>(config.lease_offset_us())
+        .bind::<BigInt, _>(config.claim_default_us())
         .cached()
         .load(&mut *conn)
         .await
@@ -57,7 +62,12 @@ pub(crate) async fn claim(
             tracing::debug!(step = %step.id, attempt = step.attempt, "step claimed");
             Ok(ClaimOutcome::Claimed(step))
         }
-        Some(row) => claim_lost(run, name, function, Some(&Step::try_from(row.step)?)),
+        Some(row) => claim_lost(
+            run,
+            name,
+            function,
+            Some((&Step::try_from(row.step)?, row.run_status.as_deref())),
+        ),
         None => claim_lost(run, name, function, None),
     }
 }

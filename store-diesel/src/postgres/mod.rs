@@ -24,7 +24,7 @@ mod transition;
 pub(crate) use batch::{claim_batch, complete_batch};
 pub(crate) use claim::claim;
 pub(crate) use leases::claim_runs;
-pub(crate) use recovery::reap_expired_leases;
+pub(crate) use recovery::{expire_step_claims, reap_expired_leases};
 pub(crate) use steps::insert_step;
 pub(crate) use transition::guarded_move;
 

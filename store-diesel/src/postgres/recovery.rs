@@ -15,13 +15,19 @@ use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
-use flowstate_core::Result;
+use diesel::sql_types::Array;
+use flowstate_core::step_claim::claim_expired_error;
+use flowstate_core::{HistoryId, Result, StepStatus};
 
 use super::Pool;
+use super::sql::history_ctes;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
 use crate::lease_clock::DbClock;
+use crate::schema::{Json, JsonText};
+use crate::sql::StepMove;
+use crate::store::ExpiredRow;
 
 /// The reap. Binds: `$1` the lease clock offset, `$2` how many. Rows: each
 /// run reaped and when its lease ran out.
@@ -69,4 +75,65 @@ pub(crate) async fn reap_expired_leases(
         .await
         .map_err(|err| backend(op, err))?;
     Ok(rows.into_iter().map(|r| (r.id, r.expired_at)).collect())
+}
+
+/// The expiry of step claims. Binds: `$1` the lease clock offset, `$2`
+/// how many, `$3` the claim-expired error, `$4` now, `$5` as many fresh
+/// history ids as the limit. Rows: each step taken back ([`ExpiredRow`]).
+///
+/// The pick walks `flowstate_steps_claimed_until_idx` first deadline first
+/// and locks what it answers, skipping rows a claimer holds (a completion
+/// or a renewal under way); READ COMMITTED re-checks a row committed since
+/// the statement began against the `UPDATE`'s guard, so a claim renewed or
+/// completed meanwhile is left alone, and two expiries never answer one
+/// step. The attempt's history row fails with it ([`history_ctes`]).
+static EXPIRE: LazyLock<String> = LazyLock::new(|| {
+    let now = <AsyncPgConnection as DbClock>::NOW_US;
+    let running = StepStatus::Running.as_str();
+    let failed = StepMove::transition(StepStatus::Failed);
+    let history = history_ctes(
+        &failed,
+        "expired",
+        "expiry",
+        "($5::text[])[row_number() OVER ()]",
+        "$4",
+    );
+    format!(
+        "WITH picked AS (SELECT id, claimed_until FROM flowstate_steps \
+           WHERE claimed_until IS NOT NULL AND claimed_until <= {now} + $1 \
+           ORDER BY claimed_until, id LIMIT $2 FOR UPDATE SKIP LOCKED), \
+         expired AS (UPDATE flowstate_steps AS s SET status = '{failed_status}', error = $3, \
+           updated_at = $4, claimed_until = NULL FROM picked \
+           WHERE s.id = picked.id AND s.status = '{running}' AND s.claimed_until <= {now} + $1 \
+           RETURNING s.id, s.run_id, s.name, s.current_attempt, s.retries, s.error, \
+           picked.claimed_until AS expired_at), \
+         {history} \
+         SELECT id, run_id, name, current_attempt, retries, expired_at FROM expired",
+        failed_status = StepStatus::Failed.as_str(),
+    )
+});
+
+/// [`RecoveryStore::expire_step_claims`](flowstate_core::RecoveryStore::expire_step_claims)
+/// of at most `limit` steps (already the effective limit): each step taken
+/// back, in no order.
+pub(crate) async fn expire_step_claims(
+    pool: &Pool,
+    config: &StoreConfig,
+    limit: u32,
+) -> Result<Vec<ExpiredRow>> {
+    let op = "expire_step_claims";
+    let history_ids: Vec<String> = (0..limit)
+        .map(|_| HistoryId::generate().to_string())
+        .collect();
+    let mut conn = pool.get(op).await?;
+    diesel::sql_query(EXPIRE.as_str())
+        .bind::<BigInt, _>(config.lease_offset_us())
+        .bind::<BigInt, _>(i64::from(limit))
+        .bind::<Json, _>(JsonText(claim_expired_error().to_string()))
+        .bind::<BigInt, _>(config.clock.now().as_micros())
+        .bind::<Array<Text>, _>(history_ids)
+        .cached()
+        .load(&mut *conn)
+        .await
+        .map_err(|err| backend(op, err))
 }

@@ -7,9 +7,26 @@
 
 use std::sync::LazyLock;
 
+use diesel_async::AsyncPgConnection;
 use flowstate_core::StepStatus;
 
-use crate::sql::{ByStatus, HistorySource, Move, StepMove, Upsert, claim_move, claim_update};
+use crate::lease_clock::DbClock;
+use crate::sql::{
+    ByStatus, Deadline, HistorySource, Move, MoveBinds, StepMove, Upsert, claim_move, claim_update,
+    payload_column,
+};
+
+/// PostgreSQL's clock, in microseconds: the lease clock's base.
+const NOW_US: &str = <AsyncPgConnection as DbClock>::NOW_US;
+
+/// A claim deadline bound at `offset` and `default_us`.
+pub(super) const fn deadline<'a>(offset: &'a str, default_us: &'a str) -> Deadline<'a> {
+    Deadline {
+        now_us: NOW_US,
+        offset,
+        default_us,
+    }
+}
 
 /// The history row of the step a CTE named `alias` returned.
 pub(super) fn history_from<'a>(
@@ -68,57 +85,116 @@ pub(super) fn history_ctes(
 }
 
 /// The claim, win or lose. Binds: `$1` now, `$2` run, `$3` name, `$4`
-/// function, `$5` a fresh history id. Every row is `won` and the step: after
-/// the claim (won), or as the statement's snapshot saw it (lost; no row: no
-/// such step).
+/// function, `$5` a fresh history id, `$6` the lease clock offset, `$7`
+/// the default claim timeout (microseconds). Every row is `won`, the run's
+/// status when lost, and the step: after the claim (won), or as the
+/// statement's snapshot saw it (lost; no row: no such step).
 pub(super) static CLAIM: LazyLock<String> = LazyLock::new(|| {
-    let update = claim_update(None, "$1", "$2", "$3", "$4");
+    let update = claim_update(None, "$1", deadline("$6", "$7"), "$2", "$3", "$4");
     let history = claim_move().history_upsert(
         history_from("FROM claimed AS c", "c.", "$5", "$1"),
         Upsert::OnConflict,
     );
     format!(
         "WITH claimed AS ({update} RETURNING *), history AS ({history}) \
-         SELECT TRUE AS won, c.* FROM claimed AS c \
+         SELECT TRUE AS won, NULL::text AS run_status, c.* FROM claimed AS c \
          UNION ALL \
-         SELECT FALSE AS won, s.* FROM flowstate_steps AS s \
+         SELECT FALSE AS won, \
+         (SELECT r.status FROM flowstate_runs AS r WHERE r.id = s.run_id) AS run_status, s.* \
+         FROM flowstate_steps AS s \
          WHERE s.run_id = $2 AND s.name = $3 AND NOT EXISTS (SELECT 1 FROM claimed)"
     )
 });
 
+/// The numbered placeholders of a move after its first three (`$1` step,
+/// `$2` now, `$3` history id), in this order, each only if the move uses
+/// it: the payload, the deadline's offset and default, the claim's
+/// attempt ([`MoveParams`]).
+fn move_binds(step_move: &StepMove) -> (MoveBinds<'static>, MoveParams) {
+    const NUMBERED: [&str; 5] = ["$4", "$5", "$6", "$7", "$8"];
+    let mut next = NUMBERED.iter();
+    let mut take = |used: bool| -> &'static str {
+        if used {
+            next.next()
+                .expect("a move binds at most five values after its first three")
+        } else {
+            ""
+        }
+    };
+    let params = MoveParams {
+        payload: !step_move.retry && payload_column(step_move.to).is_some(),
+        deadline: step_move.sets_deadline(),
+        attempt: step_move.fenced,
+    };
+    let payload = take(params.payload);
+    let offset = take(params.deadline);
+    let default_us = take(params.deadline);
+    let attempt = take(params.attempt);
+    let binds = MoveBinds {
+        now: "$2",
+        payload,
+        deadline: deadline(offset, default_us),
+        attempt,
+    };
+    (binds, params)
+}
+
+/// Which binds a move's statement takes after its first three, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct MoveParams {
+    /// The payload (JSON).
+    pub payload: bool,
+    /// The lease clock offset and the default claim timeout.
+    pub deadline: bool,
+    /// The claim's attempt.
+    pub attempt: bool,
+}
+
+/// A guarded move's statement and the binds it takes.
+#[derive(Debug)]
+pub(super) struct MoveSql {
+    /// The statement.
+    pub sql: String,
+    /// What it binds after `$1` step, `$2` now, `$3` history id.
+    pub params: MoveParams,
+}
+
 /// A guarded move of step `$1` and its history upsert. Binds: `$1` step,
-/// `$2` now, `$3` a fresh history id, then `$4` the payload for the moves
-/// that carry one. One row (none: no such step) and whether the guarded
-/// write moved the step: the status it moved to, or, when it matched
-/// nothing, the step's status in the statement's snapshot.
+/// `$2` now, `$3` a fresh history id, then what [`move_binds`] numbers.
+/// One row (none: no such step) and whether the guarded write moved the
+/// step: the status it moved to, or, when it matched nothing, the step's
+/// status in the statement's snapshot.
 ///
 /// The step is read only when nothing moved (the claim's shape): a move
 /// that matches, the hot path, costs its `UPDATE` and the history upsert
 /// alone, with no second lookup of the step by key.
-fn move_sql(step_move: &StepMove) -> String {
-    let update = step_move.update("$2", "$4", "$1");
+fn move_sql(step_move: &StepMove) -> MoveSql {
+    let (binds, params) = move_binds(step_move);
+    let update = step_move.update(binds, "$1");
     let history = step_move.history_upsert(
         history_from("FROM moved AS m", "m.", "$3", "$2"),
         Upsert::OnConflict,
     );
-    format!(
+    let sql = format!(
         "WITH moved AS ({update} RETURNING id, status, current_attempt, result, error), \
          history AS ({history}) \
          SELECT m.status, TRUE AS moved FROM moved AS m \
          UNION ALL \
          SELECT s.status, FALSE AS moved FROM flowstate_steps AS s \
          WHERE s.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)"
-    )
+    );
+    MoveSql { sql, params }
 }
 
 /// The statement of every move.
-pub(super) static MOVES: LazyLock<ByStatus<Move, String>> =
+pub(super) static MOVES: LazyLock<ByStatus<Move, MoveSql>> =
     LazyLock::new(|| ByStatus::new(&Move::all(), |m| move_sql(&StepMove::of(m))));
 
 /// A new step and its first history row, or nothing if the name is taken.
 /// Binds: `$1` id, `$2` run, `$3` name, `$4` function, `$5` input, `$6`
-/// retries, `$7` retry delay, `$8` now, `$9` a fresh history id. One row,
-/// `inserted`: how many steps it inserted (0 or 1).
+/// retries, `$7` retry delay, `$8` now, `$9` a fresh history id, `$10` the
+/// step's own claim timeout. One row, `inserted`: how many steps it
+/// inserted (0 or 1).
 pub(super) static INSERT_STEP: LazyLock<String> = LazyLock::new(|| {
     let pending = StepStatus::Pending.as_str();
     let history = StepMove::transition(StepStatus::Pending)
@@ -126,8 +202,8 @@ pub(super) static INSERT_STEP: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH s AS (\
             INSERT INTO flowstate_steps (id, run_id, name, function_name, status, input, \
-                current_attempt, retries, retry_delay_ms, created_at, updated_at) \
-            VALUES ($1, $2, $3, $4, '{pending}', $5, 1, $6, $7, $8, $8) \
+                current_attempt, retries, retry_delay_ms, created_at, updated_at, claim_timeout_ms) \
+            VALUES ($1, $2, $3, $4, '{pending}', $5, 1, $6, $7, $8, $8, $10) \
             ON CONFLICT (run_id, name) DO NOTHING RETURNING id, current_attempt\
         ), history AS ({history}) \
         SELECT count(*) AS inserted FROM s"
@@ -145,29 +221,40 @@ mod tests {
         assert!(
             CLAIM.contains("SELECT $5, c.id, c.current_attempt, 'running', $1, $1 FROM claimed")
         );
-        let succeeded = MOVES.get(Move::Transition(StepStatus::Succeeded));
-        assert!(succeeded.contains("result = $4 WHERE id = $1 AND status IN ('running')"));
+        let succeeded = &MOVES.get(Move::Transition(StepStatus::Succeeded)).sql;
+        assert!(
+            succeeded.contains(
+                "result = $4, claimed_until = NULL WHERE id = $1 AND status IN ('running')"
+            )
+        );
         assert!(succeeded.contains("result = EXCLUDED.result"));
         assert!(
             !succeeded.contains("prior"),
             "a move that matches reads nothing more"
         );
         assert!(succeeded.ends_with("WHERE s.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)"));
-        assert!(
-            !MOVES
-                .get(Move::Transition(StepStatus::Running))
-                .contains("$4")
-        );
-        assert!(
-            MOVES
-                .get(Move::Retry(RetryStart::Running))
-                .contains("running_at")
-        );
+        let running = MOVES.get(Move::Transition(StepStatus::Running));
+        assert!(running.sql.contains("claimed_until = (EXTRACT(EPOCH FROM statement_timestamp()) * 1000000)::BIGINT + $4 + COALESCE(claim_timeout_ms * 1000, $5)"));
+        assert!(!running.params.payload && running.params.deadline);
+        let retry = MOVES.get(Move::Retry(RetryStart::Running));
+        assert!(retry.sql.contains("running_at"));
         assert!(
             !MOVES
                 .get(Move::Retry(RetryStart::Pending))
+                .sql
                 .contains("running_at")
         );
+        let claimed = MOVES.get(Move::Claimed(StepStatus::Failed));
+        assert!(claimed.sql.contains("error = $4, claimed_until = NULL WHERE id = $1 AND status IN ('running') AND current_attempt = $5"));
+        assert_eq!(
+            claimed.params,
+            MoveParams {
+                payload: true,
+                deadline: false,
+                attempt: true
+            }
+        );
+        assert!(CLAIM.contains("$6 + COALESCE(claim_timeout_ms * 1000, $7)"));
         assert!(INSERT_STEP.contains("SELECT $9, s.id, s.current_attempt, 'pending', $8 FROM s"));
     }
 }

@@ -36,27 +36,39 @@ struct MoveRow {
     moved: bool,
 }
 
-/// A transition or retry of step `id`, its payload already encoded by core.
+/// A transition, retry or claimer's move of step `id`, its payload already
+/// encoded by core; `attempt` is the claim's, for a fenced move.
 pub(crate) async fn guarded_move(
     pool: &Pool,
     config: &StoreConfig,
     id: StepId,
     step_move: Move,
     payload: Option<String>,
+    attempt: Option<u32>,
 ) -> Result<Guarded> {
-    let query = diesel::sql_query(MOVES.get(step_move).as_str())
+    let statement = MOVES.get(step_move);
+    let mut query = diesel::sql_query(statement.sql.as_str())
+        .into_boxed()
         .bind::<Text, _>(id.to_string())
         .bind::<BigInt, _>(config.clock.now().as_micros())
         .bind::<Text, _>(HistoryId::generate().to_string());
-    let mut conn = pool.get(step_move.operation()).await?;
-    let rows: Vec<MoveRow> = match payload {
-        Some(json) => {
-            let query = query.bind::<Json, _>(JsonText(json));
-            query.cached().load(&mut *conn).await
-        }
-        None => query.cached().load(&mut *conn).await,
+    if statement.params.payload {
+        query = query.bind::<Json, _>(JsonText(payload.unwrap_or_default()));
     }
-    .map_err(|err| backend(step_move.operation(), err))?;
+    if statement.params.deadline {
+        query = query
+            .bind::<BigInt, _>(config.lease_offset_us())
+            .bind::<BigInt, _>(config.claim_default_us());
+    }
+    if statement.params.attempt {
+        query = query.bind::<BigInt, _>(i64::from(attempt.unwrap_or_default()));
+    }
+    let mut conn = pool.get(step_move.operation()).await?;
+    let rows: Vec<MoveRow> = query
+        .cached()
+        .load(&mut *conn)
+        .await
+        .map_err(|err| backend(step_move.operation(), err))?;
     let Some(row) = rows.into_iter().next() else {
         return Ok(Guarded::Refused(None));
     };

@@ -19,22 +19,26 @@ use diesel::{QueryResult, RunQueryDsl, SqliteConnection};
 
 use flowstate_core::{Result, StepStatus};
 
+use super::sql::deadline;
 use super::{Pool, write};
 use crate::config::StoreConfig;
 use crate::rows::{IdRow, StepRow};
-use crate::sql::{StepMove, Upsert, batch_claimable, claim_move, claim_set};
+use crate::sql::{Move, StepMove, Upsert, batch_claimable, claim_move, claim_set, run_unsettled};
 use crate::sql_listed::{MAX_LISTED, history_query, move_query};
 use crate::store::BatchItem;
 use crate::url::Dialect;
 
-/// The batch claim. Binds: `?1` now, `?2` limit, then `?3` the function in
-/// the filtered form. Rows: the claimed steps as the claim left them.
+/// The batch claim. Binds: `?1` now, `?2` limit, `?3` the lease clock
+/// offset, `?4` the default claim timeout (microseconds), then `?5` the
+/// function in the filtered form. Rows: the claimed steps as the claim
+/// left them. Steps of settled runs are not picked.
 fn claim_batch_sql(by_function: bool) -> String {
     format!(
         "UPDATE flowstate_steps SET {} WHERE id IN (SELECT id FROM flowstate_steps WHERE {} \
-         ORDER BY created_at, id LIMIT ?2) RETURNING *",
-        claim_set("?1"),
-        batch_claimable(Dialect::Sqlite, "?1", by_function.then_some("?3")),
+         AND {} ORDER BY created_at, id LIMIT ?2) RETURNING *",
+        claim_set("?1", deadline("?3", "?4")),
+        batch_claimable(Dialect::Sqlite, "?1", by_function.then_some("?5")),
+        run_unsettled("flowstate_steps.run_id"),
     )
 }
 
@@ -51,11 +55,14 @@ pub(crate) async fn claim_batch(
     function: Option<&str>,
 ) -> Result<Vec<StepRow>> {
     let now = config.clock.now().as_micros();
+    let (offset, default_us) = (config.lease_offset_us(), config.claim_default_us());
     let function = function.map(str::to_owned);
     write(pool, "claim_batch", move |conn| {
         let query = diesel::sql_query(CLAIM_BATCH[usize::from(function.is_some())].as_str())
             .bind::<BigInt, _>(now)
-            .bind::<BigInt, _>(i64::from(limit));
+            .bind::<BigInt, _>(i64::from(limit))
+            .bind::<BigInt, _>(offset)
+            .bind::<BigInt, _>(default_us);
         let claimed: Vec<StepRow> = match function {
             Some(function) => query.bind::<Text, _>(function).load(conn)?,
             None => query.load(conn)?,
@@ -95,7 +102,7 @@ pub(crate) async fn complete_batch(
     write(pool, "complete_batch", move |conn| {
         let mut moved = HashSet::new();
         for to in [StepStatus::Succeeded, StepStatus::Failed] {
-            let step_move = StepMove::transition(to);
+            let step_move = StepMove::of(Move::Claimed(to));
             let movers: Vec<&BatchItem> = items.iter().filter(|item| item.to == to).collect();
             for chunk in movers.chunks(MAX_LISTED) {
                 let ids: Vec<String> =

@@ -18,7 +18,7 @@ use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::guard::claim_lost;
 use crate::rows::StepRow;
-use crate::schema::flowstate_steps as steps;
+use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
 use crate::sql::Move;
 
 /// [`StepStore::claim_step_outcome`](flowstate_core::StepStore::claim_step_outcome), its
@@ -32,6 +32,7 @@ pub(crate) async fn claim(
 ) -> Result<ClaimOutcome> {
     let (name, function) = (name.to_owned(), function.to_owned());
     let now = config.clock.now().as_micros();
+    let (offset, default_us) = (config.lease_offset_us(), config.claim_default_us());
     write(pool, "claim_step", move |conn| {
         let run_text = run.to_string();
         let claimed: Option<StepRow> = diesel::sql_query(CLAIM.as_str())
@@ -39,6 +40,8 @@ pub(crate) async fn claim(
             .bind::<Text, _>(&run_text)
             .bind::<Text, _>(&name)
             .bind::<Text, _>(&function)
+            .bind::<BigInt, _>(offset)
+            .bind::<BigInt, _>(default_us)
             .cached()
             .get_result(conn)
             .optional()?;
@@ -57,14 +60,20 @@ pub(crate) async fn claim(
             return Ok(ClaimOutcome::Claimed(step));
         }
         // Error path only: why nothing was claimed.
-        let current: Option<StepRow> = steps::table
+        let current: Option<(StepRow, String)> = steps::table
+            .inner_join(runs::table)
             .filter(steps::run_id.eq(&run_text))
             .filter(steps::name.eq(&name))
-            .select(StepRow::as_select())
+            .select((StepRow::as_select(), runs::status))
             .first(conn)
             .optional()?;
-        let current = current.map(Step::try_from).transpose()?;
-        Ok(claim_lost(run, &name, &function, current.as_ref())?)
+        let current = current
+            .map(|(row, status)| Ok::<_, flowstate_core::Error>((Step::try_from(row)?, status)))
+            .transpose()?;
+        let found = current
+            .as_ref()
+            .map(|(step, status)| (step, Some(status.as_str())));
+        Ok(claim_lost(run, &name, &function, found)?)
     })
     .await
 }

@@ -41,7 +41,7 @@ pub(crate) use batch::{claim_batch, complete_batch};
 pub(crate) use children::insert_children;
 pub(crate) use claim::claim;
 pub(crate) use leases::claim_runs;
-pub(crate) use recovery::reap_expired_leases;
+pub(crate) use recovery::{expire_step_claims, reap_expired_leases};
 pub(crate) use steps::insert_step;
 pub(crate) use transition::guarded_move;
 pub(crate) use virtual_users::append_transcript;

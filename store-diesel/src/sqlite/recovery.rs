@@ -9,11 +9,14 @@
 
 use diesel::prelude::*;
 
-use flowstate_core::Result;
+use diesel::sqlite::Sqlite;
+use flowstate_core::{Result, StepStatus};
 
 use super::{Pool, write};
 use crate::config::StoreConfig;
-use crate::store::{expired_first, free_leases, reaped};
+use crate::sql::{StepMove, Upsert};
+use crate::sql_listed::{MAX_LISTED, history_query};
+use crate::store::{ExpiredRow, expired_claims, expired_first, fail_expired, free_leases, reaped};
 
 /// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::RunRecoveryStore::reap_expired_leases)
 /// of at most `limit` runs (already the effective limit): each run reaped
@@ -31,6 +34,30 @@ pub(crate) async fn reap_expired_leases(
             free_leases!(ids).execute(conn)?;
         }
         Ok(reaped(picked))
+    })
+    .await
+}
+
+/// [`RecoveryStore::expire_step_claims`](flowstate_core::RecoveryStore::expire_step_claims)
+/// of at most `limit` steps (already the effective limit), one `BEGIN
+/// IMMEDIATE` transaction: the expired claims read first deadline first
+/// under the write lock, then those steps failed and their history rows
+/// with them.
+pub(crate) async fn expire_step_claims(
+    pool: &Pool,
+    config: &StoreConfig,
+    limit: u32,
+) -> Result<Vec<ExpiredRow>> {
+    let (offset, now) = (config.lease_offset_us(), config.clock.now().as_micros());
+    write(pool, "expire_step_claims", move |conn| {
+        let picked: Vec<ExpiredRow> = expired_claims!(conn, offset, limit).load(conn)?;
+        let ids: Vec<String> = picked.iter().map(|row| row.id.clone()).collect();
+        let failed = StepMove::transition(StepStatus::Failed);
+        for chunk in ids.chunks(MAX_LISTED) {
+            fail_expired!(chunk, now).execute(conn)?;
+            history_query::<Sqlite>(&failed, chunk, now, Upsert::OnConflict).execute(conn)?;
+        }
+        Ok(picked)
     })
     .await
 }

@@ -8,7 +8,22 @@
 
 use std::sync::LazyLock;
 
-use crate::sql::{ByStatus, HistorySource, Move, StepMove, Upsert, claim_update};
+use crate::lease_clock::DbClock;
+use crate::sql::{
+    ByStatus, Deadline, HistorySource, Move, MoveBinds, StepMove, Upsert, claim_update,
+    payload_column,
+};
+
+use super::SqliteConn;
+
+/// A claim deadline over SQLite's clock bound at `offset` and `default_us`.
+pub(super) const fn deadline<'a>(offset: &'a str, default_us: &'a str) -> Deadline<'a> {
+    Deadline {
+        now_us: <SqliteConn as DbClock>::NOW_US,
+        offset,
+        default_us,
+    }
+}
 
 /// What each write answers, so that it runs as a query: diesel keeps a raw
 /// statement prepared only on its load path (`execute` re-checks the
@@ -19,8 +34,18 @@ const RETURNING: &str = "RETURNING id";
 /// The two writes of one kind of guarded move.
 #[derive(Debug)]
 pub(super) struct MoveSql {
-    /// The guarded `UPDATE`. Binds: `?1` now, `?2` step id, `?3` payload.
+    /// The guarded `UPDATE`. Binds: `?1` now, `?2` step id, then, numbered
+    /// in this order and only when the move uses them, the payload, the
+    /// deadline's offset and default, the claim's attempt ([`Self::payload`],
+    /// [`Self::deadline`], [`Self::attempt`]): SQLite refuses a bind past
+    /// the highest number a statement names.
     pub update: String,
+    /// Whether the `UPDATE` binds a payload.
+    pub payload: bool,
+    /// Whether it binds a claim deadline's offset and default.
+    pub deadline: bool,
+    /// Whether it binds the claim's attempt.
+    pub attempt: bool,
     /// The history upsert copied from the step row just written. Binds:
     /// `?1` a fresh history id, `?2` now, `?3` step id. Its `WHERE` is what
     /// tells SQLite's parser that `ON CONFLICT` is the upsert clause, not a
@@ -35,8 +60,31 @@ fn move_sql(step_move: &StepMove) -> MoveSql {
         id: "?1",
         now: "?2",
     };
+    const NUMBERED: [&str; 4] = ["?3", "?4", "?5", "?6"];
+    let mut next = NUMBERED.iter();
+    let mut take = |used: bool| -> &'static str {
+        if used {
+            next.next()
+                .expect("a move binds at most four values after its first two")
+        } else {
+            ""
+        }
+    };
+    let payload = !step_move.retry && payload_column(step_move.to).is_some();
+    let binds = MoveBinds {
+        now: "?1",
+        payload: take(payload),
+        deadline: deadline(
+            take(step_move.sets_deadline()),
+            take(step_move.sets_deadline()),
+        ),
+        attempt: take(step_move.fenced),
+    };
     MoveSql {
-        update: format!("{} {RETURNING}", step_move.update("?1", "?3", "?2")),
+        update: format!("{} {RETURNING}", step_move.update(binds, "?2")),
+        payload,
+        deadline: step_move.sets_deadline(),
+        attempt: step_move.fenced,
         history: format!(
             "{} {RETURNING}",
             step_move.history_upsert(source, Upsert::OnConflict)
@@ -45,10 +93,15 @@ fn move_sql(step_move: &StepMove) -> MoveSql {
 }
 
 /// The claim: the guarded `UPDATE ... RETURNING` the claimed step. Binds:
-/// `?1` now, `?2` run, `?3` name, `?4` function. Its history write is the
-/// transition to running's.
-pub(super) static CLAIM: LazyLock<String> =
-    LazyLock::new(|| format!("{} RETURNING *", claim_update(None, "?1", "?2", "?3", "?4")));
+/// `?1` now, `?2` run, `?3` name, `?4` function, `?5` the lease clock
+/// offset, `?6` the default claim timeout (microseconds). Its history write
+/// is the transition to running's.
+pub(super) static CLAIM: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{} RETURNING *",
+        claim_update(None, "?1", deadline("?5", "?6"), "?2", "?3", "?4")
+    )
+});
 
 /// The statements of every move.
 pub(super) static MOVES: LazyLock<ByStatus<Move, MoveSql>> =
@@ -64,7 +117,19 @@ mod tests {
         assert!(
             failed
                 .update
-                .contains("updated_at = ?1, error = ?3 WHERE id = ?2")
+                .contains("updated_at = ?1, error = ?3, claimed_until = NULL WHERE id = ?2")
+        );
+        let running = MOVES.get(Move::Transition(flowstate_core::StepStatus::Running));
+        assert!(
+            running
+                .update
+                .contains(" + ?3 + COALESCE(claim_timeout_ms * 1000, ?4) WHERE id = ?2")
+        );
+        let claimed = MOVES.get(Move::Claimed(flowstate_core::StepStatus::Scheduled));
+        assert!(
+            claimed
+                .update
+                .contains("AND current_attempt = ?3 RETURNING id")
         );
         assert!(
             failed

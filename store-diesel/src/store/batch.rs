@@ -10,19 +10,21 @@ use diesel_async::RunQueryDsl;
 
 use flowstate_core::batch::repeated_items;
 use flowstate_core::{
-    BatchClaim, BatchStepStore, Completion, Error, Result, Step, StepId, StepStatus,
+    BatchClaim, BatchStepStore, Completion, Error, Result, Step, StepClaim, StepId, StepStatus,
 };
 
 use super::{DieselStore, by_dialect, on_connection};
-use crate::rows::{convert, parse_status};
+use crate::rows::{StepRow, convert};
 use crate::schema::flowstate_steps as steps;
 
 /// One completion as a dialect writes it: checked, encoded, its step named
-/// by no earlier item of the batch.
+/// by no earlier item of the batch, fenced by its claim's attempt.
 #[derive(Clone, Debug)]
 pub(crate) struct BatchItem {
     /// The step.
     pub id: StepId,
+    /// The attempt the completing claim holds.
+    pub attempt: u32,
     /// The status it moves to.
     pub to: StepStatus,
     /// The result or error, as JSON text.
@@ -30,18 +32,18 @@ pub(crate) struct BatchItem {
 }
 
 impl DieselStore {
-    /// The status of each of `ids` that exists, read after a batch left
-    /// them unmoved (the error path only).
-    async fn statuses_of(&self, ids: &[StepId]) -> Result<HashMap<String, StepStatus>> {
+    /// Each of `ids` that exists, read after a batch left them unmoved (the
+    /// error path only).
+    async fn steps_of(&self, ids: &[StepId]) -> Result<HashMap<String, Step>> {
         let op = "complete_batch";
         let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
-        let rows: Vec<(String, String)> = on_connection!(self, op, |conn| steps::table
+        let rows: Vec<StepRow> = on_connection!(self, op, |conn| steps::table
             .filter(steps::id.eq_any(&ids))
-            .select((steps::id, steps::status))
+            .select(StepRow::as_select())
             .load(conn)
             .await)?;
         rows.into_iter()
-            .map(|(id, status)| Ok((id.clone(), parse_status::<StepStatus>(&id, &status)?)))
+            .map(|row| Ok((row.id.clone(), Step::try_from(row)?)))
             .collect()
     }
 }
@@ -67,54 +69,58 @@ impl BatchStepStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(items = completions.len()))]
     async fn complete_batch(
         &self,
-        completions: Vec<(StepId, Completion)>,
+        completions: Vec<(StepClaim, Completion)>,
     ) -> Result<Vec<Result<()>>> {
         let mut repeated = repeated_items(&completions);
         let mut outcomes: Vec<Option<Result<()>>> = Vec::with_capacity(completions.len());
         let mut items = Vec::new();
-        for (index, (id, completion)) in completions.into_iter().enumerate() {
+        for (index, (claim, completion)) in completions.into_iter().enumerate() {
+            let (id, attempt) = (claim.step, claim.attempt);
             let to = completion.target();
+            let transition = completion.into_transition();
             if let Some(error) = repeated.remove(&index) {
                 outcomes.push(Some(Err(error)));
                 continue;
             }
-            match self
-                .config
-                .limits
-                .encode_transition(&completion.into_transition())
-            {
+            match self.config.limits.encode_transition(&transition) {
                 Ok(payload) => {
                     let payload = payload.unwrap_or_else(|| "null".to_owned());
-                    items.push((index, BatchItem { id, to, payload }));
+                    let item = BatchItem {
+                        id,
+                        attempt,
+                        to,
+                        payload,
+                    };
+                    items.push((index, item, transition));
                     outcomes.push(None);
                 }
                 Err(err) => outcomes.push(Some(Err(err))),
             }
         }
         if !items.is_empty() {
-            let batch: Vec<BatchItem> = items.iter().map(|(_, item)| item.clone()).collect();
+            let batch: Vec<BatchItem> = items.iter().map(|(_, item, _)| item.clone()).collect();
             let moved: HashSet<String> = by_dialect!(self, complete_batch(&batch))?;
             let unmoved: Vec<StepId> = batch
                 .iter()
                 .filter(|item| !moved.contains(&item.id.to_string()))
                 .map(|item| item.id)
                 .collect();
-            let statuses = if unmoved.is_empty() {
+            let found = if unmoved.is_empty() {
                 HashMap::new()
             } else {
-                self.statuses_of(&unmoved).await?
+                self.steps_of(&unmoved).await?
             };
-            for (index, item) in items {
+            for (index, item, transition) in items {
                 let key = item.id.to_string();
                 outcomes[index] = Some(if moved.contains(&key) {
                     Ok(())
                 } else {
-                    match statuses.get(&key) {
-                        Some(&from) => Err(Error::IllegalStepTransition {
-                            step: item.id,
-                            from,
-                            to: item.to,
-                        }),
+                    let claim = StepClaim {
+                        step: item.id,
+                        attempt: item.attempt,
+                    };
+                    match found.get(&key) {
+                        Some(step) => claim.explain_refusal(step, &transition),
                         None => Err(Error::StepNotFound(item.id)),
                     }
                 });

@@ -22,7 +22,9 @@ mod leases;
 mod waits;
 pub(crate) use leases::{db_time, leasable_texts, runnable};
 mod recovery;
-pub(crate) use recovery::{expired, expired_first, free_leases, reaped};
+pub(crate) use recovery::{
+    ExpiredRow, expired, expired_claims, expired_first, fail_expired, free_leases, reaped,
+};
 mod runs;
 pub(crate) use runs::{IDEMPOTENT_TRIES, InsertKeyedRun};
 mod state;

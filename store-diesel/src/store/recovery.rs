@@ -20,16 +20,16 @@ use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::lease::lease_micros;
-use flowstate_core::recovery::{effective_limit, idle_cutoff};
+use flowstate_core::recovery::effective_limit;
 use flowstate_core::{
-    Error, RecoveryStore, Result, RunId, RunLease, RunLeaseStore, RunRecoveryStore, RunStatus,
-    StalledRun, StepStatus, Timestamp, UndispatchedStep,
+    Error, ExpiredClaim, RecoveryStore, Result, RetryPolicy, RunId, RunLease, RunLeaseStore,
+    RunRecoveryStore, RunStatus, StalledRun, StepStatus, Timestamp, UndispatchedStep,
 };
 
 use super::{
     DieselStore, by_dialect, by_returning, db_time, leasable_texts, on_connection, runnable,
 };
-use crate::rows::{parse_id, parse_status};
+use crate::rows::{parse_id, parse_status, to_u32};
 use crate::rows_leases::LeasedRunRow;
 use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
 use crate::sql::batch_claimable_around_now;
@@ -76,12 +76,23 @@ enum Leased {
     Missing,
 }
 
-/// [`crate::sql::batch_claimable`] on `$dialect` at the bound time `now`.
+/// [`crate::sql::batch_claimable`] on `$dialect`, now being the lease
+/// clock's (the database's time plus `$offset`) for connection `$conn`.
 macro_rules! claimable {
-    ($dialect:expr, $now:expr) => {{
+    ($conn:expr, $dialect:expr, $offset:expr) => {{
         let (before, after) = batch_claimable_around_now($dialect, None);
-        move || sql::<Bool>(&before).bind::<BigInt, _>($now).sql(&after)
+        sql::<Bool>(&format!(
+            "{before}({} + ",
+            crate::lease_clock::now_sql(&*$conn)
+        ))
+        .bind::<BigInt, _>($offset)
+        .sql(&format!("){after}"))
     }};
+}
+
+/// `idle_for` in microseconds, saturating.
+fn idle_micros(idle_for: Duration) -> i64 {
+    i64::try_from(idle_for.as_micros()).unwrap_or(i64::MAX)
 }
 
 /// The assignments of a won `lease_run`, the run claim's two outcomes in
@@ -128,16 +139,25 @@ impl RecoveryStore for DieselStore {
         limit: u32,
     ) -> Result<Vec<UndispatchedStep>> {
         let op = "undispatched_steps";
-        let now = self.now();
-        let cutoff = idle_cutoff(Timestamp::from_micros(now), idle_for).as_micros();
-        let claimable = claimable!(self.dialect(), now);
+        // One clock: now is the lease clock's (the database's), read in
+        // the statement, for the cutoff and for a retry's delay alike.
+        let offset = self.lease_offset();
+        let ago = idle_micros(idle_for);
         // `created_at < cutoff` follows from `updated_at < cutoff` (a row is
         // never updated before it is created) and bounds the walk of the
         // claimable index, which is in `(created_at, id)` order.
         let rows: Vec<UndispatchedRow> = on_connection!(self, op, |conn| steps::table
-            .filter(claimable())
-            .filter(steps::updated_at.lt(cutoff))
-            .filter(steps::created_at.lt(cutoff))
+            .filter(claimable!(conn, self.dialect(), offset))
+            .filter(
+                steps::updated_at
+                    .nullable()
+                    .lt(db_time!(conn, offset - ago))
+            )
+            .filter(
+                steps::created_at
+                    .nullable()
+                    .lt(db_time!(conn, offset - ago))
+            )
             .filter(exists(
                 runs::table
                     .filter(runs::id.eq(steps::run_id))
@@ -166,15 +186,16 @@ impl RecoveryStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(idle_ms = idle_for.as_millis(), limit = limit))]
     async fn stalled_runs(&self, idle_for: Duration, limit: u32) -> Result<Vec<StalledRun>> {
         let op = "stalled_runs";
-        let cutoff = idle_cutoff(Timestamp::from_micros(self.now()), idle_for).as_micros();
         let offset = self.lease_offset();
+        // One clock: the cutoff on the lease clock (the database's).
+        let cutoff = offset.saturating_sub(idle_micros(idle_for));
         // A literal, not a bind: the predicate of the running-runs index.
         let running = format!("status = '{}'", RunStatus::Running.as_str());
         // A step a worker has, or one the run sleeps on.
         let busy = vec![StepStatus::Running.as_str(), StepStatus::Scheduled.as_str()];
         let rows: Vec<StalledRow> = on_connection!(self, op, |conn| runs::table
             .filter(sql::<Bool>(&running))
-            .filter(runs::updated_at.lt(cutoff))
+            .filter(runs::updated_at.nullable().lt(db_time!(conn, cutoff)))
             .filter(
                 runs::lease_expires_at
                     .is_null()
@@ -191,8 +212,9 @@ impl RecoveryStore for DieselStore {
                     .filter(steps::run_id.eq(runs::id))
                     .filter(
                         steps::updated_at
-                            .ge(cutoff)
-                            .or(steps::status.eq_any(busy.clone())),
+                            .nullable()
+                            .ge(db_time!(conn, cutoff))
+                            .or(steps::status.eq_any(busy.clone()).nullable()),
                     )
                     .select(steps::id),
             )))
@@ -222,7 +244,116 @@ impl RecoveryStore for DieselStore {
         tracing::debug!(found = found.len(), "stalled runs");
         Ok(found)
     }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(limit = limit))]
+    async fn expire_step_claims(&self, limit: u32) -> Result<Vec<ExpiredClaim>> {
+        let rows: Vec<ExpiredRow> = by_dialect!(self, expire_step_claims(effective_limit(limit)))?;
+        let mut expired = rows
+            .into_iter()
+            .map(ExpiredClaim::try_from)
+            .collect::<Result<Vec<_>>>()?;
+        expired.sort_by_key(|claim| (claim.claimed_until, claim.step));
+        if !expired.is_empty() {
+            tracing::info!(
+                expired = expired.len(),
+                retrying = expired.iter().filter(|c| c.retrying).count(),
+                "expired step claims taken back"
+            );
+        }
+        Ok(expired)
+    }
 }
+
+/// A step whose claim a dialect's expiry took back, as it read it: the
+/// step, its run and name, the attempt that failed, its retries and when
+/// the claim had run out.
+#[derive(Debug, diesel::QueryableByName, Queryable)]
+pub(crate) struct ExpiredRow {
+    #[diesel(sql_type = Text)]
+    pub id: String,
+    #[diesel(sql_type = Text)]
+    pub run_id: String,
+    #[diesel(sql_type = Text)]
+    pub name: String,
+    #[diesel(sql_type = BigInt)]
+    pub current_attempt: i64,
+    #[diesel(sql_type = BigInt)]
+    pub retries: i64,
+    #[diesel(sql_type = BigInt)]
+    pub expired_at: i64,
+}
+
+impl TryFrom<ExpiredRow> for ExpiredClaim {
+    type Error = Error;
+
+    fn try_from(row: ExpiredRow) -> Result<Self> {
+        let key = row.id.clone();
+        let attempt = to_u32("step attempt", &key, row.current_attempt)?;
+        let retries = to_u32("step retries", &key, row.retries)?;
+        Ok(Self {
+            run: parse_id("step run id", &key, &row.run_id)?,
+            step: parse_id("step id", &key, &row.id)?,
+            name: row.name,
+            attempt,
+            claimed_until: Timestamp::from_micros(row.expired_at),
+            retrying: RetryPolicy::with_retries(retries).has_attempts_left(attempt),
+        })
+    }
+}
+
+/// The typed expiry's pick (MySQL, SQLite): at most `$limit` running steps
+/// whose claim ran out on the database's clock plus `$offset`, first
+/// expired first (by the deadline index), as [`ExpiredRow`]s. MySQL adds
+/// its row locks to it.
+macro_rules! expired_claims_impl {
+    ($conn:expr, $offset:expr, $limit:expr) => {
+        $crate::schema::flowstate_steps::table
+            .filter($crate::schema::flowstate_steps::claimed_until.is_not_null())
+            .filter(
+                $crate::schema::flowstate_steps::claimed_until
+                    .le($crate::store::db_time!($conn, $offset)),
+            )
+            .order((
+                $crate::schema::flowstate_steps::claimed_until,
+                $crate::schema::flowstate_steps::id,
+            ))
+            .limit(i64::from($limit))
+            .select((
+                $crate::schema::flowstate_steps::id,
+                $crate::schema::flowstate_steps::run_id,
+                $crate::schema::flowstate_steps::name,
+                $crate::schema::flowstate_steps::current_attempt,
+                $crate::schema::flowstate_steps::retries,
+                diesel::dsl::sql::<diesel::sql_types::BigInt>("claimed_until"),
+            ))
+    };
+}
+pub(crate) use expired_claims_impl as expired_claims;
+
+/// The typed expiry's write (MySQL, SQLite): the picked steps `$ids`, still
+/// running, fail with core's claim-expired error stamped `$now`, their
+/// deadline cleared; the history upsert follows.
+macro_rules! fail_expired_impl {
+    ($ids:expr, $now:expr) => {
+        diesel::update(
+            $crate::schema::flowstate_steps::table
+                .filter($crate::schema::flowstate_steps::id.eq_any($ids))
+                .filter(
+                    $crate::schema::flowstate_steps::status
+                        .eq(flowstate_core::StepStatus::Running.as_str()),
+                ),
+        )
+        .set((
+            $crate::schema::flowstate_steps::status.eq(flowstate_core::StepStatus::Failed.as_str()),
+            $crate::schema::flowstate_steps::error.eq(Some($crate::schema::JsonText(
+                flowstate_core::step_claim::claim_expired_error().to_string(),
+            ))),
+            $crate::schema::flowstate_steps::updated_at.eq($now),
+            $crate::schema::flowstate_steps::claimed_until.eq(None::<i64>),
+        ))
+    };
+}
+pub(crate) use fail_expired_impl as fail_expired;
 
 impl RunRecoveryStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, worker = %worker))]

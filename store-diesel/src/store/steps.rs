@@ -6,16 +6,34 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::{
-    ClaimOutcome, Error, Inserted, NewStep, Result, RetryStart, RunId, Step, StepAttempt, StepId,
-    StepStatus, StepStore, StepTransition,
+    ClaimOutcome, Error, Inserted, NewStep, Result, RetryStart, RunId, Step, StepAttempt,
+    StepClaim, StepId, StepStatus, StepStore, StepTransition, Timestamp,
 };
 
-use super::{DieselStore, by_dialect, on_connection};
+use super::{DieselStore, by_dialect, by_returning, on_connection};
 use crate::guard::{Guarded, step_transition_refused};
 use crate::rows::{AttemptRow, StepRow, convert, joined_to_run};
 use crate::schema::flowstate_steps as steps;
 use crate::schema::{flowstate_runs as runs, flowstate_step_history as history};
 use crate::sql::Move;
+
+/// A new claim deadline for a step row read through connection `$conn`:
+/// the database's time plus the lease clock offset `$offset`, plus the
+/// step's own claim timeout or `$default_us` (all microseconds), as a
+/// nullable `BIGINT` expression: [`crate::sql::Deadline`] in the DSL.
+macro_rules! deadline_impl {
+    ($conn:expr, $offset:expr, $default_us:expr) => {
+        diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::BigInt>>(&format!(
+            "({} + ",
+            $crate::lease_clock::now_sql(&*$conn)
+        ))
+        .bind::<diesel::sql_types::BigInt, _>($offset)
+        .sql(" + COALESCE(claim_timeout_ms * 1000, ")
+        .bind::<diesel::sql_types::BigInt, _>($default_us)
+        .sql("))")
+    };
+}
+use deadline_impl as deadline;
 
 impl DieselStore {
     /// Step `name` of `run`, if it exists.
@@ -121,13 +139,89 @@ impl StepStore for DieselStore {
     async fn transition_step(&self, id: StepId, transition: StepTransition) -> Result<()> {
         let payload = self.config.limits.encode_transition(&transition)?;
         let step_move = Move::Transition(transition.target());
-        let written = by_dialect!(self, guarded_move(id, step_move, payload))?;
+        let written = by_dialect!(self, guarded_move(id, step_move, payload, None))?;
         self.moved_or_refused(id, written, step_move.target()).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(step = %claim.step, attempt = claim.attempt, to = %transition.target()))]
+    async fn transition_claimed(&self, claim: StepClaim, transition: StepTransition) -> Result<()> {
+        let payload = self.config.limits.encode_transition(&transition)?;
+        let step_move = Move::Claimed(transition.target());
+        let written = by_dialect!(
+            self,
+            guarded_move(claim.step, step_move, payload, Some(claim.attempt))
+        )?;
+        if matches!(written, Guarded::Moved) {
+            return Ok(());
+        }
+        // Error path only: the step as it is now says why.
+        let step = self.get_step(claim.step).await?;
+        claim.explain_refusal(&step, &transition)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(step = %claim.step, attempt = claim.attempt))]
+    async fn renew_step_claim(&self, claim: StepClaim) -> Result<Timestamp> {
+        let op = "renew_step_claim";
+        let (id, attempt) = (claim.step.to_string(), i64::from(claim.attempt));
+        let (offset, default_us) = (
+            self.config.lease_offset_us(),
+            self.config.claim_default_us(),
+        );
+        let running = StepStatus::Running.as_str();
+        let renewed: Option<Option<i64>> = by_returning!(self, op, |conn| {
+            diesel::update(
+                steps::table
+                    .find(&id)
+                    .filter(steps::current_attempt.eq(attempt))
+                    .filter(steps::status.eq(running)),
+            )
+            .set(steps::claimed_until.eq(deadline!(conn, offset, default_us)))
+            .returning(steps::claimed_until)
+            .get_result(conn)
+            .await
+            .optional()
+        },
+        mysql: |conn| {
+            use diesel_async::AsyncConnection;
+            conn.transaction(async |conn| {
+                let matched = diesel::update(
+                    steps::table
+                        .find(&id)
+                        .filter(steps::current_attempt.eq(attempt))
+                        .filter(steps::status.eq(running)),
+                )
+                .set(steps::claimed_until.eq(deadline!(conn, offset, default_us)))
+                .execute(conn)
+                .await?;
+                if matched == 0 {
+                    return Ok(None);
+                }
+                steps::table
+                    .find(&id)
+                    .select(steps::claimed_until)
+                    .first(conn)
+                    .await
+                    .map(Some)
+            })
+            .await
+        })?;
+        match renewed {
+            Some(Some(until)) => {
+                let until = Timestamp::from_micros(until);
+                tracing::debug!(%until, "step claim renewed");
+                Ok(until)
+            }
+            // Error path only: a step that exists lost this claim.
+            _ => {
+                self.get_step(claim.step).await?;
+                Err(claim.lost())
+            }
+        }
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(step = %id, start = %start.status()))]
     async fn create_retry_attempt(&self, id: StepId, start: RetryStart) -> Result<()> {
-        let written = by_dialect!(self, guarded_move(id, Move::Retry(start), None))?;
+        let written = by_dialect!(self, guarded_move(id, Move::Retry(start), None, None))?;
         self.moved_or_refused(id, written, start.status()).await
     }
 

@@ -213,13 +213,13 @@ async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     assert_eq!(batch.len(), 3, "c (retried, pending) and e1, e2");
     let done = batch
         .iter()
-        .map(|s| (s.id, Completion::Succeeded(json!(1))))
+        .map(|s| (s.claim(), Completion::Succeeded(json!(1))))
         .collect();
     let outcomes = capture!("complete_batch", store.complete_batch(done));
     assert!(outcomes.iter().all(Result::is_ok));
     let none = capture!("claim_batch empty", store.claim_batch(&BatchClaim::new(10)));
     assert!(none.is_empty());
-    let again = vec![(a.id, Completion::Succeeded(json!(2)))];
+    let again = vec![(a.claim(), Completion::Succeeded(json!(2)))];
     let outcomes = capture!("complete_batch refused", store.complete_batch(again));
     assert!(outcomes[0].is_err());
 

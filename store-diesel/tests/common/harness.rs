@@ -29,7 +29,10 @@ impl DieselHarness {
     pub async fn create(dialect: Dialect) -> Self {
         let db = TestDb::migrated(dialect).await;
         let clock = Arc::new(ManualClock::new());
-        let lease_offset = LeaseClockOffset::default();
+        // One clock, as the memory store has: leases, claim deadlines and
+        // idleness are measured on the database's clock moved to read the
+        // harness clock, so a case that moves the clock moves them too.
+        let lease_offset = LeaseClockOffset::following(clock.clone());
         let config = StoreConfig::default()
             .pool_size(CONNECTIONS)
             .clock(clock.clone())

@@ -50,7 +50,7 @@ pub async fn a_batch_over_many_chunks_moves_every_step(dialect: Dialect) {
             } else {
                 Completion::Succeeded(json!({ "index": index }))
             };
-            (step.id, completion)
+            (step.claim(), completion)
         })
         .collect();
     let outcomes = store.complete_batch(completions.clone()).await.unwrap();
@@ -81,8 +81,15 @@ pub async fn a_batch_over_many_chunks_moves_every_step(dialect: Dialect) {
     assert_eq!(read.status, StepStatus::Succeeded);
     assert_eq!(read.result, Some(json!({ "index": STEPS - 1 })));
 
+    // The same completions again (a flush retried after an unknown
+    // outcome): each is a repeat of what is written, answered `Ok`, and
+    // nothing is written twice.
     let again = store.complete_batch(completions).await.unwrap();
-    assert!(again.iter().all(Result::is_err), "nothing moves twice");
+    assert!(again.iter().all(Result::is_ok), "{again:?}");
+    let moved_again = db
+        .count("SELECT COUNT(*) AS n FROM flowstate_steps WHERE status = 'running'")
+        .await;
+    assert_eq!(moved_again, 0);
     let history = db
         .count("SELECT COUNT(*) AS n FROM flowstate_step_history")
         .await;
@@ -90,8 +97,9 @@ pub async fn a_batch_over_many_chunks_moves_every_step(dialect: Dialect) {
     db.drop_database().await;
 }
 
-/// A batch in which one step is already done: that item is refused, every
-/// other one moves (on MySQL this is the path that locks and re-reads).
+/// A batch in which one step is already done with another result: that
+/// item's claim is lost, every other one moves (on MySQL this is the path
+/// that locks and re-reads).
 pub async fn a_partly_refused_batch_moves_the_rest(dialect: Dialect) {
     let db = TestDb::migrated(dialect).await;
     let store = db.store(StoreConfig::default()).await;
@@ -101,22 +109,19 @@ pub async fn a_partly_refused_batch_moves_the_rest(dialect: Dialect) {
     }
     let claimed = store.claim_batch(&BatchClaim::new(10)).await.unwrap();
     assert_eq!(claimed.len(), 3);
-    let first = vec![(claimed[1].id, Completion::Succeeded(json!("early")))];
+    let first = vec![(claimed[1].claim(), Completion::Succeeded(json!("early")))];
     assert!(store.complete_batch(first).await.unwrap()[0].is_ok());
 
     let batch = claimed
         .iter()
-        .map(|step| (step.id, Completion::Succeeded(json!(step.name))))
+        .map(|step| (step.claim(), Completion::Succeeded(json!(step.name))))
         .collect();
     let outcomes = store.complete_batch(batch).await.unwrap();
     assert!(outcomes[0].is_ok() && outcomes[2].is_ok(), "{outcomes:?}");
     assert!(
         matches!(
             outcomes[1],
-            Err(flowstate_core::Error::IllegalStepTransition {
-                from: StepStatus::Succeeded,
-                ..
-            })
+            Err(flowstate_core::Error::ClaimLost { attempt: 1, .. })
         ),
         "{outcomes:?}"
     );

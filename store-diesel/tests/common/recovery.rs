@@ -33,7 +33,7 @@ impl Setup {
     async fn new(dialect: Dialect) -> Self {
         let db = TestDb::migrated(dialect).await;
         let clock = Arc::new(ManualClock::new());
-        let offset = LeaseClockOffset::default();
+        let offset = LeaseClockOffset::following(clock.clone());
         let config = StoreConfig::default()
             .pool_size(10)
             .clock(clock.clone())
@@ -256,18 +256,19 @@ pub async fn the_stalled_sweep_finds_quiet_free_running_runs(dialect: Dialect) {
     assert_eq!(of_done.last_activity, done_now.updated_at);
     assert!(!ids.contains(&recent));
 
-    // The lease runs out, and the sleep ends: both are stalled again, the
-    // run waiting on a signal is not.
-    s.offset.advance(Duration::from_secs(601));
+    // Ten minutes on (one clock: idleness, leases and sleeps alike): the
+    // lease runs out and the sleep ends, so both are stalled again, and so
+    // is every quiet run; the run waiting on a signal is not, nor the one
+    // whose step a worker holds.
+    s.clock.advance(Duration::from_secs(601));
     let found = store.stalled_runs(MINUTE, 0).await.unwrap();
     let ids: HashSet<RunId> = found.iter().map(|f| f.run).collect();
     assert_eq!(
         ids,
-        HashSet::from([bare, leased, sleeping]),
+        HashSet::from([bare, done_steps, leased, sleeping, recent]),
         "{dialect}: {found:?}"
     );
     // Core's rule agrees on every run.
-    let cutoff = flowstate_core::recovery::idle_cutoff(s.clock_now(), MINUTE);
     for run in [
         bare, done_steps, busy, suspended, leased, waiting, sleeping, recent,
     ] {
@@ -279,6 +280,7 @@ pub async fn the_stalled_sweep_finds_quiet_free_running_runs(dialect: Dialect) {
         let lease_now = Timestamp::from_micros(
             flowstate_core::SystemClock.now().as_micros() + s.offset.micros(),
         );
+        let cutoff = flowstate_core::recovery::idle_cutoff(lease_now, MINUTE);
         assert_eq!(
             is_stalled(&record, &steps, Some(&state), cutoff, lease_now),
             ids.contains(&run),

@@ -329,7 +329,7 @@ async fn the_completions_reach_their_steps_by_key_on_a_small_queue() {
     assert_eq!(claimed.len(), 256);
     let completions: Vec<_> = claimed
         .iter()
-        .map(|step| (step.id, Completion::Succeeded(serde_json::json!(1))))
+        .map(|step| (step.claim(), Completion::Succeeded(serde_json::json!(1))))
         .collect();
     let (outcomes, statements) = log.capture(store.complete_batch(completions)).await;
     assert!(outcomes.unwrap().iter().all(Result::is_ok));

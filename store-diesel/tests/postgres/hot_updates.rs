@@ -65,7 +65,12 @@ async fn completions_write_no_step_index_entry() {
             assert_eq!(claimed.len() as i64, STEPS);
             let completions = claimed
                 .iter()
-                .map(|step| (step.id, Completion::Succeeded(json!({ "ok": step.name }))))
+                .map(|step| {
+                    (
+                        step.claim(),
+                        Completion::Succeeded(json!({ "ok": step.name })),
+                    )
+                })
                 .collect();
             let outcomes = store.complete_batch(completions).await.unwrap();
             assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");

@@ -148,7 +148,7 @@ async fn deletes_racing_batch_claims_leave_no_history_without_its_step() {
                     claimed += batch.len();
                     let completions: Vec<_> = batch
                         .iter()
-                        .map(|step| (step.id, Completion::Succeeded(json!(1))))
+                        .map(|step| (step.claim(), Completion::Succeeded(json!(1))))
                         .collect();
                     // A step deleted since its claim is an unknown step:
                     // refused alone, never written. A delete locks a run's

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use flowstate_core::{
     BatchClaim, BatchStepStore, Completion, Error, InputLimits, NewStep, RetryPolicy, RunId,
-    StepId, StepStatus, StepStore, StepTransition,
+    StepClaim, StepId, StepStatus, StepStore, StepTransition,
 };
 use serde_json::json;
 
@@ -192,9 +192,12 @@ where
     }
     h.clock().advance(Duration::from_millis(5));
     let items = vec![
-        (steps[0].id, Completion::Succeeded(json!({"n": 1}))),
-        (steps[1].id, Completion::Failed(json!({"message": "boom"}))),
-        (steps[2].id, Completion::Succeeded(json!(null))),
+        (steps[0].claim(), Completion::Succeeded(json!({"n": 1}))),
+        (
+            steps[1].claim(),
+            Completion::Failed(json!({"message": "boom"})),
+        ),
+        (steps[2].claim(), Completion::Succeeded(json!(null))),
     ];
     let outcomes = h.store().complete_batch(items).await.unwrap();
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
@@ -220,9 +223,9 @@ where
     }
 }
 
-/// Each item answers for itself: a legal one is written; an illegal move,
-/// an unknown step, an oversized payload and a repeated step each fail
-/// alone and write nothing.
+/// Each item answers for itself: a legal one is written; a claim that does
+/// not hold its step (the step is pending), an unknown step, an oversized
+/// payload and a repeated step each fail alone and write nothing.
 pub async fn complete_batch_answers_per_item<H: Harness>(h: &H)
 where
     H::Store: BatchStepStore,
@@ -234,22 +237,24 @@ where
     let unknown = StepId::generate();
     let big = json!("x".repeat(InputLimits::default().max_value_bytes));
     let items = vec![
-        (running.id, Completion::Succeeded(json!(1))),
-        (pending.id, Completion::Succeeded(json!(2))),
-        (unknown, Completion::Failed(json!(3))),
-        (other.id, Completion::Succeeded(big)),
-        (running.id, Completion::Failed(json!(4))),
+        (running.claim(), Completion::Succeeded(json!(1))),
+        (pending.claim(), Completion::Succeeded(json!(2))),
+        (
+            StepClaim {
+                step: unknown,
+                attempt: 1,
+            },
+            Completion::Failed(json!(3)),
+        ),
+        (other.claim(), Completion::Succeeded(big)),
+        (running.claim(), Completion::Failed(json!(4))),
     ];
     let outcomes = h.store().complete_batch(items).await.unwrap();
     assert_eq!(outcomes.len(), 5);
     assert!(outcomes[0].is_ok(), "{:?}", outcomes[0]);
     assert_err!(
         &outcomes[1],
-        Error::IllegalStepTransition {
-            from: StepStatus::Pending,
-            to: StepStatus::Succeeded,
-            ..
-        }
+        Error::ClaimLost { step, attempt: 1 } if *step == pending.id
     );
     assert_err!(&outcomes[2], Error::StepNotFound(id) if *id == unknown);
     assert_err!(&outcomes[3], Error::InvalidInput(_));
@@ -306,8 +311,8 @@ where
     h.delete_history_row(lost.id, 1).await;
     let at = h.clock().advance(Duration::from_millis(2));
     let items = vec![
-        (kept.id, Completion::Succeeded(json!({"kept": true}))),
-        (lost.id, Completion::Succeeded(json!({"lost": true}))),
+        (kept.claim(), Completion::Succeeded(json!({"kept": true}))),
+        (lost.claim(), Completion::Succeeded(json!({"lost": true}))),
     ];
     let outcomes = h.store().complete_batch(items).await.unwrap();
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
@@ -350,7 +355,7 @@ where
     let before = snapshot(h, &[run.id]).await;
     h.fail_history_writes(true).await;
     let claimed = h.store().claim_batch(&BatchClaim::new(10)).await;
-    let items = vec![(running.id, Completion::Succeeded(json!(1)))];
+    let items = vec![(running.claim(), Completion::Succeeded(json!(1)))];
     let completed = h.store().complete_batch(items).await;
     h.fail_history_writes(false).await;
     assert!(claimed.is_err(), "claim_batch: {claimed:?}");

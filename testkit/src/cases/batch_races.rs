@@ -69,7 +69,7 @@ where
         ids.push(
             step_in(h, run.id, &format!("s{i}"), StepStatus::Running)
                 .await
-                .id,
+                .claim(),
         );
     }
     let ids = Arc::new(ids);
@@ -92,7 +92,7 @@ where
             .map(|(batch, _)| batch)
             .collect();
         assert_eq!(winners.len(), 1, "step {index}: completed by {winners:?}");
-        let step = h.store().get_step(*id).await.unwrap();
+        let step = h.store().get_step(id.step).await.unwrap();
         assert_eq!(step.result, Some(json!(winners[0])));
     }
 }

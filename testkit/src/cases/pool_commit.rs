@@ -8,7 +8,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use flowstate_core::{BatchStepStore, Completion, Error, Result, StepId, StepStatus, StepStore};
+use flowstate_core::{
+    BatchStepStore, Completion, Error, Result, StepClaim, StepId, StepStatus, StepStore,
+};
 use flowstate_pool::{CommitStats, FlushFailed, GroupCommit, Pending, is_closed};
 use serde_json::json;
 use tokio::task::JoinHandle;
@@ -23,13 +25,13 @@ type Commit<S> = GroupCommit<Watched<S>>;
 fn spawn_commit<S: BatchStepStore + 'static>(
     store: &Arc<S>,
     commit: &Commit<S>,
-    id: StepId,
+    claim: StepClaim,
     completion: Completion,
 ) -> JoinHandle<Result<()>> {
     let (store, commit) = (Arc::clone(store), commit.clone());
     tokio::spawn(async move {
-        let target = completion.target();
-        let answer = commit.commit(id, completion).await;
+        let (id, target) = (claim.step, completion.target());
+        let answer = commit.commit(claim, completion).await;
         if answer.is_ok() {
             let stored = store.get_step(id).await.expect("get_step");
             assert_eq!(stored.status, target, "{id} was acknowledged unwritten");
@@ -54,10 +56,10 @@ async fn wait_queued<S>(commit: &Commit<S>, n: usize) {
 async fn hold_first<S: BatchStepStore + 'static>(
     store: &Watched<S>,
     commit: &Commit<S>,
-    id: StepId,
+    claim: StepClaim,
 ) -> Pending {
     let mut first = commit
-        .submit(id, Completion::Succeeded(json!("first")))
+        .submit(claim, Completion::Succeeded(json!("first")))
         .await
         .expect("submit");
     within("the first flush to start", store.entered.notified()).await;
@@ -99,12 +101,12 @@ where
     let steps = running_steps(h, 50).await;
     let store = Arc::new(Watched::over(h.store()).holding_first());
     let commit = GroupCommit::new(Arc::clone(&store));
-    let mut first = hold_first(&store, &commit, steps[0].id).await;
+    let mut first = hold_first(&store, &commit, steps[0].claim()).await;
     let rest: Vec<_> = steps[1..]
         .iter()
         .map(|s| {
             let done = Completion::Succeeded(json!(s.id.to_string()));
-            spawn_commit(h.store(), &commit, s.id, done)
+            spawn_commit(h.store(), &commit, s.claim(), done)
         })
         .collect();
     wait_queued(&commit, 49).await;
@@ -152,10 +154,17 @@ where
     let steps = running_steps(h, 26).await;
     let store = Arc::new(Watched::over(h.store()).holding_first());
     let commit = GroupCommit::with_max_batch(Arc::clone(&store), 10);
-    let first = hold_first(&store, &commit, steps[0].id).await;
+    let first = hold_first(&store, &commit, steps[0].claim()).await;
     let rest: Vec<_> = steps[1..]
         .iter()
-        .map(|s| spawn_commit(h.store(), &commit, s.id, Completion::Failed(json!("no"))))
+        .map(|s| {
+            spawn_commit(
+                h.store(),
+                &commit,
+                s.claim(),
+                Completion::Failed(json!("no")),
+            )
+        })
         .collect();
     wait_queued(&commit, 25).await;
     store.release.notify_one();
@@ -184,18 +193,28 @@ where
     let steps = running_steps(h, 10).await;
     let store = Arc::new(Watched::over(h.store()).holding_first());
     let commit = GroupCommit::new(Arc::clone(&store));
-    let first = hold_first(&store, &commit, steps[0].id).await;
+    let first = hold_first(&store, &commit, steps[0].claim()).await;
     let done = || Completion::Succeeded(json!(1));
-    let spawn = |id: StepId, completion| spawn_commit(h.store(), &commit, id, completion);
-    let fine: Vec<_> = steps[2..].iter().map(|s| spawn(s.id, done())).collect();
+    let spawn = |claim: StepClaim, completion| spawn_commit(h.store(), &commit, claim, completion);
+    let fine: Vec<_> = steps[2..]
+        .iter()
+        .map(|s| spawn(s.claim(), done()))
+        .collect();
     let unknown = StepId::generate();
-    let missing = spawn(unknown, done());
-    // steps[0] is succeeded by the held flush: a second completion is illegal.
-    let again = spawn(steps[0].id, done());
+    let missing = spawn(
+        StepClaim {
+            step: unknown,
+            attempt: 1,
+        },
+        done(),
+    );
+    // steps[0] is succeeded by the held flush with another result: the
+    // claim was spent by that completion, so this one is lost.
+    let again = spawn(steps[0].claim(), done());
     // steps[1] twice in the same flush: one item moves it, the other fails.
     let twice = [
-        spawn(steps[1].id, done()),
-        spawn(steps[1].id, Completion::Failed(json!("x"))),
+        spawn(steps[1].claim(), done()),
+        spawn(steps[1].claim(), Completion::Failed(json!("x"))),
     ];
     wait_queued(&commit, 8 + 1 + 1 + 2).await;
     store.release.notify_one();
@@ -207,11 +226,10 @@ where
         other => panic!("expected StepNotFound, got {other:?}"),
     }
     match within("a commit's answer", again).await.unwrap() {
-        Err(Error::IllegalStepTransition { step, from, to }) => {
-            assert_eq!(step, steps[0].id);
-            assert_eq!((from, to), (StepStatus::Succeeded, StepStatus::Succeeded));
+        Err(Error::ClaimLost { step, attempt }) => {
+            assert_eq!((step, attempt), (steps[0].id, 1));
         }
-        other => panic!("expected IllegalStepTransition, got {other:?}"),
+        other => panic!("expected ClaimLost, got {other:?}"),
     }
     let twice = join_all(twice.into()).await;
     assert_eq!(twice.iter().filter(|r| r.is_ok()).count(), 1, "{twice:?}");
@@ -249,10 +267,17 @@ where
     let steps = running_steps(h, 21).await;
     let store = Arc::new(Watched::over(h.store()).holding_first().failing());
     let commit = GroupCommit::new(Arc::clone(&store));
-    let first = hold_first(&store, &commit, steps[0].id).await;
+    let first = hold_first(&store, &commit, steps[0].claim()).await;
     let rest: Vec<_> = steps[1..]
         .iter()
-        .map(|s| spawn_commit(h.store(), &commit, s.id, Completion::Succeeded(json!(2))))
+        .map(|s| {
+            spawn_commit(
+                h.store(),
+                &commit,
+                s.claim(),
+                Completion::Succeeded(json!(2)),
+            )
+        })
         .collect();
     wait_queued(&commit, 20).await;
     store.release.notify_one();
@@ -294,10 +319,17 @@ where
     let steps = running_steps(h, 22).await;
     let store = Arc::new(Watched::over(h.store()).holding_first());
     let commit = GroupCommit::new(Arc::clone(&store));
-    let mut first = hold_first(&store, &commit, steps[0].id).await;
+    let mut first = hold_first(&store, &commit, steps[0].claim()).await;
     let rest: Vec<_> = steps[1..21]
         .iter()
-        .map(|s| spawn_commit(h.store(), &commit, s.id, Completion::Succeeded(json!(3))))
+        .map(|s| {
+            spawn_commit(
+                h.store(),
+                &commit,
+                s.claim(),
+                Completion::Succeeded(json!(3)),
+            )
+        })
         .collect();
     wait_queued(&commit, 20).await;
     let closing = {
@@ -320,7 +352,7 @@ where
     assert!(back[..21].iter().all(|s| s.status == StepStatus::Succeeded));
 
     let late = commit
-        .commit(steps[21].id, Completion::Succeeded(json!(4)))
+        .commit(steps[21].claim(), Completion::Succeeded(json!(4)))
         .await
         .expect_err("a commit after close fails");
     assert!(is_closed(&late), "{late}");
@@ -345,7 +377,7 @@ where
     let commit = GroupCommit::new(Arc::clone(&store));
     for (i, step) in steps.iter().enumerate() {
         let done = Completion::Succeeded(json!(5));
-        within("a commit", commit.commit(step.id, done))
+        within("a commit", commit.commit(step.claim(), done))
             .await
             .unwrap();
         assert_eq!(

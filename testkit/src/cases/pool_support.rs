@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use flowstate_core::{
     BatchClaim, BatchStepStore, ClaimOutcome, Completion, Error, GraphState, Inserted, NewRun,
-    NewStep, Result, RetryPolicy, RetryStart, RunId, RunStore, Step, StepAttempt, StepId,
-    StepStatus, StepStore, StepSummary, StepTransition,
+    NewStep, Result, RetryPolicy, RetryStart, RunId, RunStore, Step, StepAttempt, StepClaim,
+    StepId, StepStatus, StepStore, StepSummary, StepTransition, Timestamp,
 };
 use flowstate_pool::{IdleBackoff, PoolConfig};
 use serde_json::{Value, json};
@@ -160,7 +160,7 @@ impl<S: BatchStepStore> BatchStepStore for Watched<S> {
 
     async fn complete_batch(
         &self,
-        completions: Vec<(StepId, Completion)>,
+        completions: Vec<(StepClaim, Completion)>,
     ) -> Result<Vec<Result<()>>> {
         let first = {
             let mut flushes = self.flushes.lock().unwrap();
@@ -204,6 +204,12 @@ impl<S: StepStore> StepStore for Watched<S> {
     }
     async fn transition_step(&self, id: StepId, transition: StepTransition) -> Result<()> {
         self.inner.transition_step(id, transition).await
+    }
+    async fn transition_claimed(&self, claim: StepClaim, transition: StepTransition) -> Result<()> {
+        self.inner.transition_claimed(claim, transition).await
+    }
+    async fn renew_step_claim(&self, claim: StepClaim) -> Result<Timestamp> {
+        self.inner.renew_step_claim(claim).await
     }
     async fn create_retry_attempt(&self, id: StepId, start: RetryStart) -> Result<()> {
         self.inner.create_retry_attempt(id, start).await

@@ -4,7 +4,7 @@
 
 use flowstate_core::batch::repeated_items;
 use flowstate_core::{
-    BatchClaim, BatchStepStore, ClaimDecision, ClaimInput, Completion, Error, Result, Step, StepId,
+    BatchClaim, BatchStepStore, ClaimDecision, ClaimInput, Completion, Result, Step, StepClaim,
     StepStatus,
 };
 
@@ -22,6 +22,7 @@ impl BatchStepStore for MemoryStore {
             .steps
             .values()
             .filter(|step| claim.takes(step, now))
+            .filter(|step| Self::unsettled(&tables, step.run).is_ok())
             .cloned()
             .collect();
         taken.sort_by_key(|step| (step.created_at, step.id));
@@ -41,6 +42,7 @@ impl BatchStepStore for MemoryStore {
             let attempt = decision.attempt_after(step.attempt);
             start_attempt(step, attempt, StepStatus::Running);
             step.updated_at = now;
+            step.claimed_until = Some(self.claim_deadline(step));
             tables.save_step(step.clone(), now);
         }
         Ok(taken)
@@ -48,7 +50,7 @@ impl BatchStepStore for MemoryStore {
 
     async fn complete_batch(
         &self,
-        completions: Vec<(StepId, Completion)>,
+        completions: Vec<(StepClaim, Completion)>,
     ) -> Result<Vec<Result<()>>> {
         let now = self.now();
         let mut repeated = repeated_items(&completions);
@@ -57,7 +59,7 @@ impl BatchStepStore for MemoryStore {
             tables.check_history_writes()?;
         }
         let mut outcomes = Vec::with_capacity(completions.len());
-        for (index, (id, completion)) in completions.iter().enumerate() {
+        for (index, (claim, completion)) in completions.iter().enumerate() {
             let to = completion.target();
             if let Some(error) = repeated.remove(&index) {
                 outcomes.push(Err(error));
@@ -67,13 +69,9 @@ impl BatchStepStore for MemoryStore {
                 .limits
                 .encode_transition(&completion.to_transition())
                 .and_then(|_| {
-                    let mut step = tables.step(*id)?.clone();
-                    if !step.status.can_transition_to(to) {
-                        return Err(Error::IllegalStepTransition {
-                            step: *id,
-                            from: step.status,
-                            to,
-                        });
+                    let mut step = tables.step(claim.step)?.clone();
+                    if step.status != StepStatus::Running || step.attempt != claim.attempt {
+                        return claim.explain_refusal(&step, &completion.to_transition());
                     }
                     step.status = to;
                     step.updated_at = now;

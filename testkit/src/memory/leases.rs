@@ -107,6 +107,7 @@ impl MemoryStore {
             clock,
             lease_clock: Arc::clone(&self.lease_clock),
             limits: self.limits,
+            claim_timeout: self.claim_timeout,
         }
     }
 
@@ -278,7 +279,7 @@ impl RunWaitStore for MemoryStore {
         self.limits.check_key("signal name", name)?;
         self.limits.encode("signal payload", payload)?;
         let mut tables = self.lock();
-        tables.run(run)?;
+        Self::unsettled(&tables, run)?;
         tables
             .signals
             .insert((run, name.to_owned()), payload.clone());

@@ -11,6 +11,7 @@ mod batch;
 mod definitions;
 mod effects;
 mod events;
+mod fenced;
 mod leases;
 mod recovery;
 mod runs;
@@ -20,7 +21,9 @@ mod virtual_users;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
+use flowstate_core::step_claim::{DEFAULT_CLAIM_TIMEOUT, effective_timeout};
 use flowstate_core::{
     Clock, Error, HistoryId, InputLimits, Result, Run, RunId, Step, StepAttempt, StepId,
     StepStatus, SystemClock, Timestamp, WorkflowVersion,
@@ -48,6 +51,8 @@ pub struct MemoryStore {
     /// handle on the same tables, whatever each handle's `clock` says.
     lease_clock: Arc<dyn Clock>,
     limits: InputLimits,
+    /// How long a claim holds a step with no claim timeout of its own.
+    claim_timeout: Duration,
 }
 
 /// Everything the store holds, as the tables of a database would.
@@ -82,7 +87,17 @@ impl MemoryStore {
             lease_clock: Arc::clone(&clock),
             clock,
             limits: InputLimits::default(),
+            claim_timeout: DEFAULT_CLAIM_TIMEOUT,
         }
+    }
+
+    /// The same store, holding a step with no claim timeout of its own for
+    /// `timeout` per claim ([`flowstate_core::step_claim`]; by default
+    /// [`DEFAULT_CLAIM_TIMEOUT`]).
+    #[must_use]
+    pub fn with_claim_timeout(mut self, timeout: Duration) -> Self {
+        self.claim_timeout = timeout;
+        self
     }
 
     /// The same store, applying `limits` to names, keys, delays and JSON.
@@ -139,6 +154,23 @@ impl MemoryStore {
     fn now(&self) -> Timestamp {
         self.clock.now()
     }
+
+    /// The claim deadline a move of `step` to running sets now: the lease
+    /// clock's now plus the step's own claim timeout or the store's.
+    fn claim_deadline(&self, step: &Step) -> Timestamp {
+        let timeout = effective_timeout(step.claim_timeout, self.claim_timeout);
+        self.lease_clock.now().plus(timeout)
+    }
+
+    /// Refuses work on a settled run ([`Error::RunSettled`]); an unknown
+    /// run is [`Error::RunNotFound`].
+    fn unsettled(tables: &Tables, run: RunId) -> Result<()> {
+        let status = tables.run(run)?.status;
+        if status.is_settled() {
+            return Err(Error::RunSettled { run, status });
+        }
+        Ok(())
+    }
 }
 
 impl Default for MemoryStore {
@@ -181,8 +213,13 @@ impl Tables {
 
     /// Writes `step` back and moves the history row of its current attempt
     /// to its status, creating the row if it is missing. Callers check
-    /// [`Tables::check_history_writes`] before they change anything.
-    fn save_step(&mut self, step: Step, now: Timestamp) {
+    /// [`Tables::check_history_writes`] before they change anything, and
+    /// set the claim deadline of a step they move to running; any other
+    /// status has none.
+    fn save_step(&mut self, mut step: Step, now: Timestamp) {
+        if step.status != StepStatus::Running {
+            step.claimed_until = None;
+        }
         let row = self
             .history
             .entry((step.id, step.attempt))

@@ -10,8 +10,10 @@ use std::time::Duration;
 use flowstate_core::recovery::{
     effective_limit, idle_cutoff, is_stalled, is_undispatched, stalled_run,
 };
+use flowstate_core::step_claim::{claim_expired_error, is_expired};
 use flowstate_core::{
-    RecoveryStore, Result, RunId, RunLease, RunRecoveryStore, StalledRun, Step, UndispatchedStep,
+    ExpiredClaim, RecoveryStore, Result, RunId, RunLease, RunRecoveryStore, StalledRun, Step,
+    StepId, StepStatus, Timestamp, UndispatchedStep,
 };
 
 use super::MemoryStore;
@@ -22,7 +24,9 @@ impl RecoveryStore for MemoryStore {
         idle_for: Duration,
         limit: u32,
     ) -> Result<Vec<UndispatchedStep>> {
-        let now = self.now();
+        // One clock: idleness and the retry delay on the lease clock, not
+        // on the clock of the handle that asks.
+        let now = self.lease_clock.now();
         let cutoff = idle_cutoff(now, idle_for);
         let tables = self.lock();
         let mut found: Vec<&Step> = tables
@@ -44,8 +48,8 @@ impl RecoveryStore for MemoryStore {
     }
 
     async fn stalled_runs(&self, idle_for: Duration, limit: u32) -> Result<Vec<StalledRun>> {
-        let cutoff = idle_cutoff(self.now(), idle_for);
         let lease_now = self.lease_clock.now();
+        let cutoff = idle_cutoff(lease_now, idle_for);
         let tables = self.lock();
         let mut steps_of: HashMap<RunId, Vec<Step>> = HashMap::new();
         for step in tables.steps.values() {
@@ -67,6 +71,40 @@ impl RecoveryStore for MemoryStore {
             .take(effective_limit(limit) as usize)
             .map(|(_, _, stalled)| stalled)
             .collect())
+    }
+
+    async fn expire_step_claims(&self, limit: u32) -> Result<Vec<ExpiredClaim>> {
+        let lease_now = self.lease_clock.now();
+        let now = self.now();
+        let mut tables = self.lock();
+        let mut expired: Vec<(Timestamp, StepId)> = tables
+            .steps
+            .values()
+            .filter(|step| is_expired(step, lease_now))
+            .map(|step| (step.claimed_until.unwrap_or(lease_now), step.id))
+            .collect();
+        expired.sort();
+        expired.truncate(effective_limit(limit) as usize);
+        if !expired.is_empty() {
+            tables.check_history_writes()?;
+        }
+        let mut taken = Vec::with_capacity(expired.len());
+        for (claimed_until, id) in expired {
+            let mut step = tables.step(id)?.clone();
+            step.status = StepStatus::Failed;
+            step.error = Some(claim_expired_error());
+            step.updated_at = now;
+            taken.push(ExpiredClaim {
+                run: step.run,
+                step: step.id,
+                name: step.name.clone(),
+                attempt: step.attempt,
+                claimed_until,
+                retrying: step.retry.has_attempts_left(step.attempt),
+            });
+            tables.save_step(step, now);
+        }
+        Ok(taken)
     }
 }
 

@@ -5,15 +5,58 @@ use std::collections::BTreeMap;
 
 use flowstate_core::{
     Error, Inserted, NewRun, Page, Result, Run, RunCursor, RunId, RunQuery, RunStatus, RunStore,
+    Timestamp,
 };
 use serde_json::{Map, Value};
 
-use super::MemoryStore;
+use super::{MemoryStore, Tables};
 
 impl MemoryStore {
     fn check_new_run(&self, run: &NewRun) -> Result<()> {
         self.limits.encode_run(run).map(drop)
     }
+
+    /// The checks of a state write's key and value.
+    pub(super) fn check_state(&self, key: &str, value: &Value) -> Result<()> {
+        self.limits.check_key("state key", key)?;
+        self.limits.encode("state value", value).map(drop)
+    }
+}
+
+/// Moves run `id` to `to` if the status machine allows it.
+pub(super) fn set_run_status_in(
+    tables: &mut Tables,
+    id: RunId,
+    to: RunStatus,
+    now: Timestamp,
+) -> Result<Run> {
+    let run = tables.runs.get_mut(&id).ok_or(Error::RunNotFound(id))?;
+    if !run.status.can_transition_to(to) {
+        return Err(Error::IllegalRunTransition {
+            run: id,
+            from: run.status,
+            to,
+        });
+    }
+    run.status = to;
+    run.updated_at = now;
+    Ok(run.clone())
+}
+
+/// Writes one state key of `run`, refused on a settled run.
+pub(super) fn write_state_in(
+    tables: &mut Tables,
+    run: RunId,
+    key: &str,
+    value: &Value,
+) -> Result<()> {
+    MemoryStore::unsettled(tables, run)?;
+    let map = tables
+        .run_state
+        .get_mut(&run)
+        .ok_or(Error::RunNotFound(run))?;
+    map.insert(key.to_owned(), value.clone());
+    Ok(())
 }
 
 impl super::Tables {
@@ -87,18 +130,7 @@ impl RunStore for MemoryStore {
 
     async fn set_run_status(&self, id: RunId, to: RunStatus) -> Result<Run> {
         let now = self.now();
-        let mut tables = self.lock();
-        let run = tables.runs.get_mut(&id).ok_or(Error::RunNotFound(id))?;
-        if !run.status.can_transition_to(to) {
-            return Err(Error::IllegalRunTransition {
-                run: id,
-                from: run.status,
-                to,
-            });
-        }
-        run.status = to;
-        run.updated_at = now;
-        Ok(run.clone())
+        set_run_status_in(&mut self.lock(), id, to, now)
     }
 
     async fn delete_run(&self, id: RunId) -> Result<()> {
@@ -143,15 +175,8 @@ impl RunStore for MemoryStore {
     }
 
     async fn write_state(&self, run: RunId, key: &str, value: &Value) -> Result<()> {
-        self.limits.check_key("state key", key)?;
-        self.limits.encode("state value", value)?;
-        let mut tables = self.lock();
-        let map = tables
-            .run_state
-            .get_mut(&run)
-            .ok_or(Error::RunNotFound(run))?;
-        map.insert(key.to_owned(), value.clone());
-        Ok(())
+        self.check_state(key, value)?;
+        write_state_in(&mut self.lock(), run, key, value)
     }
 
     async fn read_state(&self, run: RunId) -> Result<Map<String, Value>> {

@@ -1,34 +1,20 @@
 //! [`StepStore`] for [`MemoryStore`]: steps, transitions, claims, history.
 
+use flowstate_core::step_claim::claimed_targets;
 use flowstate_core::{
     ClaimDecision, ClaimInput, Error, Inserted, NewStep, Result, RetryStart, RunId, Step,
-    StepAttempt, StepId, StepStatus, StepStore, StepTransition,
+    StepAttempt, StepClaim, StepId, StepStatus, StepStore, StepTransition, Timestamp,
 };
 
-use super::MemoryStore;
+use super::{MemoryStore, Tables};
 
 impl StepStore for MemoryStore {
     async fn insert_step(&self, step: NewStep) -> Result<Inserted<Step>> {
         self.limits.encode_step(&step)?;
         let now = self.now();
         let mut tables = self.lock();
-        tables.run(step.run)?;
-        if let Ok(existing) = tables.step_by_name(step.run, &step.name) {
-            return Ok(Inserted {
-                record: existing.clone(),
-                inserted: false,
-            });
-        }
-        let record = step.into_step(StepId::generate(), now)?;
-        tables.check_history_writes()?;
-        tables
-            .step_by_name
-            .insert((record.run, record.name.clone()), record.id);
-        tables.save_step(record.clone(), now);
-        Ok(Inserted {
-            record,
-            inserted: true,
-        })
+        Self::unsettled(&tables, step.run)?;
+        insert_step_in(&mut tables, step, now)
     }
 
     async fn get_step(&self, id: StepId) -> Result<Step> {
@@ -57,7 +43,7 @@ impl StepStore for MemoryStore {
         self.limits.encode_transition(&transition)?;
         let now = self.now();
         let mut tables = self.lock();
-        let mut step = tables.step(id)?.clone();
+        let step = tables.step(id)?.clone();
         let to = transition.target();
         if !step.status.can_transition_to(to) {
             return Err(Error::IllegalStepTransition {
@@ -67,15 +53,34 @@ impl StepStore for MemoryStore {
             });
         }
         tables.check_history_writes()?;
-        step.status = to;
-        step.updated_at = now;
-        match transition {
-            StepTransition::Succeeded(result) => step.result = Some(result),
-            StepTransition::Failed(error) => step.error = Some(error),
-            StepTransition::Running | StepTransition::Scheduled => {}
-        }
-        tables.save_step(step, now);
+        self.apply(&mut tables, step, transition, now);
         Ok(())
+    }
+
+    async fn transition_claimed(&self, claim: StepClaim, transition: StepTransition) -> Result<()> {
+        self.limits.encode_transition(&transition)?;
+        let now = self.now();
+        let mut tables = self.lock();
+        let step = tables.step(claim.step)?.clone();
+        let to = transition.target();
+        let holds = step.status == StepStatus::Running && step.attempt == claim.attempt;
+        if !holds || !claimed_targets().contains(&to) {
+            return claim.explain_refusal(&step, &transition);
+        }
+        tables.check_history_writes()?;
+        self.apply(&mut tables, step, transition, now);
+        Ok(())
+    }
+
+    async fn renew_step_claim(&self, claim: StepClaim) -> Result<Timestamp> {
+        let mut tables = self.lock();
+        let deadline = self.claim_deadline(tables.step(claim.step)?);
+        let step = tables.steps.get_mut(&claim.step).expect("read above");
+        if step.status != StepStatus::Running || step.attempt != claim.attempt {
+            return Err(claim.lost());
+        }
+        step.claimed_until = Some(deadline);
+        Ok(deadline)
     }
 
     async fn create_retry_attempt(&self, id: StepId, start: RetryStart) -> Result<()> {
@@ -93,6 +98,7 @@ impl StepStore for MemoryStore {
         let next = step.attempt.saturating_add(1);
         start_attempt(&mut step, next, start.status());
         step.updated_at = now;
+        step.claimed_until = Some(self.claim_deadline(&step));
         tables.save_step(step, now);
         Ok(())
     }
@@ -118,13 +124,17 @@ impl StepStore for MemoryStore {
                     claimed: function.to_owned(),
                 });
             }
-            ClaimDecision::Nothing(_) => return Ok(None),
-            ClaimDecision::ClaimFresh | ClaimDecision::ClaimRetry => {}
+            ClaimDecision::Nothing(_) | ClaimDecision::ClaimFresh | ClaimDecision::ClaimRetry => {}
+        }
+        Self::unsettled(&tables, run)?;
+        if !decision.claims() {
+            return Ok(None);
         }
         tables.check_history_writes()?;
         let attempt = decision.attempt_after(step.attempt);
         start_attempt(&mut step, attempt, StepStatus::Running);
         step.updated_at = now;
+        step.claimed_until = Some(self.claim_deadline(&step));
         tables.save_step(step.clone(), now);
         Ok(Some(step))
     }
@@ -150,6 +160,53 @@ impl StepStore for MemoryStore {
         step.branch = Some(branch.to_owned());
         step.updated_at = now;
         Ok(())
+    }
+}
+
+/// Inserts `step` into `tables` (its input checked, its run unsettled),
+/// or answers the step holding its name.
+pub(super) fn insert_step_in(
+    tables: &mut Tables,
+    step: NewStep,
+    now: Timestamp,
+) -> Result<Inserted<Step>> {
+    if let Ok(existing) = tables.step_by_name(step.run, &step.name) {
+        return Ok(Inserted {
+            record: existing.clone(),
+            inserted: false,
+        });
+    }
+    let record = step.into_step(StepId::generate(), now)?;
+    tables.check_history_writes()?;
+    tables
+        .step_by_name
+        .insert((record.run, record.name.clone()), record.id);
+    tables.save_step(record.clone(), now);
+    Ok(Inserted {
+        record,
+        inserted: true,
+    })
+}
+
+impl MemoryStore {
+    /// Writes `transition` of `step` (its guard already passed): status,
+    /// stamp, payload, and the claim deadline of a move to running.
+    fn apply(
+        &self,
+        tables: &mut Tables,
+        mut step: Step,
+        transition: StepTransition,
+        now: Timestamp,
+    ) {
+        step.status = transition.target();
+        step.updated_at = now;
+        match transition {
+            StepTransition::Succeeded(result) => step.result = Some(result),
+            StepTransition::Failed(error) => step.error = Some(error),
+            StepTransition::Running => step.claimed_until = Some(self.claim_deadline(&step)),
+            StepTransition::Scheduled => {}
+        }
+        tables.save_step(step, now);
     }
 }
 

@@ -1,0 +1,3 @@
+DROP INDEX flowstate_steps_claimed_until_idx;
+ALTER TABLE flowstate_steps DROP COLUMN claimed_until;
+ALTER TABLE flowstate_steps DROP COLUMN claim_timeout_ms;
