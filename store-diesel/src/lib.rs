@@ -94,6 +94,7 @@ mod cached;
 pub mod config;
 pub mod error;
 mod guard;
+mod health;
 pub mod lease_clock;
 pub mod migrate;
 mod pool;

@@ -1,9 +1,12 @@
 //! The connection pool: deadpool through diesel-async, with a bounded wait
-//! for a connection and the statement log installed on every connection.
+//! for a connection, the statement log installed on every connection, and
+//! connections that heal after a lost connection without a ping before
+//! each statement ([`crate::health`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use deadpool::managed::Manager;
+use deadpool::managed::{Hook, Manager, QueueMode};
 use diesel::ConnectionError;
 use diesel_async::pooled_connection::deadpool::{Object, Pool};
 use diesel_async::pooled_connection::{
@@ -14,6 +17,7 @@ use futures_util::future::BoxFuture;
 
 use crate::config::StoreConfig;
 use crate::error::{self, Error};
+use crate::health::{Health, Watched};
 
 /// A pool of connections of type `C` and how long to wait for one.
 pub(crate) struct ConnectionPool<C>
@@ -40,12 +44,13 @@ where
 
 impl<C> ConnectionPool<C>
 where
-    C: PoolableConnection + Send + 'static,
+    C: PoolableConnection + Watched + Send + 'static,
     AsyncDieselConnectionManager<C>: Manager<Type = C, Error = PoolError>,
 {
     /// Builds a pool for `url`; connections are made lazily, each set up
-    /// with `setup` (a dialect's session settings or pragmas) and, if the
-    /// config has one, the statement log.
+    /// with `setup` (a dialect's session settings or pragmas), the
+    /// statement log if the config has one, and on a server dialect the
+    /// watch that heals the pool after a lost connection.
     pub(crate) fn build<F>(
         dialect: &'static str,
         url: &str,
@@ -56,21 +61,29 @@ where
         F: for<'c> Fn(&'c mut C) -> BoxFuture<'c, diesel::QueryResult<()>> + Send + Sync + 'static,
     {
         let log = config.statement_log.clone();
-        let setup = std::sync::Arc::new(setup);
+        let setup = Arc::new(setup);
+        let health = Health::new(dialect, config.acquire_timeout);
+        let watching = Arc::clone(&health);
         let mut manager_config = ManagerConfig::<C>::default();
         // No ping on checkout: the default (`Verified`) sends `SELECT 1`
         // before every operation, a round trip (and a logged statement)
         // that no budget allows. A closed connection is still refused
         // (`is_broken`); one that died silently fails its first statement
-        // with a retryable error.
+        // with a retryable error, and the watch installed below makes the
+        // pool drop it and check the others (the `post_recycle` hook).
         manager_config.recycling_method = diesel_async::pooled_connection::RecyclingMethod::Fast;
         manager_config.custom_setup = Box::new(move |url| {
             let log = log.clone();
-            let setup = std::sync::Arc::clone(&setup);
+            let setup = Arc::clone(&setup);
+            let health = Arc::clone(&watching);
             async move {
                 let mut conn = C::establish(url).await?;
-                if let Some(log) = log {
-                    conn.set_instrumentation(log.instrumentation());
+                let log = log.map(|log| Box::new(log.instrumentation()) as Box<_>);
+                if C::WATCHED {
+                    let next = log.or_else(diesel::connection::get_default_instrumentation);
+                    conn.set_instrumentation(health.watch(next));
+                } else if let Some(log) = log {
+                    conn.set_instrumentation(log);
                 }
                 setup(&mut conn)
                     .await
@@ -80,16 +93,28 @@ where
             .boxed()
         });
         let manager = AsyncDieselConnectionManager::<C>::new_with_config(url, manager_config);
-        let pool = Pool::builder(manager)
+        let mut builder = Pool::builder(manager)
             .max_size(config.pool_size.max(1))
             .wait_timeout(Some(config.acquire_timeout))
             .create_timeout(Some(config.acquire_timeout))
-            .runtime(deadpool::Runtime::Tokio1)
-            .build()
-            .map_err(|err| Error::Pool {
-                dialect,
-                detail: err.to_string(),
-            })?;
+            .runtime(deadpool::Runtime::Tokio1);
+        if C::WATCHED {
+            // The connection given back last is handed out first, so one
+            // whose statement just failed is looked at before any idle
+            // since before the failure. The hook runs after `is_broken`
+            // (deadpool runs `post_recycle` hooks once the manager's recycle
+            // passed); when it fails, deadpool drops the connection and
+            // takes the next one, or opens a new one.
+            builder = builder
+                .queue_mode(QueueMode::Lifo)
+                .post_recycle(Hook::async_fn(move |conn, metrics| {
+                    health.recycle(conn, metrics)
+                }));
+        }
+        let pool = builder.build().map_err(|err| Error::Pool {
+            dialect,
+            detail: err.to_string(),
+        })?;
         Ok(Self {
             pool,
             acquire_timeout: config.acquire_timeout,
