@@ -11,8 +11,27 @@
 //! the previous write is on the wire.
 //!
 //! Nothing is acknowledged before the store answered: a caller's future
-//! resolves with its own item's result once the batch holding it returned,
-//! and a failed flush fails every caller in it.
+//! resolves with its own item's result once the batch holding it returned.
+//!
+//! No completion is dropped. A flush that fails with a retryable error (a
+//! dropped connection, a server restarting) is sent again, the same items
+//! as the same flush, as [`FlushRetry`] says: backing off, and answering
+//! nobody until a try succeeds or the store has been failing for longer
+//! than its limit. That is safe because each item is fenced by its claim's
+//! attempt, and the store answers `Ok` for a repeat of a completion it
+//! already wrote (a flush whose COMMIT was written but whose answer was
+//! lost). A flush that gives up, or fails with an error that is not
+//! retryable, fails every caller in it with a [`FlushFailed`] copy of its
+//! error; those steps are left as the store holds them (running in their
+//! attempt, unless the lost answer hid a write), for the claim deadline to
+//! recover ([`RecoveryStore::expire_step_claims`]).
+//!
+//! The flusher takes the next flush only once this one is answered, so
+//! while a flush is retrying, new completions wait on the queue (and a
+//! full queue holds up its callers), and [`GroupCommit::close`] waits for
+//! the retrying flush to succeed or give up.
+//!
+//! [`RecoveryStore::expire_step_claims`]: flowstate_core::RecoveryStore::expire_step_claims
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -21,9 +40,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use flowstate_core::{BatchStepStore, Completion, Error, Result, StepClaim};
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use crate::reply::{Answered, Callback, flusher_stopped};
+use crate::retry::FlushRetry;
 
 /// The most items one flush writes unless told otherwise.
 pub const DEFAULT_MAX_BATCH: usize = 256;
@@ -59,25 +80,35 @@ impl StdError for GroupCommitClosed {}
 
 /// The source of the [`Error::Backend`] every caller of a failed flush gets:
 /// [`flowstate_core::Error`] is not `Clone`, so each caller gets a copy of
-/// the flush's message and of its [`Error::is_retryable`] (the outer
-/// `Backend` error carries the same `retryable`).
+/// the flush's last error's message and of its [`Error::is_retryable`] (the
+/// outer `Backend` error carries the same `retryable`).
+/// [`FlushFailed::of`] finds it in an answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlushFailed {
-    /// The flush's error, as it displayed.
+    /// The flush's last error, as it displayed.
     pub message: String,
     /// Whether the flush's error was retryable.
     pub retryable: bool,
     /// How many items the failed flush held.
     pub items: usize,
+    /// How many times the flush was sent (1 when it was not retried; 0
+    /// when the flusher stopped before the store answered).
+    pub attempts: u32,
+    /// Whether the flush gave up: its error was retryable and the store
+    /// kept failing past [`FlushRetry::give_up_after`]. Its items are not
+    /// known to be written; unless the last lost answer hid a write, their
+    /// steps are still running in their attempt, for the claim deadline to
+    /// recover.
+    pub gave_up: bool,
 }
 
 impl fmt::Display for FlushFailed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the flush of {} completion(s) failed: {}",
-            self.items, self.message
-        )
+        write!(f, "the flush of {} completion(s) failed", self.items)?;
+        if self.gave_up {
+            write!(f, " (gave up after {} tries)", self.attempts)?;
+        }
+        write!(f, ": {}", self.message)
     }
 }
 
@@ -87,6 +118,15 @@ impl FlushFailed {
     /// The error one caller of the failed flush gets.
     pub(crate) fn into_error(self) -> Error {
         Error::backend("complete_batch", self.retryable, self)
+    }
+
+    /// The failed flush behind `err`, if `err` is a commit's answer that
+    /// its whole flush failed.
+    pub fn of(err: &Error) -> Option<&Self> {
+        match err {
+            Error::Backend { source, .. } => source.downcast_ref::<Self>(),
+            _ => None,
+        }
     }
 }
 
@@ -132,6 +172,7 @@ pub(crate) struct Counters {
     flushes: AtomicU64,
     items: AtomicU64,
     failed_flushes: AtomicU64,
+    flush_retries: AtomicU64,
 }
 
 impl Counters {
@@ -141,6 +182,7 @@ impl Counters {
             flushes: self.flushes.load(Ordering::Relaxed),
             items: self.items.load(Ordering::Relaxed),
             failed_flushes: self.failed_flushes.load(Ordering::Relaxed),
+            flush_retries: self.flush_retries.load(Ordering::Relaxed),
         }
     }
 }
@@ -148,12 +190,17 @@ impl Counters {
 /// What a [`GroupCommit`] has written so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CommitStats {
-    /// `complete_batch` calls made, failed ones included.
+    /// Flushes started, failed ones included; a flush sent again counts
+    /// once (`complete_batch` calls are `flushes + flush_retries`).
     pub flushes: u64,
-    /// Items handed to those calls.
+    /// Items in those flushes, each counted once however often its flush
+    /// was sent.
     pub items: u64,
-    /// Flushes that answered `Err` (every caller in them failed).
+    /// Flushes that failed in the end (gave up, or failed with an error
+    /// that is not retryable): every caller in them failed.
     pub failed_flushes: u64,
+    /// Flushes sent again after a retryable error ([`FlushRetry`]).
+    pub flush_retries: u64,
 }
 
 /// A write-combining queue of completions for one store (see the module
@@ -164,6 +211,7 @@ pub struct GroupCommit<S> {
     done: watch::Receiver<bool>,
     counters: Arc<Counters>,
     max_batch: usize,
+    retry: FlushRetry,
     store: std::marker::PhantomData<fn() -> S>,
 }
 
@@ -174,6 +222,7 @@ impl<S> Clone for GroupCommit<S> {
             done: self.done.clone(),
             counters: Arc::clone(&self.counters),
             max_batch: self.max_batch,
+            retry: self.retry,
             store: std::marker::PhantomData,
         }
     }
@@ -183,6 +232,7 @@ impl<S> fmt::Debug for GroupCommit<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GroupCommit")
             .field("max_batch", &self.max_batch)
+            .field("retry", &self.retry)
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
@@ -190,32 +240,41 @@ impl<S> fmt::Debug for GroupCommit<S> {
 
 impl<S: BatchStepStore + 'static> GroupCommit<S> {
     /// A queue over `store` flushing at most [`DEFAULT_MAX_BATCH`] items at
-    /// a time. Spawns the flusher on the current tokio runtime (panics
-    /// outside one).
+    /// a time, retrying failed flushes as the default [`FlushRetry`] says.
+    /// Spawns the flusher on the current tokio runtime (panics outside
+    /// one).
     pub fn new(store: Arc<S>) -> Self {
         Self::with_max_batch(store, DEFAULT_MAX_BATCH)
     }
 
     /// A queue over `store` flushing at most `max_batch` items at a time
-    /// (`0` reads as `1`). The queue holds up to four batches (at most
-    /// 2^20 items); a commit beyond that waits for room.
+    /// (`0` reads as `1`), retrying as the default [`FlushRetry`] says. The
+    /// queue holds up to four batches (at most 2^20 items); a commit beyond
+    /// that waits for room.
     pub fn with_max_batch(store: Arc<S>, max_batch: usize) -> Self {
+        Self::with_retry(store, max_batch, FlushRetry::default())
+    }
+
+    /// [`GroupCommit::with_max_batch`], retrying a flush that failed with a
+    /// retryable error as `retry` says ([`FlushRetry::NEVER`]: not at all).
+    pub fn with_retry(store: Arc<S>, max_batch: usize, retry: FlushRetry) -> Self {
         let max_batch = max_batch.max(1);
         let (queue, receiver) = mpsc::channel(max_batch.saturating_mul(4).min(MAX_QUEUE));
         let (finished, done) = watch::channel(false);
         let counters = Arc::new(Counters::default());
-        tokio::spawn(flusher(
+        let flusher = Flusher {
             store,
-            receiver,
-            max_batch,
-            Arc::clone(&counters),
-            finished,
-        ));
+            counters: Arc::clone(&counters),
+            retry,
+            failing_since: None,
+        };
+        tokio::spawn(flusher.run(receiver, max_batch, finished));
         Self {
             queue,
             done,
             counters,
             max_batch,
+            retry,
             store: std::marker::PhantomData,
         }
     }
@@ -228,8 +287,12 @@ impl<S> GroupCommit<S> {
     /// that flush returned: `Ok` only when the item is durable; the item's
     /// own error when the store refused it alone (an illegal move, an
     /// unknown step, a payload over the limits); a [`FlushFailed`] copy of
-    /// the flush's error when the whole flush failed (then nothing in it was
-    /// written); [`GroupCommitClosed`] (see [`is_closed`]) once closed.
+    /// the flush's error when the whole flush failed: at once if the error
+    /// was not retryable (nothing in it was written), once the flush gave
+    /// up if it was (see [`FlushRetry`]: nothing is known written, the step
+    /// is left for its claim deadline); [`GroupCommitClosed`] (see
+    /// [`is_closed`]) once closed. A flush being retried answers nothing
+    /// until it succeeds or gives up.
     ///
     /// Dropping the future after the item was queued does not withdraw it:
     /// it is written with its flush, unanswered.
@@ -284,6 +347,12 @@ impl<S> GroupCommit<S> {
     /// Stops taking commits, flushes everything already queued, and returns
     /// once the flusher has ended. Commits after it fail with
     /// [`GroupCommitClosed`]; a second close just waits for the first.
+    ///
+    /// A flush being retried is not cut short: close waits for it to
+    /// succeed or give up, and for every flush queued behind it. That is
+    /// bounded by [`FlushRetry::give_up_after`] from the store's first
+    /// failure, plus one try of each flush left (once the limit has passed,
+    /// a failing flush is tried once).
     pub async fn close(&self) {
         // Fails only when the flusher already stopped taking items.
         let _ = self.queue.send(Message::Close).await;
@@ -303,6 +372,11 @@ impl<S> GroupCommit<S> {
         self.max_batch
     }
 
+    /// How a failed flush is retried.
+    pub fn flush_retry(&self) -> FlushRetry {
+        self.retry
+    }
+
     /// What has been written so far.
     pub fn stats(&self) -> CommitStats {
         self.counters.snapshot()
@@ -314,88 +388,176 @@ impl<S> GroupCommit<S> {
     }
 }
 
-/// The flusher: takes what is queued, writes it, answers, again; ends when
-/// the queue is closed (or every sender is gone) and drained.
-async fn flusher<S: BatchStepStore>(
+/// The flusher task's own state.
+struct Flusher<S> {
     store: Arc<S>,
-    mut receiver: mpsc::Receiver<Message>,
-    max_batch: usize,
     counters: Arc<Counters>,
-    finished: watch::Sender<bool>,
-) {
-    let mut messages = Vec::with_capacity(max_batch);
-    let mut items = Vec::with_capacity(max_batch);
-    let mut replies = Vec::with_capacity(max_batch);
-    while receiver.recv_many(&mut messages, max_batch).await > 0 {
-        for message in messages.drain(..) {
-            match message {
-                Message::Item {
-                    claim,
-                    completion,
-                    reply,
-                } => {
-                    items.push((claim, completion));
-                    replies.push(reply);
-                }
-                // What is already queued is still received and flushed;
-                // recv_many answers 0 once it is drained.
-                Message::Close => receiver.close(),
-            }
-        }
-        if items.is_empty() {
-            continue;
-        }
-        flush(&*store, &mut items, &mut replies, &counters).await;
-    }
-    let _ = finished.send(true);
+    retry: FlushRetry,
+    /// When the store's current run of failed flushes began (`None` while
+    /// flushes succeed): what [`FlushRetry::give_up_after`] counts from.
+    failing_since: Option<Instant>,
 }
 
-/// Writes `items` as one batch and answers `replies`, one each, in order.
-async fn flush<S: BatchStepStore>(
-    store: &S,
-    items: &mut Vec<(StepClaim, Completion)>,
-    replies: &mut Vec<Answered>,
-    counters: &Counters,
-) {
-    let count = items.len();
-    counters.flushes.fetch_add(1, Ordering::Relaxed);
-    counters.items.fetch_add(count as u64, Ordering::Relaxed);
-    let span = tracing::debug_span!("flowstate.pool.flush", items = count);
-    let batch = std::mem::replace(items, Vec::with_capacity(count));
-    let answered = store.complete_batch(batch).instrument(span.clone()).await;
-    let _entered = span.enter();
-    match answered {
-        Ok(results) if results.len() == count => {
-            for (mut reply, result) in replies.drain(..).zip(results) {
-                reply.answer(result);
+/// How a flush ended, once it is no longer retried.
+enum Sent {
+    /// The store answered each item.
+    Answered(Vec<Result<()>>),
+    /// The whole flush failed; `gave_up` when retryable and out of time.
+    Failed { err: Error, gave_up: bool },
+}
+
+impl<S: BatchStepStore> Flusher<S> {
+    /// Takes what is queued, writes it, answers, again; ends when the queue
+    /// is closed (or every sender is gone) and drained.
+    async fn run(
+        mut self,
+        mut receiver: mpsc::Receiver<Message>,
+        max_batch: usize,
+        finished: watch::Sender<bool>,
+    ) {
+        let mut messages = Vec::with_capacity(max_batch);
+        let mut items = Vec::with_capacity(max_batch);
+        let mut replies = Vec::with_capacity(max_batch);
+        while receiver.recv_many(&mut messages, max_batch).await > 0 {
+            for message in messages.drain(..) {
+                match message {
+                    Message::Item {
+                        claim,
+                        completion,
+                        reply,
+                    } => {
+                        items.push((claim, completion));
+                        replies.push(reply);
+                    }
+                    // What is already queued is still received and flushed;
+                    // recv_many answers 0 once it is drained.
+                    Message::Close => receiver.close(),
+                }
             }
+            if items.is_empty() {
+                continue;
+            }
+            let batch = std::mem::replace(&mut items, Vec::with_capacity(max_batch));
+            self.flush(batch, &mut replies).await;
         }
-        Ok(results) => {
-            counters.failed_flushes.fetch_add(1, Ordering::Relaxed);
-            let failed = FlushFailed {
-                message: format!(
+        let _ = finished.send(true);
+    }
+
+    /// Writes `batch` as one flush, sent again while it fails with a
+    /// retryable error and [`FlushRetry`] allows, then answers `replies`,
+    /// one each, in order.
+    async fn flush(&mut self, batch: Vec<(StepClaim, Completion)>, replies: &mut Vec<Answered>) {
+        let count = batch.len();
+        let counters = Arc::clone(&self.counters);
+        counters.flushes.fetch_add(1, Ordering::Relaxed);
+        counters.items.fetch_add(count as u64, Ordering::Relaxed);
+        let span = tracing::debug_span!(
+            "flowstate.pool.flush",
+            items = count,
+            attempts = tracing::field::Empty
+        );
+        let (sent, attempts) = self.send(batch, &span).await;
+        span.record("attempts", attempts);
+        let _entered = span.enter();
+        let failed = |message: String, retryable, gave_up| FlushFailed {
+            message,
+            retryable,
+            items: count,
+            attempts,
+            gave_up,
+        };
+        let failed = match sent {
+            Sent::Answered(results) if results.len() == count => {
+                for (mut reply, result) in replies.drain(..).zip(results) {
+                    reply.answer(result);
+                }
+                return;
+            }
+            Sent::Answered(results) => {
+                let message = format!(
                     "the store answered {} results for {count} items",
                     results.len()
-                ),
-                retryable: false,
-                items: count,
-            };
-            tracing::error!(%failed, "flush answered the wrong number of results");
-            for mut reply in replies.drain(..) {
-                reply.answer(Err(failed.clone().into_error()));
+                );
+                let failed = failed(message, false, false);
+                tracing::error!(%failed, "flush answered the wrong number of results");
+                failed
             }
+            Sent::Failed { err, gave_up: true } => {
+                let failing_for = self.failing_since.map(|since| since.elapsed());
+                tracing::error!(
+                    error = %err, items = count, attempts, ?failing_for,
+                    "flush gave up; its steps stay running for their claim deadline"
+                );
+                failed(err.to_string(), true, true)
+            }
+            Sent::Failed {
+                err,
+                gave_up: false,
+            } => {
+                tracing::warn!(
+                    error = %err, items = count,
+                    "flush failed, not retryable; every caller in it fails"
+                );
+                failed(err.to_string(), false, false)
+            }
+        };
+        counters.failed_flushes.fetch_add(1, Ordering::Relaxed);
+        for mut reply in replies.drain(..) {
+            reply.answer(Err(failed.clone().into_error()));
         }
-        Err(err) => {
-            counters.failed_flushes.fetch_add(1, Ordering::Relaxed);
-            let failed = FlushFailed {
-                message: err.to_string(),
-                retryable: err.is_retryable(),
-                items: count,
+    }
+
+    /// Sends `batch` until the store answers it, it fails with an error
+    /// that is not retryable, or [`FlushRetry`] gives up; answers how it
+    /// ended and how many times it was sent.
+    async fn send(
+        &mut self,
+        mut batch: Vec<(StepClaim, Completion)>,
+        span: &tracing::Span,
+    ) -> (Sent, u32) {
+        let mut attempt = 1;
+        loop {
+            // The store takes the batch it writes: keep a copy to send
+            // again, unless no retry can follow.
+            let sent = if self.retry.retries() {
+                batch.clone()
+            } else {
+                std::mem::take(&mut batch)
             };
-            tracing::warn!(error = %err, items = count, "flush failed; every caller in it fails");
-            for mut reply in replies.drain(..) {
-                reply.answer(Err(failed.clone().into_error()));
-            }
+            let err = match self
+                .store
+                .complete_batch(sent)
+                .instrument(span.clone())
+                .await
+            {
+                Ok(results) => {
+                    self.failing_since = None;
+                    return (Sent::Answered(results), attempt);
+                }
+                Err(err) if err.is_retryable() => err,
+                Err(err) => {
+                    return (
+                        Sent::Failed {
+                            err,
+                            gave_up: false,
+                        },
+                        attempt,
+                    );
+                }
+            };
+            let since = *self.failing_since.get_or_insert_with(Instant::now);
+            let Some(delay) = self.retry.delay(attempt, since.elapsed()) else {
+                return (Sent::Failed { err, gave_up: true }, attempt);
+            };
+            self.counters.flush_retries.fetch_add(1, Ordering::Relaxed);
+            span.in_scope(|| {
+                tracing::warn!(
+                    error = %err, items = batch.len(), attempt, ?delay,
+                    "flush failed; sending the same items again after the delay"
+                );
+            });
+            tokio::time::sleep(delay).await;
+            attempt += 1;
         }
     }
 }

@@ -12,13 +12,25 @@
 //!   flush; a flush starts when the previous one returns, so an idle queue
 //!   adds no latency and no timer runs. Each caller's future resolves only
 //!   once its own item's write has returned, with that item's own result.
+//!   No completion is dropped: a flush that fails with a retryable error is
+//!   sent again, backing off, as [`FlushRetry`] says (safe because each
+//!   completion is fenced by its claim's attempt, and a repeat of one
+//!   already written answers `Ok`); only if the store keeps failing past
+//!   its limit (60 s by default) are its callers answered with the error,
+//!   their steps left running for the claim deadline to recover.
 //! - [`WorkerPool`]: a claimer that takes batches of claimable steps,
 //!   bounded in-flight work, N worker tasks running a host-supplied handler,
 //!   completions through a [`GroupCommit`], and a graceful shutdown that
-//!   returns [`PoolStats`].
+//!   returns [`PoolStats`]: every claimed step accounted for, with the
+//!   flushes retried, the completions given up (left for recovery) and
+//!   those whose claim was lost (taken back by recovery before they were
+//!   written).
 //!
 //! Both are tokio tasks and emit `tracing` spans (one per flush, one per
-//! claim). The only timer is the pool's idle backoff after an empty claim.
+//! claim), a warning for each failed flush (its try and the wait before the
+//! next) and an error for each that gave up. The only timers are the pool's
+//! idle backoff after an empty claim and the wait before a flush is sent
+//! again: none decides when a flush starts.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -50,9 +62,11 @@
 
 mod commit;
 mod reply;
+mod retry;
 mod worker;
 
 pub use commit::{
     CommitStats, DEFAULT_MAX_BATCH, FlushFailed, GroupCommit, GroupCommitClosed, Pending, is_closed,
 };
+pub use retry::FlushRetry;
 pub use worker::{IdleBackoff, PoolConfig, PoolHandle, PoolStats, WorkerPool};

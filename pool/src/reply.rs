@@ -46,6 +46,8 @@ pub(crate) fn flusher_stopped() -> Error {
         message: "the flusher stopped before the store answered".to_owned(),
         retryable: false,
         items: 0,
+        attempts: 0,
+        gave_up: false,
     }
     .into_error()
 }

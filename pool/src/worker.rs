@@ -23,6 +23,17 @@
 //! elsewhere) stops claiming, lets the workers finish every step already
 //! claimed, flushes the commit queue and answers [`PoolStats`]. A claim in
 //! progress is never cancelled: its steps are handed over and run.
+//!
+//! A completion is never dropped. A flush that fails with a retryable error
+//! is sent again as [`PoolConfig::flush_retry`] says, and a step's room
+//! stays taken until it succeeds or gives up (so the claimer slows down
+//! while the store is failing). What is not committed is counted in
+//! [`PoolStats::commit_errors`] and logged with its step: among them, the
+//! completions of a flush that gave up ([`PoolStats::given_up`]: left
+//! running in the store, for the claim deadline to recover) and those the
+//! store refused because their claim had run out and recovery had taken the
+//! attempt back ([`PoolStats::claims_lost`]: another worker may run the
+//! step again).
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -37,7 +48,10 @@ use tokio::sync::{Mutex, Semaphore, mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
-use crate::commit::{self, DEFAULT_MAX_BATCH, GroupCommit};
+use flowstate_core::Error;
+
+use crate::commit::{self, DEFAULT_MAX_BATCH, FlushFailed, GroupCommit};
+use crate::retry::FlushRetry;
 
 /// How long a claimer waits after a claim that came back empty (or
 /// failed): `initial`, doubled after each further empty claim up to `max`,
@@ -89,12 +103,14 @@ pub struct PoolConfig {
     pub idle_backoff: IdleBackoff,
     /// The most completions one flush of the pool's [`GroupCommit`] writes.
     pub max_flush: usize,
+    /// How a flush that failed with a retryable error is sent again.
+    pub flush_retry: FlushRetry,
 }
 
 impl Default for PoolConfig {
     /// 8 workers, one claimer, claims of 64, 128 steps in flight, any
     /// function, the default [`IdleBackoff`], flushes of up to
-    /// [`DEFAULT_MAX_BATCH`].
+    /// [`DEFAULT_MAX_BATCH`] retried as the default [`FlushRetry`] says.
     fn default() -> Self {
         Self {
             workers: 8,
@@ -104,6 +120,7 @@ impl Default for PoolConfig {
             function: None,
             idle_backoff: IdleBackoff::default(),
             max_flush: DEFAULT_MAX_BATCH,
+            flush_retry: FlushRetry::default(),
         }
     }
 }
@@ -158,6 +175,13 @@ impl PoolConfig {
         self
     }
 
+    /// Retrying a failed flush as `retry` says.
+    #[must_use]
+    pub fn flush_retry(mut self, retry: FlushRetry) -> Self {
+        self.flush_retry = retry;
+        self
+    }
+
     /// The in-flight bound applied (at least 1, at most 2^20).
     fn in_flight(&self) -> usize {
         self.max_in_flight.clamp(1, 1 << 20)
@@ -189,6 +213,8 @@ struct Counters {
     succeeded: AtomicU64,
     failed: AtomicU64,
     commit_errors: AtomicU64,
+    given_up: AtomicU64,
+    claims_lost: AtomicU64,
     panicked: AtomicU64,
     abandoned: AtomicU64,
 }
@@ -198,8 +224,11 @@ fn bump(counter: &AtomicU64, by: u64) {
 }
 
 /// What a pool did. After [`WorkerPool::shutdown`] every claimed step is
-/// accounted for: `claimed == succeeded + failed + commit_errors +
-/// abandoned` ([`PoolStats::accounted`]).
+/// accounted for, each in exactly one of four counters: `claimed ==
+/// succeeded + failed + commit_errors + abandoned`
+/// ([`PoolStats::accounted`]). `panicked` is a part of `failed`, and
+/// `given_up` and `claims_lost` are parts of `commit_errors`, not added
+/// again.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolStats {
     /// `claim_batch` calls that answered `Ok`.
@@ -215,9 +244,23 @@ pub struct PoolStats {
     /// Steps whose handler answered [`Completion::Failed`] (or panicked),
     /// committed.
     pub failed: u64,
-    /// Steps whose commit failed (the item refused, or its flush failed):
-    /// left running in the store, for recovery to find.
+    /// Steps whose completion was not committed: the item refused, or its
+    /// flush failed (given up, or an error that is not retryable). Unless
+    /// the item was refused because the step had moved on, left running in
+    /// the store, for the claim deadline to recover. Includes `given_up`
+    /// and `claims_lost`.
     pub commit_errors: u64,
+    /// Of `commit_errors`, the completions of flushes that gave up: the
+    /// store kept failing with a retryable error past
+    /// [`FlushRetry::give_up_after`]. Left running in the store (unless a
+    /// lost answer hid the write), for the claim deadline to recover:
+    /// recovery fails the attempt and the step's retry policy runs it again.
+    pub given_up: u64,
+    /// Of `commit_errors`, the completions the store refused as
+    /// [`Error::ClaimLost`]: the claim ran out before its completion was
+    /// written, and recovery took the attempt back. Nothing of it was
+    /// written; the step may be run again by another worker.
+    pub claims_lost: u64,
     /// Of `failed`, the steps whose handler panicked.
     pub panicked: u64,
     /// Claimed steps no worker could take (every worker had ended): left
@@ -227,12 +270,15 @@ pub struct PoolStats {
     pub flushes: u64,
     /// Completions those flushes carried.
     pub flushed_items: u64,
+    /// Flushes sent again after a retryable error.
+    pub flush_retries: u64,
 }
 
 impl PoolStats {
-    /// Steps claimed that reached an end here: committed, refused at
-    /// commit, or abandoned. Equal to `claimed` once the pool has shut down;
-    /// lower while steps are in flight.
+    /// Steps claimed that reached an end here: committed, not committed
+    /// (refused, given up, claim lost: `commit_errors`), or abandoned.
+    /// Equal to `claimed` once the pool has shut down; lower while steps
+    /// are in flight (a flush being retried holds its steps in flight).
     pub fn accounted(&self) -> u64 {
         self.succeeded + self.failed + self.commit_errors + self.abandoned
     }
@@ -267,10 +313,13 @@ impl PoolHandle {
             succeeded: load(&c.succeeded),
             failed: load(&c.failed),
             commit_errors: load(&c.commit_errors),
+            given_up: load(&c.given_up),
+            claims_lost: load(&c.claims_lost),
             panicked: load(&c.panicked),
             abandoned: load(&c.abandoned),
             flushes: commit.flushes,
             flushed_items: commit.items,
+            flush_retries: commit.flush_retries,
         }
     }
 }
@@ -298,7 +347,8 @@ impl<S: BatchStepStore + 'static> WorkerPool<S> {
         H: Fn(Step) -> F + Send + Sync + 'static,
         F: Future<Output = Completion> + Send + 'static,
     {
-        let commit = GroupCommit::with_max_batch(Arc::clone(&store), config.max_flush);
+        let commit =
+            GroupCommit::with_retry(Arc::clone(&store), config.max_flush, config.flush_retry);
         let counters = Arc::new(Counters::default());
         let (stop, stopped) = watch::channel(false);
         let in_flight = config.in_flight();
@@ -362,6 +412,11 @@ impl<S: BatchStepStore + 'static> WorkerPool<S> {
     /// completion's answer to be in (however long a handler takes: a step
     /// claimed is a step run), closes the commit queue, and answers the
     /// counters, in which every claimed step is accounted for.
+    ///
+    /// A flush being retried is waited for: until it succeeds or gives up,
+    /// which [`PoolConfig::flush_retry`]'s `give_up_after` bounds from the
+    /// store's first failure (then each flush left is tried once; see
+    /// [`GroupCommit::close`]).
     pub async fn shutdown(self) -> PoolStats {
         self.handle.stop();
         for claimer in self.claimers {
@@ -549,12 +604,26 @@ fn answered(
     answer: flowstate_core::Result<()>,
     counters: &Counters,
 ) {
-    match answer {
-        Ok(()) if succeeded => bump(&counters.succeeded, 1),
-        Ok(()) => bump(&counters.failed, 1),
-        Err(err) => {
-            bump(&counters.commit_errors, 1);
-            tracing::warn!(step = %id, error = %err, "a completion was not committed");
-        }
+    let err = match answer {
+        Ok(()) if succeeded => return bump(&counters.succeeded, 1),
+        Ok(()) => return bump(&counters.failed, 1),
+        Err(err) => err,
+    };
+    bump(&counters.commit_errors, 1);
+    if let Error::ClaimLost { attempt, .. } = err {
+        bump(&counters.claims_lost, 1);
+        tracing::warn!(
+            step = %id, attempt,
+            "a completion came after its claim ran out and recovery took the attempt back; \
+             nothing written, the step may run again"
+        );
+    } else if FlushFailed::of(&err).is_some_and(|failed| failed.gave_up) {
+        bump(&counters.given_up, 1);
+        tracing::warn!(
+            step = %id, error = %err,
+            "a completion was given up; the step stays running for its claim deadline"
+        );
+    } else {
+        tracing::warn!(step = %id, error = %err, "a completion was not committed");
     }
 }

@@ -126,7 +126,8 @@ where
         CommitStats {
             flushes: 2,
             items: 50,
-            failed_flushes: 0
+            failed_flushes: 0,
+            flush_retries: 0,
         }
     );
     let back = read_back(&**h.store(), &steps).await;
