@@ -147,8 +147,8 @@ pub(crate) fn or_missing_run(
 }
 
 /// Whether an error diesel answered for a statement is worth retrying, by
-/// this module's one table of errors (for code that sends its own diesel statements beside a
-/// store; the store's own errors carry the answer in
+/// this module's one table of errors: for code that sends its own diesel
+/// statements beside a store (the store's own errors carry the answer in
 /// [`flowstate_core::Error::is_retryable`]).
 pub fn is_retryable(err: &DieselError) -> bool {
     retry_of(err) != Retry::Never
