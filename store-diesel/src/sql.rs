@@ -440,6 +440,69 @@ pub(crate) fn batch_claimable_around_now(
     )
 }
 
+/// A lease a write into a run must be made under: the token's
+/// placeholder, and the lease clock's now (the dialect's clock expression
+/// and the offset's placeholder), for [`RunGuard`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LeaseFence<'a> {
+    /// The fencing token.
+    pub token: &'a str,
+    /// The dialect's "now in microseconds" on the database's clock.
+    pub now_us: &'a str,
+    /// The lease clock offset.
+    pub offset: &'a str,
+}
+
+/// What a write into a run requires of the run, as a `WHERE` over a row of
+/// `flowstate_runs` named `alias`: it is the run `run`, not settled, and,
+/// with a fence, the token holds its lease, unexpired on the lease clock
+/// (as `RunLeaseStore::renew` checks it). Placeholders appear in the order
+/// `run`, then the fence's `token`, `offset`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunGuard<'a> {
+    /// The run's placeholder.
+    pub run: &'a str,
+    /// The lease the write is fenced by, if any.
+    pub fence: Option<LeaseFence<'a>>,
+}
+
+impl RunGuard<'_> {
+    /// The guard over `alias`.
+    pub fn over(&self, alias: &str) -> String {
+        let mut guard = format!(
+            "{alias}.id = {} AND {}",
+            self.run,
+            status_in(&format!("{alias}.status"), &leasable_statuses())
+        );
+        if let Some(fence) = self.fence {
+            guard.push_str(&format!(
+                " AND {alias}.lease_token = {} AND {alias}.lease_owner IS NOT NULL \
+                 AND {alias}.lease_expires_at > {} + {}",
+                fence.token, fence.now_us, fence.offset
+            ));
+        }
+        guard
+    }
+}
+
+/// A new step inserted only into a run `guard` admits (one statement: a
+/// step is never inserted into a settled run, or under a lost lease), as
+/// `INSERT ... SELECT ... FROM flowstate_runs`; the dialect appends its
+/// skip-a-taken-name clause. `values` are the placeholders of, in order:
+/// id, run, name, function, input, retries, retry delay, created (and
+/// updated) at, claim timeout; the guard's follow them.
+pub(crate) fn insert_step_guarded(values: [&str; 9], guard: RunGuard<'_>) -> String {
+    let [id, run, name, function, input, retries, delay, now, timeout] = values;
+    let pending = StepStatus::Pending.as_str();
+    format!(
+        "INSERT INTO flowstate_steps (id, run_id, name, function_name, status, input, \
+         current_attempt, retries, retry_delay_ms, created_at, updated_at, claim_timeout_ms) \
+         SELECT {id}, {run}, {name}, {function}, '{pending}', {input}, 1, {retries}, {delay}, \
+         {now}, {now}, {timeout} FROM flowstate_runs AS guard_run WHERE {}",
+        guard.over("guard_run")
+    )
+}
+
 /// The move a won claim makes, for its history upsert.
 pub(crate) fn claim_move() -> StepMove {
     StepMove::transition(StepStatus::Running)

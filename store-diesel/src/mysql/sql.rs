@@ -13,8 +13,8 @@ use flowstate_core::StepStatus;
 
 use crate::lease_clock::DbClock;
 use crate::sql::{
-    ByStatus, Deadline, HistorySource, Move, MoveBinds, StepMove, Upsert, claim_update,
-    payload_column,
+    ByStatus, Deadline, HistorySource, LeaseFence, Move, MoveBinds, RunGuard, StepMove, Upsert,
+    claim_update, insert_step_guarded, payload_column,
 };
 
 /// A claim deadline over MySQL's clock, its offset and default bound in
@@ -81,6 +81,29 @@ pub(super) static CLAIM: LazyLock<String> =
 /// The statements of every move.
 pub(super) static MOVES: LazyLock<ByStatus<Move, MoveSql>> =
     LazyLock::new(|| ByStatus::new(&Move::all(), |m| move_sql(&StepMove::of(m))));
+
+/// A new step, inserted only into a run that admits it ([`RunGuard`]), a
+/// taken name skipped. Binds: id, run, name, function, input, retries,
+/// retry delay, now, now, claim timeout, run, then, fenced, the token and
+/// the lease clock offset.
+fn insert_step_sql(fenced: bool) -> String {
+    let guard = RunGuard {
+        run: "?",
+        fence: fenced.then_some(LeaseFence {
+            token: "?",
+            now_us: DEADLINE.now_us,
+            offset: "?",
+        }),
+    };
+    format!(
+        "{} ON DUPLICATE KEY UPDATE flowstate_steps.id = flowstate_steps.id",
+        insert_step_guarded(["?"; 9], guard)
+    )
+}
+
+/// The step insert, unfenced and fenced by a lease token.
+pub(super) static INSERT_STEP: LazyLock<[String; 2]> =
+    LazyLock::new(|| [insert_step_sql(false), insert_step_sql(true)]);
 
 /// A new step's first history row (pending). Binds: history id, now, step
 /// id.

@@ -1,48 +1,66 @@
-//! Inserting a step on MySQL: one transaction of the idempotent insert, a
-//! read of the row holding the name, and (if this call inserted it) the
-//! first history row.
+//! Inserting a step on MySQL: one transaction of the guarded, idempotent
+//! insert, a read of the row holding the name (under the same guard), and
+//! (if this call inserted it) the first history row.
 
+use diesel::mysql::Mysql;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Text};
+use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::{HistoryId, Result, RunId};
 
-use super::sql::FIRST_HISTORY;
+use super::sql::{FIRST_HISTORY, INSERT_STEP};
 use super::{Pool, transaction};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::or_missing_run;
 use crate::rows::StepRow;
-use crate::schema::flowstate_steps as steps;
+use crate::schema::Json;
+use crate::store::{Inserting, holder};
 
-/// Inserts `row` with its first history row; `None` if this call inserted
-/// it, else the step that already holds its name.
+/// Inserts `row` with its first history row, into a run that is not
+/// settled (and, with `token`, whose lease the token holds): whether this
+/// call inserted it, the step that already holds its name, or neither (the
+/// run refused it).
 pub(crate) async fn insert_step(
     pool: &Pool,
-    _config: &StoreConfig,
+    config: &StoreConfig,
     run: RunId,
     row: &StepRow,
-) -> Result<Option<StepRow>> {
+    token: Option<i64>,
+) -> Result<Inserting> {
+    let offset = config.lease_offset_us();
     transaction!(pool, "insert_step", |conn| {
         // A duplicate (run, name) counts as a matched row here
-        // (`CLIENT_FOUND_ROWS`), so the affected rows cannot tell; the
-        // row the upsert locked is read instead, whoever wrote it.
-        diesel::insert_into(steps::table)
-            .values(row)
-            .on_conflict(diesel::dsl::DuplicatedKeys)
-            .do_update()
-            .set(steps::id.eq(steps::id))
-            .execute(conn)
-            .await?;
-        let holder: StepRow = steps::table
-            .filter(steps::run_id.eq(&row.run_id))
-            .filter(steps::name.eq(&row.name))
-            .select(StepRow::as_select())
+        // (`CLIENT_FOUND_ROWS`), and a refused run as none, so the affected
+        // rows cannot tell an insert from a skip; the row holding the name
+        // is read instead, whoever wrote it.
+        let insert = diesel::sql_query(INSERT_STEP[usize::from(token.is_some())].as_str())
+            .into_boxed()
+            .bind::<Text, _>(&row.id)
+            .bind::<Text, _>(&row.run_id)
+            .bind::<Text, _>(&row.name)
+            .bind::<Nullable<Text>, _>(row.function_name.as_deref())
+            .bind::<Json, _>(&row.input)
+            .bind::<BigInt, _>(row.retries)
+            .bind::<Nullable<BigInt>, _>(row.retry_delay_ms)
+            .bind::<BigInt, _>(row.created_at)
+            .bind::<BigInt, _>(row.created_at)
+            .bind::<Nullable<BigInt>, _>(row.claim_timeout_ms)
+            .bind::<Text, _>(&row.run_id);
+        let insert = match token {
+            Some(token) => insert.bind::<BigInt, _>(token).bind::<BigInt, _>(offset),
+            None => insert,
+        };
+        insert.cached().execute(conn).await?;
+        let holder: Option<StepRow> = holder!(Mysql, conn, row, token, offset)
             .first(conn)
-            .await?;
-        if holder.id != row.id {
-            return Ok(Some(holder));
+            .await
+            .optional()?;
+        match holder {
+            None => return Ok(Inserting::Refused),
+            Some(holder) if holder.id != row.id => return Ok(Inserting::Held(holder)),
+            Some(_) => {}
         }
         diesel::sql_query(FIRST_HISTORY.as_str())
             .bind::<Text, _>(HistoryId::generate().to_string())
@@ -51,7 +69,7 @@ pub(crate) async fn insert_step(
             .cached()
             .execute(conn)
             .await?;
-        Ok(None)
+        Ok(Inserting::Inserted)
     })
     .map_err(|err| or_missing_run("insert_step", run, err))
 }

@@ -12,8 +12,8 @@ use flowstate_core::StepStatus;
 
 use crate::lease_clock::DbClock;
 use crate::sql::{
-    ByStatus, Deadline, HistorySource, Move, MoveBinds, StepMove, Upsert, claim_move, claim_update,
-    payload_column,
+    ByStatus, Deadline, HistorySource, LeaseFence, Move, MoveBinds, RunGuard, StepMove, Upsert,
+    claim_move, claim_update, insert_step_guarded, payload_column,
 };
 
 /// PostgreSQL's clock, in microseconds: the lease clock's base.
@@ -190,25 +190,38 @@ fn move_sql(step_move: &StepMove) -> MoveSql {
 pub(super) static MOVES: LazyLock<ByStatus<Move, MoveSql>> =
     LazyLock::new(|| ByStatus::new(&Move::all(), |m| move_sql(&StepMove::of(m))));
 
-/// A new step and its first history row, or nothing if the name is taken.
-/// Binds: `$1` id, `$2` run, `$3` name, `$4` function, `$5` input, `$6`
-/// retries, `$7` retry delay, `$8` now, `$9` a fresh history id, `$10` the
-/// step's own claim timeout. One row, `inserted`: how many steps it
-/// inserted (0 or 1).
-pub(super) static INSERT_STEP: LazyLock<String> = LazyLock::new(|| {
-    let pending = StepStatus::Pending.as_str();
+/// A new step and its first history row, or nothing if the name is taken
+/// or the run refuses it ([`RunGuard`]: missing, settled, or, `fenced`,
+/// its lease not held by the token). Binds: `$1` id, `$2` run, `$3` name,
+/// `$4` function, `$5` input, `$6` retries, `$7` retry delay, `$8` now,
+/// `$9` a fresh history id, `$10` the step's own claim timeout, then, when
+/// fenced, `$11` the token and `$12` the lease clock offset. One row,
+/// `inserted`: how many steps it inserted (0 or 1).
+fn insert_step_sql(fenced: bool) -> String {
+    let guard = RunGuard {
+        run: "$2",
+        fence: fenced.then_some(LeaseFence {
+            token: "$11",
+            now_us: NOW_US,
+            offset: "$12",
+        }),
+    };
+    let insert = insert_step_guarded(
+        ["$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$10"],
+        guard,
+    );
     let history = StepMove::transition(StepStatus::Pending)
         .history_upsert(history_from("FROM s", "s.", "$9", "$8"), Upsert::OnConflict);
     format!(
-        "WITH s AS (\
-            INSERT INTO flowstate_steps (id, run_id, name, function_name, status, input, \
-                current_attempt, retries, retry_delay_ms, created_at, updated_at, claim_timeout_ms) \
-            VALUES ($1, $2, $3, $4, '{pending}', $5, 1, $6, $7, $8, $8, $10) \
-            ON CONFLICT (run_id, name) DO NOTHING RETURNING id, current_attempt\
-        ), history AS ({history}) \
-        SELECT count(*) AS inserted FROM s"
+        "WITH s AS ({insert} ON CONFLICT (run_id, name) DO NOTHING RETURNING id, current_attempt), \
+         history AS ({history}) \
+         SELECT count(*) AS inserted FROM s"
     )
-});
+}
+
+/// The step insert, unfenced and fenced by a lease token.
+pub(super) static INSERT_STEP: LazyLock<[String; 2]> =
+    LazyLock::new(|| [insert_step_sql(false), insert_step_sql(true)]);
 
 #[cfg(test)]
 mod tests {
@@ -255,6 +268,15 @@ mod tests {
             }
         );
         assert!(CLAIM.contains("$6 + COALESCE(claim_timeout_ms * 1000, $7)"));
-        assert!(INSERT_STEP.contains("SELECT $9, s.id, s.current_attempt, 'pending', $8 FROM s"));
+        let [open, fenced] = &*INSERT_STEP;
+        assert!(open.contains("SELECT $9, s.id, s.current_attempt, 'pending', $8 FROM s"));
+        assert!(open.contains(
+            "FROM flowstate_runs AS guard_run WHERE guard_run.id = $2 \
+             AND guard_run.status IN ('running', 'suspended') ON CONFLICT"
+        ));
+        assert!(!open.contains("$11"));
+        assert!(
+            fenced.contains("guard_run.lease_token = $11 AND guard_run.lease_owner IS NOT NULL")
+        );
     }
 }

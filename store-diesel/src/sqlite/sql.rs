@@ -10,8 +10,8 @@ use std::sync::LazyLock;
 
 use crate::lease_clock::DbClock;
 use crate::sql::{
-    ByStatus, Deadline, HistorySource, Move, MoveBinds, StepMove, Upsert, claim_update,
-    payload_column,
+    ByStatus, Deadline, HistorySource, LeaseFence, Move, MoveBinds, RunGuard, StepMove, Upsert,
+    claim_update, insert_step_guarded, payload_column,
 };
 
 use super::SqliteConn;
@@ -102,6 +102,33 @@ pub(super) static CLAIM: LazyLock<String> = LazyLock::new(|| {
         claim_update(None, "?1", deadline("?5", "?6"), "?2", "?3", "?4")
     )
 });
+
+/// A new step, inserted only into a run that admits it ([`RunGuard`]), a
+/// taken name skipped, answering its id when inserted. Binds: `?1` id,
+/// `?2` run, `?3` name, `?4` function, `?5` input, `?6` retries, `?7` retry
+/// delay, `?8` now, `?9` claim timeout, then, fenced, `?10` the token and
+/// `?11` the lease clock offset.
+fn insert_step_sql(fenced: bool) -> String {
+    let guard = RunGuard {
+        run: "?2",
+        fence: fenced.then_some(LeaseFence {
+            token: "?10",
+            now_us: <SqliteConn as DbClock>::NOW_US,
+            offset: "?11",
+        }),
+    };
+    format!(
+        "{} ON CONFLICT (run_id, name) DO NOTHING {RETURNING}",
+        insert_step_guarded(
+            ["?1", "?2", "?3", "?4", "?5", "?6", "?7", "?8", "?9"],
+            guard
+        )
+    )
+}
+
+/// The step insert, unfenced and fenced by a lease token.
+pub(super) static INSERT_STEP: LazyLock<[String; 2]> =
+    LazyLock::new(|| [insert_step_sql(false), insert_step_sql(true)]);
 
 /// The statements of every move.
 pub(super) static MOVES: LazyLock<ByStatus<Move, MoveSql>> =

@@ -1,43 +1,59 @@
 //! Inserting a step on SQLite: one `BEGIN IMMEDIATE` transaction of the
-//! idempotent insert and either the first history row (this call inserted
-//! the step) or a read of the step holding the name.
+//! guarded, idempotent insert and either the first history row (this call
+//! inserted the step) or a read of the step holding the name (under the
+//! same guard).
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Text};
+use diesel::sql_types::{BigInt, Nullable, Text};
+use diesel::sqlite::Sqlite;
 
 use flowstate_core::{HistoryId, Result, RunId, StepStatus};
 
-use super::sql::MOVES;
+use super::sql::{INSERT_STEP, MOVES};
 use super::{Pool, TxError, write, wrote};
 use crate::config::StoreConfig;
 use crate::error::or_missing_run;
 use crate::rows::StepRow;
-use crate::schema::flowstate_steps as steps;
+use crate::schema::Json;
 use crate::sql::Move;
+use crate::store::{Inserting, holder};
 
-/// Inserts `row` with its first history row; `None` if this call inserted
-/// it, else the step that already holds its name.
+/// Inserts `row` with its first history row, into a run that is not
+/// settled (and, with `token`, whose lease the token holds): whether this
+/// call inserted it, the step that already holds its name, or neither (the
+/// run refused it).
 pub(crate) async fn insert_step(
     pool: &Pool,
-    _config: &StoreConfig,
+    config: &StoreConfig,
     run: RunId,
     row: &StepRow,
-) -> Result<Option<StepRow>> {
+    token: Option<i64>,
+) -> Result<Inserting> {
     let row = row.clone();
+    let offset = config.lease_offset_us();
     write(pool, "insert_step", move |conn| {
-        let inserted = diesel::insert_into(steps::table)
-            .values(&row)
-            .on_conflict((steps::run_id, steps::name))
-            .do_nothing()
-            .execute(conn)
+        let insert = diesel::sql_query(INSERT_STEP[usize::from(token.is_some())].as_str())
+            .into_boxed()
+            .bind::<Text, _>(&row.id)
+            .bind::<Text, _>(&row.run_id)
+            .bind::<Text, _>(&row.name)
+            .bind::<Nullable<Text>, _>(row.function_name.as_deref())
+            .bind::<Json, _>(&row.input)
+            .bind::<BigInt, _>(row.retries)
+            .bind::<Nullable<BigInt>, _>(row.retry_delay_ms)
+            .bind::<BigInt, _>(row.created_at)
+            .bind::<Nullable<BigInt>, _>(row.claim_timeout_ms);
+        let insert = match token {
+            Some(token) => insert.bind::<BigInt, _>(token).bind::<BigInt, _>(offset),
+            None => insert,
+        };
+        let inserted = wrote(conn, insert)
             .map_err(|err| TxError::Port(or_missing_run("insert_step", run, err)))?;
-        if inserted == 0 {
-            let holder = steps::table
-                .filter(steps::run_id.eq(&row.run_id))
-                .filter(steps::name.eq(&row.name))
-                .select(StepRow::as_select())
-                .first(conn)?;
-            return Ok(Some(holder));
+        if !inserted {
+            let holder: Option<StepRow> = holder!(Sqlite, conn, row, token, offset)
+                .first(conn)
+                .optional()?;
+            return Ok(holder.map_or(Inserting::Refused, Inserting::Held));
         }
         let first = MOVES.get(Move::Transition(StepStatus::Pending));
         let history = diesel::sql_query(first.history.as_str())
@@ -45,7 +61,7 @@ pub(crate) async fn insert_step(
             .bind::<BigInt, _>(row.created_at)
             .bind::<Text, _>(&row.id);
         wrote(conn, history)?;
-        Ok(None)
+        Ok(Inserting::Inserted)
     })
     .await
 }

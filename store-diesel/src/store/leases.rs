@@ -42,12 +42,15 @@ pub(crate) use db_time;
 /// a holder is set, the run is not settled and the lease has not run out.
 macro_rules! held_impl {
     ($conn:expr, $id:expr, $token:expr, $offset:expr) => {
-        runs::table
-            .filter(runs::id.eq($id))
-            .filter(runs::lease_token.eq($token))
-            .filter(runs::lease_owner.is_not_null())
-            .filter(runs::status.eq_any(leasable_texts()))
-            .filter(runs::lease_expires_at.gt(db_time!($conn, $offset)))
+        $crate::schema::flowstate_runs::table
+            .filter($crate::schema::flowstate_runs::id.eq($id))
+            .filter($crate::schema::flowstate_runs::lease_token.eq($token))
+            .filter($crate::schema::flowstate_runs::lease_owner.is_not_null())
+            .filter($crate::schema::flowstate_runs::status.eq_any($crate::store::leasable_texts()))
+            .filter(
+                $crate::schema::flowstate_runs::lease_expires_at
+                    .gt($crate::store::db_time!($conn, $offset)),
+            )
     };
 }
 pub(crate) use held_impl as held;

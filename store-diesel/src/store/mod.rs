@@ -18,9 +18,10 @@ mod definitions;
 mod effects;
 mod event_queue;
 pub(crate) mod events;
+mod fenced;
 mod leases;
 mod waits;
-pub(crate) use leases::{db_time, leasable_texts, runnable};
+pub(crate) use leases::{db_time, held, leasable_texts, runnable};
 mod recovery;
 pub(crate) use recovery::{
     ExpiredRow, expired, expired_claims, expired_first, fail_expired, free_leases, reaped,
@@ -29,6 +30,7 @@ mod runs;
 pub(crate) use runs::{IDEMPOTENT_TRIES, InsertKeyedRun};
 mod state;
 mod steps;
+pub(crate) use steps::{Inserting, holder};
 mod versions;
 mod virtual_users;
 

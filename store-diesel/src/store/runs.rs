@@ -12,6 +12,7 @@ use flowstate_core::{
     Timestamp,
 };
 
+use super::leases::stored_token;
 use super::{DieselStore, by_returning, on_connection};
 use crate::cached::CacheExt;
 use crate::guard::run_transition_refused;
@@ -38,9 +39,103 @@ macro_rules! move_run {
         )
         .set((runs::status.eq($to.as_str()), runs::updated_at.eq($now)))
     };
+    // Fenced: only while `$token` holds the run's lease, unexpired on the
+    // lease clock (the guard `RunLeaseStore::renew` writes under), `$clock`
+    // being the dialect's clock expression.
+    ($clock:expr, $id:expr, $to:expr, $now:expr, $token:expr, $offset:expr) => {
+        diesel::update(
+            runs::table
+                .filter(runs::id.eq($id))
+                .filter(
+                    runs::status.eq_any(
+                        RunStatus::sources_of($to)
+                            .into_iter()
+                            .map(RunStatus::as_str)
+                            .collect::<Vec<_>>(),
+                    ),
+                )
+                .filter(runs::lease_token.eq($token))
+                .filter(runs::lease_owner.is_not_null())
+                .filter(
+                    runs::lease_expires_at.gt(diesel::dsl::sql::<
+                        diesel::sql_types::Nullable<diesel::sql_types::BigInt>,
+                    >(&format!("({} + ", $clock))
+                    .bind::<diesel::sql_types::BigInt, _>($offset)
+                    .sql(")")),
+                ),
+        )
+        .set((runs::status.eq($to.as_str()), runs::updated_at.eq($now)))
+    };
 }
 
 impl DieselStore {
+    /// [`RunStore::set_run_status`], fenced by lease `token` when given
+    /// ([`FencedWrites::set_run_status_fenced`](flowstate_core::FencedWrites::set_run_status_fenced)).
+    pub(super) async fn set_run_status_under(
+        &self,
+        id: RunId,
+        to: RunStatus,
+        token: Option<u64>,
+    ) -> Result<Run> {
+        let op = "set_run_status";
+        let id_text = id.to_string();
+        let (now, offset) = (self.now(), self.lease_offset());
+        // Each arm: the guarded write answering the run as written (MySQL:
+        // the write, then the run, in one transaction).
+        macro_rules! moved {
+            ($conn:ident, $update:expr) => {
+                $update
+                    .returning(RunRow::as_returning())
+                    .cached()
+                    .get_result($conn)
+                    .await
+                    .optional()
+            };
+            (mysql: $conn:ident, $update:expr) => {{
+                use diesel_async::AsyncConnection;
+                $conn
+                    .transaction(async |conn| {
+                        if $update.cached().execute(conn).await? == 0 {
+                            return Ok(None);
+                        }
+                        runs::table
+                            .find(&id_text)
+                            .select(RunRow::as_select())
+                            .first(conn)
+                            .await
+                            .map(Some)
+                    })
+                    .await
+            }};
+        }
+        let moved: Option<RunRow> = match token.map(stored_token) {
+            None => by_returning!(self, op,
+                |conn| moved!(conn, move_run!(&id_text, to, now)),
+                mysql: |conn| moved!(mysql: conn, move_run!(&id_text, to, now)))?,
+            Some(token) => by_returning!(self, op,
+            |conn| {
+                let clock = crate::lease_clock::now_sql(&*conn);
+                moved!(conn, move_run!(clock, &id_text, to, now, token, offset))
+            },
+            mysql: |conn| {
+                let clock = crate::lease_clock::now_sql(&*conn);
+                moved!(mysql: conn, move_run!(clock, &id_text, to, now, token, offset))
+            })?,
+        };
+        if let Some(row) = moved {
+            return Run::try_from(row);
+        }
+        // Refused: read why (error path only). Fenced, the fence is told
+        // first: a settled run, then a lease the token does not hold.
+        if token.is_some()
+            && let Some(refusal) = self.run_refusal(id, token).await?
+        {
+            return Err(refusal);
+        }
+        let now = self.get_run(id).await?;
+        Err(run_transition_refused(id, Some(now.status.as_str()), to))
+    }
+
     /// The run holding idempotency key `key`, if any (its own statement, so
     /// it sees a row a racing create committed after the insert began).
     async fn run_by_key(&self, key: &str) -> Result<Option<RunRow>> {
@@ -217,38 +312,7 @@ impl RunStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %id, to = %to))]
     async fn set_run_status(&self, id: RunId, to: RunStatus) -> Result<Run> {
-        let op = "set_run_status";
-        let id_text = id.to_string();
-        let now = self.now();
-        let moved: Option<RunRow> = by_returning!(self, op, |conn| move_run!(&id_text, to, now)
-            .returning(RunRow::as_returning())
-            .cached()
-            .get_result(conn)
-            .await
-            .optional(),
-        // No `RETURNING`: the guarded write, then the run as written, in one
-        // transaction.
-        mysql: |conn| {
-            use diesel_async::AsyncConnection;
-            conn.transaction(async |conn| {
-                if move_run!(&id_text, to, now).cached().execute(conn).await? == 0 {
-                    return Ok(None);
-                }
-                runs::table
-                    .find(&id_text)
-                    .select(RunRow::as_select())
-                    .first(conn)
-                    .await
-                    .map(Some)
-            })
-            .await
-        })?;
-        if let Some(row) = moved {
-            return Run::try_from(row);
-        }
-        // Refused: read why (error path only).
-        let now = self.get_run(id).await?;
-        Err(run_transition_refused(id, Some(now.status.as_str()), to))
+        self.set_run_status_under(id, to, None).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %id))]
@@ -297,7 +361,7 @@ impl RunStore for DieselStore {
     }
 
     async fn write_state(&self, run: RunId, key: &str, value: &Value) -> Result<()> {
-        self.put_state(run, key, value).await
+        self.put_state(run, key, value, None).await
     }
 
     async fn read_state(&self, run: RunId) -> Result<Map<String, Value>> {

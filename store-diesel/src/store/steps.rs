@@ -6,11 +6,12 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::{
-    ClaimOutcome, Error, Inserted, NewStep, Result, RetryStart, RunId, Step, StepAttempt,
+    ClaimOutcome, Error, Inserted, NewStep, Result, RetryStart, RunId, RunStore, Step, StepAttempt,
     StepClaim, StepId, StepStatus, StepStore, StepTransition, Timestamp,
 };
 
-use super::{DieselStore, by_dialect, by_returning, on_connection};
+use super::leases::stored_token;
+use super::{DieselStore, IDEMPOTENT_TRIES, by_dialect, by_returning, held, on_connection};
 use crate::guard::{Guarded, step_transition_refused};
 use crate::rows::{AttemptRow, StepRow, convert, joined_to_run};
 use crate::schema::flowstate_steps as steps;
@@ -35,6 +36,47 @@ macro_rules! deadline_impl {
 }
 use deadline_impl as deadline;
 
+/// What a dialect's step insert did.
+#[derive(Debug)]
+pub(crate) enum Inserting {
+    /// This call inserted the step, with its first history row.
+    Inserted,
+    /// A step already held the name (in a run that admits the write): it,
+    /// unchanged.
+    Held(StepRow),
+    /// Nothing: the run is missing, settled, or (fenced) its lease is not
+    /// the token's, or the name's holder was deleted meanwhile.
+    Refused,
+}
+
+/// The step holding `$row`'s name in its run, read through `$conn` as a
+/// boxed query for a backend `$db`, if the run still admits the insert
+/// (not settled; with `Some(token)`, its lease held by the token at the
+/// lease clock offset `$offset`): an insert that skipped a taken name
+/// answers its holder only under the same guard it was written under.
+macro_rules! holder_impl {
+    ($db:ty, $conn:expr, $row:expr, $token:expr, $offset:expr) => {{
+        use $crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
+        let query = steps::table
+            .into_boxed::<$db>()
+            .filter(steps::run_id.eq(&$row.run_id))
+            .filter(steps::name.eq(&$row.name))
+            .select($crate::rows::StepRow::as_select());
+        match $token {
+            None => query.filter(diesel::dsl::exists(
+                runs::table
+                    .filter(runs::id.eq(&$row.run_id))
+                    .filter(runs::status.eq_any($crate::store::leasable_texts()))
+                    .select(runs::id),
+            )),
+            Some(token) => query.filter(diesel::dsl::exists(
+                $crate::store::held!($conn, &$row.run_id, token, $offset).select(runs::id),
+            )),
+        }
+    }};
+}
+pub(crate) use holder_impl as holder;
+
 impl DieselStore {
     /// Step `name` of `run`, if it exists.
     pub(crate) async fn step_by_name(
@@ -56,6 +98,79 @@ impl DieselStore {
 }
 
 impl DieselStore {
+    /// [`StepStore::insert_step`], fenced by lease `token` when given
+    /// ([`FencedWrites::insert_step_fenced`](flowstate_core::FencedWrites::insert_step_fenced)).
+    pub(super) async fn insert_step_under(
+        &self,
+        step: NewStep,
+        token: Option<u64>,
+    ) -> Result<Inserted<Step>> {
+        let encoded = self.config.limits.encode_step(&step)?;
+        let record = step.into_step(StepId::generate(), Timestamp::from_micros(self.now()))?;
+        let row = StepRow::new(&record, encoded.input, encoded.retry_delay_ms);
+        let stored = token.map(stored_token);
+        for _ in 0..IDEMPOTENT_TRIES {
+            match by_dialect!(self, insert_step(record.run, &row, stored))? {
+                Inserting::Inserted => {
+                    tracing::debug!(run = %record.run, "step inserted");
+                    return Ok(Inserted {
+                        record,
+                        inserted: true,
+                    });
+                }
+                Inserting::Held(holder) => {
+                    return Ok(Inserted {
+                        record: Step::try_from(holder)?,
+                        inserted: false,
+                    });
+                }
+                Inserting::Refused => {
+                    // Error path only: why the run refused it. An admitting
+                    // run means the name's holder was deleted meanwhile.
+                    if let Some(refusal) = self.run_refusal(record.run, token).await? {
+                        return Err(refusal);
+                    }
+                }
+            }
+        }
+        Err(Error::backend(
+            "insert_step",
+            true,
+            "the step holding this name kept disappearing",
+        ))
+    }
+
+    /// Why a write into `run` guarded as [`crate::sql::RunGuard`] says (not
+    /// settled; with `token`, under its lease) wrote nothing, read after
+    /// it (error path only): the run is missing
+    /// ([`Error::RunNotFound`]), settled ([`Error::RunSettled`]), or, with
+    /// a token, the lease is not the token's ([`Error::LeaseLost`]);
+    /// `None` when the run admits the write now.
+    pub(super) async fn run_refusal(
+        &self,
+        run: RunId,
+        token: Option<u64>,
+    ) -> Result<Option<Error>> {
+        let status = match self.get_run(run).await {
+            Ok(found) => found.status,
+            Err(err) => return Ok(Some(err)),
+        };
+        if status.is_settled() {
+            return Ok(Some(Error::RunSettled { run, status }));
+        }
+        let Some(token) = token else {
+            return Ok(None);
+        };
+        let (id, offset, stored) = (run.to_string(), self.lease_offset(), stored_token(token));
+        let held: Option<String> =
+            on_connection!(self, "lease_held", |conn| held!(conn, &id, stored, offset)
+                .select(runs::id)
+                .first(conn)
+                .await
+                .optional())?;
+        Ok(held.is_none().then_some(Error::LeaseLost { run, token }))
+    }
+
     /// `Ok` if a guarded write moved step `id` to `to`; otherwise the typed
     /// refusal, reading the step's status if the dialect did not.
     async fn moved_or_refused(&self, id: StepId, written: Guarded, to: StepStatus) -> Result<()> {
@@ -79,23 +194,7 @@ impl DieselStore {
 impl StepStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %step.run, name = %step.name))]
     async fn insert_step(&self, step: NewStep) -> Result<Inserted<Step>> {
-        let encoded = self.config.limits.encode_step(&step)?;
-        let record = step.into_step(
-            StepId::generate(),
-            flowstate_core::Timestamp::from_micros(self.now()),
-        )?;
-        let row = StepRow::new(&record, encoded.input, encoded.retry_delay_ms);
-        // `None`: this call inserted the step; else the step holding the name.
-        let holder: Option<StepRow> = by_dialect!(self, insert_step(record.run, &row))?;
-        let inserted = holder.is_none();
-        tracing::debug!(run = %record.run, inserted, "step inserted");
-        Ok(Inserted {
-            record: match holder {
-                None => record,
-                Some(holder) => Step::try_from(holder)?,
-            },
-            inserted,
-        })
+        self.insert_step_under(step, None).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(step = %id))]

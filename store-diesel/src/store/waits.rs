@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use flowstate_core::backend::decode_json;
 use flowstate_core::lease::lease_micros;
-use flowstate_core::{Result, RunId, RunWaitStore, Wait};
+use flowstate_core::{Error, Result, RunId, RunWaitStore, Wait};
 
 use super::leases::{held, stored_token};
 use super::{DieselStore, by_returning, db_time, leasable_texts, on_connection};
@@ -18,8 +18,6 @@ use crate::cached::CacheExt;
 use crate::schema::{JsonText, flowstate_run_signals as signals, flowstate_runs as runs};
 
 /// A signal to insert.
-#[derive(Insertable)]
-#[diesel(table_name = signals)]
 struct SignalRow {
     run_id: String,
     name: String,
@@ -72,8 +70,29 @@ impl RunWaitStore for DieselStore {
             payload: JsonText(self.config.limits.encode("signal payload", payload)?),
             sent_at: self.now(),
         };
-        by_returning!(self, "signal", parent: run, |conn| diesel::insert_into(signals::table)
-            .values(&row)
+        // From a `SELECT` of the run's row, so a settled run takes no
+        // signal, decided in the same statement.
+        let id = row.run_id.as_str();
+        let source = || {
+            runs::table
+                .filter(runs::id.eq(id))
+                .filter(runs::status.eq_any(leasable_texts()))
+                .select((
+                    runs::id,
+                    row.name.as_str().into_sql::<diesel::sql_types::Text>(),
+                    (&row.payload).into_sql::<crate::schema::Json>(),
+                    row.sent_at.into_sql::<diesel::sql_types::BigInt>(),
+                ))
+        };
+        let columns = (
+            signals::run_id,
+            signals::name,
+            signals::payload,
+            signals::sent_at,
+        );
+        let written = by_returning!(self, "signal", parent: run, |conn| diesel::insert_into(signals::table)
+            .values(source())
+            .into_columns(columns)
             .on_conflict((signals::run_id, signals::name))
             .do_update()
             .set((
@@ -84,14 +103,21 @@ impl RunWaitStore for DieselStore {
             .execute(conn)
             .await,
         mysql: |conn| diesel::insert_into(signals::table)
-            .values(&row)
+            .values(source())
+            .into_columns(columns)
             .on_conflict(diesel::dsl::DuplicatedKeys)
             .do_update()
             .set((signals::payload.eq(&row.payload), signals::sent_at.eq(row.sent_at)))
             .cached()
             .execute(conn)
             .await)?;
-        Ok(())
+        if written > 0 {
+            return Ok(());
+        }
+        // Error path only: why the run refused the signal.
+        Err(self.run_refusal(run, None).await?.unwrap_or_else(|| {
+            Error::backend("signal", true, "the run refused a signal it now admits")
+        }))
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, name = %name))]

@@ -265,7 +265,14 @@ async fn the_batch_claim_reaches_steps_through_its_partial_index_on_100k_steps()
             .collect();
         assert_eq!(verbs, ["BEGIN", "SET", "WITH", "COMMIT"], "{statements:#?}");
         assert_eq!(statements[1], "SET LOCAL enable_bitmapscan = off");
-        let mut all = vec!["1000000".to_owned(), "64".to_owned(), history_ids.clone()];
+        // `$4` the lease clock offset, `$5` the default claim timeout.
+        let mut all = vec![
+            "1000000".to_owned(),
+            "64".to_owned(),
+            history_ids.clone(),
+            "0".to_owned(),
+            "600000000".to_owned(),
+        ];
         all.append(&mut args);
         // Planned as the claim runs it: with bitmap scans off. It must walk
         // its partial index in order (which marks the entries of claimed
@@ -343,15 +350,18 @@ async fn the_completions_reach_their_steps_by_key_on_a_small_queue() {
     let ids = array(claimed.iter().map(|s| lit(&s.id.to_string())).collect());
     let payloads = array(vec![lit("1"); 256]);
     let history = array((0..256).map(|i| lit(&format!("h{i}"))).collect());
+    let attempts = format!("ARRAY[{}]::bigint[]", vec!["1"; 256].join(", "));
     let none = "ARRAY[]::text[]".to_owned();
     let args = [
         "2000000".to_owned(),
         ids,
         payloads,
         history,
+        attempts,
         none.clone(),
         none.clone(),
         none,
+        "ARRAY[]::bigint[]".to_owned(),
     ];
     conn.batch_execute("SET enable_seqscan = off")
         .await
