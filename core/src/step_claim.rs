@@ -94,15 +94,16 @@ impl StepClaim {
     ///
     /// | the step | answer |
     /// | --- | --- |
-    /// | in this attempt, already in the transition's status with its payload | `Ok(())`: a repeat of a move that was written (a flush retried after an unknown outcome, say) |
+    /// | in this attempt, already in the transition's status (one a claimer moves to) with its payload | `Ok(())`: a repeat of a move that was written (a flush retried after an unknown outcome, say) |
     /// | in another attempt, not running, or moved with another payload | [`Error::ClaimLost`] |
     /// | running in this attempt | [`Error::IllegalStepTransition`] from running: not a move a claimer makes |
     pub fn explain_refusal(self, step: &Step, transition: &StepTransition) -> Result<(), Error> {
         let to = transition.target();
-        if step.attempt == self.attempt
+        let repeat = step.attempt == self.attempt
             && step.status == to
-            && Self::holds_payload(step, transition)
-        {
+            && to != StepStatus::Running
+            && Self::holds_payload(step, transition);
+        if repeat {
             return Ok(());
         }
         if step.attempt != self.attempt || step.status != StepStatus::Running {

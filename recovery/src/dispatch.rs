@@ -14,6 +14,9 @@ pub enum Reason {
     Undispatched,
     /// It is running with nothing moving ([`crate::sweep_stalled`]).
     Stalled,
+    /// A step's claim ran out and recovery took the attempt back; the step
+    /// has an attempt left ([`crate::expire_claims`]).
+    ClaimExpired,
 }
 
 impl Reason {
@@ -22,6 +25,7 @@ impl Reason {
         match self {
             Self::Undispatched => "undispatched",
             Self::Stalled => "stalled",
+            Self::ClaimExpired => "claim_expired",
         }
     }
 }

@@ -9,6 +9,10 @@
 //!   run);
 //! - [`sweep_stalled`]: running runs with nothing moving get resumed (a
 //!   worker that died costs a delay, not a run);
+//! - [`expire_claims`]: a step whose claim ran out (its worker died or
+//!   hangs) has its attempt failed and, with an attempt left, its run
+//!   re-driven (a worker that died holding a step costs a retry, not a
+//!   step stuck `running` for ever);
 //! - both share one [`RedispatchBackoff`](flowstate_core::RedispatchBackoff),
 //!   noted *before* the dispatch callback runs, so a run is re-driven at
 //!   most once per window whichever sweep finds it and however its dispatch
@@ -17,7 +21,7 @@
 //!   orchestrator message, which answers a message for a completed, failed
 //!   or cancelled run without taking its lease or running its body;
 //! - [`Sweeper`]: a tokio task doing a [`Sweeper::pass`] at an interval
-//!   (wake-ups, lease reaping, relay, stalled sweep) with graceful
+//!   (wake-ups, lease reaping, claim expiry, relay, stalled sweep) with graceful
 //!   shutdown, for hosts that want a loop rather than their own scheduler.
 //!
 //! Re-driving a run twice is safe by construction: a step claim is
@@ -32,5 +36,5 @@ mod sweeper;
 
 pub use dispatch::{Reason, RedriveReport, SweepOptions};
 pub use guard::{Handled, handle_run_message};
-pub use relay::{relay_undispatched, sweep_stalled};
+pub use relay::{ExpiryReport, expire_claims, relay_undispatched, sweep_stalled};
 pub use sweeper::{PassReport, Sweeper, SweeperHandle, SweeperReport};

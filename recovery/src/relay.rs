@@ -5,7 +5,7 @@
 use std::fmt;
 use std::future::Future;
 
-use flowstate_core::{RecoveryStore, RedispatchBackoff, Result, RunId, Timestamp};
+use flowstate_core::{ExpiredClaim, RecoveryStore, RedispatchBackoff, Result, RunId, Timestamp};
 use tracing::Instrument;
 
 use crate::dispatch::{Reason, RedriveReport, SweepOptions};
@@ -73,6 +73,68 @@ where
     let stalled = store.stalled_runs(options.stalled_after, options.limit);
     let found = async { Ok(stalled.await?.into_iter().map(|s| s.run).collect()) };
     sweep(Reason::Stalled, found, backoff, dispatch, now).await
+}
+
+/// What [`expire_claims`] did: the claims taken back, and the re-drive of
+/// the runs whose step has an attempt left.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExpiryReport {
+    /// Every claim taken back ([`RecoveryStore::expire_step_claims`]),
+    /// first expired first: each attempt is failed now.
+    pub expired: Vec<ExpiredClaim>,
+    /// The re-drive of the runs of the expired steps that will be retried
+    /// ([`ExpiredClaim::retrying`]); a step with no attempt left is failed
+    /// for good and its run is not re-driven for it.
+    pub redrive: RedriveReport,
+}
+
+/// Takes back every step claim that ran out (the worker holding it died,
+/// or hangs: [`RecoveryStore::expire_step_claims`], which fails the attempt
+/// with core's claim-expired error), then re-drives, through `dispatch`,
+/// the run of each one that will be retried, unless `backoff` holds it off
+/// at `now`, so the retry does not wait for the relay.
+///
+/// The old holder cannot overwrite the retry: its writes carry its claim
+/// and are refused ([`Error::ClaimLost`](flowstate_core::Error::ClaimLost)).
+/// Errors as for [`relay_undispatched`].
+pub async fn expire_claims<S, D, Fut, E>(
+    store: &S,
+    backoff: &mut RedispatchBackoff,
+    dispatch: &mut D,
+    now: Timestamp,
+    options: SweepOptions,
+) -> Result<ExpiryReport>
+where
+    S: RecoveryStore,
+    D: FnMut(RunId, Reason) -> Fut,
+    Fut: Future<Output = std::result::Result<(), E>>,
+    E: fmt::Display,
+{
+    let span = tracing::info_span!("recovery.expire_claims", expired = tracing::field::Empty);
+    async {
+        let expired = store.expire_step_claims(options.limit).await?;
+        tracing::Span::current().record("expired", expired.len());
+        for claim in &expired {
+            tracing::warn!(
+                run = %claim.run,
+                step = %claim.step,
+                name = %claim.name,
+                attempt = claim.attempt,
+                retrying = claim.retrying,
+                "a step claim ran out; the attempt is failed"
+            );
+        }
+        let mut runs: Vec<RunId> = Vec::new();
+        for claim in expired.iter().filter(|claim| claim.retrying) {
+            if !runs.contains(&claim.run) {
+                runs.push(claim.run);
+            }
+        }
+        let redrive = redrive(runs, Reason::ClaimExpired, backoff, dispatch, now).await;
+        Ok(ExpiryReport { expired, redrive })
+    }
+    .instrument(span)
+    .await
 }
 
 /// One sweep for `reason`: the runs `found` answers (a store query, each

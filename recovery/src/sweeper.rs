@@ -16,7 +16,7 @@ use tokio::time::MissedTickBehavior;
 use tracing::Instrument;
 
 use crate::dispatch::{Reason, RedriveReport, SweepOptions};
-use crate::relay::{relay_undispatched, sweep_stalled};
+use crate::relay::{ExpiryReport, expire_claims, relay_undispatched, sweep_stalled};
 
 /// What one [`Sweeper::pass`] did, in the order it did it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -27,6 +27,9 @@ pub struct PassReport {
     /// Runs whose lease had run out, freed
     /// ([`RunRecoveryStore::reap_expired_leases`]) for the next claim.
     pub reaped: Vec<RunId>,
+    /// Step claims that had run out, taken back, and the re-drive of their
+    /// runs ([`expire_claims`]).
+    pub expiry: ExpiryReport,
     /// The relay ([`relay_undispatched`]).
     pub relay: RedriveReport,
     /// The stalled sweep ([`sweep_stalled`]), after the relay and sharing
@@ -45,6 +48,11 @@ pub struct SweeperReport {
     pub woken: u64,
     /// Leases reaped.
     pub reaped: u64,
+    /// Step claims taken back ([`expire_claims`]).
+    pub expired_claims: u64,
+    /// Runs re-driven after a claim of theirs ran out (dispatch answered
+    /// `Ok`).
+    pub requeued: u64,
     /// Runs re-dispatched by the relay (dispatch answered `Ok`).
     pub relayed: u64,
     /// Stalled runs resumed (dispatch answered `Ok`).
@@ -59,10 +67,13 @@ impl SweeperReport {
     fn add(&mut self, pass: &PassReport) {
         self.woken += pass.woken;
         self.reaped += pass.reaped.len() as u64;
+        self.expired_claims += pass.expiry.expired.len() as u64;
+        self.requeued += pass.expiry.redrive.redispatched.len() as u64;
         self.relayed += pass.relay.redispatched.len() as u64;
         self.resumed += pass.stalled.redispatched.len() as u64;
-        self.failed_dispatches += (pass.relay.failed.len() + pass.stalled.failed.len()) as u64;
-        self.held_off += (pass.relay.held_off.len() + pass.stalled.held_off.len()) as u64;
+        let reports = [&pass.expiry.redrive, &pass.relay, &pass.stalled];
+        self.failed_dispatches += reports.iter().map(|r| r.failed.len() as u64).sum::<u64>();
+        self.held_off += reports.iter().map(|r| r.held_off.len() as u64).sum::<u64>();
     }
 }
 
@@ -130,14 +141,23 @@ where
     }
 
     /// One pass: wake-ups first (a run whose time passed is runnable in
-    /// this same pass), then lease reaping, the relay and the stalled
-    /// sweep. A store error ends the pass there with that error; the
-    /// backoff keeps what the pass noted.
+    /// this same pass), then lease reaping, claim expiry (its runs
+    /// re-driven before the relay, so the shared backoff holds them off
+    /// there), the relay and the stalled sweep. A store error ends the pass
+    /// there with that error; the backoff keeps what the pass noted.
     pub async fn pass(&mut self) -> Result<PassReport> {
         let span = tracing::info_span!("recovery.pass");
         async {
             let woken = self.store.wake_expired().await?;
             let reaped = self.store.reap_expired_leases(self.options.limit).await?;
+            let expiry = expire_claims(
+                &*self.store,
+                &mut self.backoff,
+                &mut self.dispatch,
+                self.clock.now(),
+                self.options,
+            )
+            .await?;
             let relay = relay_undispatched(
                 &*self.store,
                 &mut self.backoff,
@@ -157,16 +177,23 @@ where
             let report = PassReport {
                 woken,
                 reaped,
+                expiry,
                 relay,
                 stalled,
             };
             tracing::info!(
                 woken = report.woken,
                 reaped = report.reaped.len(),
+                expired_claims = report.expiry.expired.len(),
+                requeued = report.expiry.redrive.redispatched.len(),
                 relayed = report.relay.redispatched.len(),
                 resumed = report.stalled.redispatched.len(),
-                failed = report.relay.failed.len() + report.stalled.failed.len(),
-                held_off = report.relay.held_off.len() + report.stalled.held_off.len(),
+                failed = report.expiry.redrive.failed.len()
+                    + report.relay.failed.len()
+                    + report.stalled.failed.len(),
+                held_off = report.expiry.redrive.held_off.len()
+                    + report.relay.held_off.len()
+                    + report.stalled.held_off.len(),
                 "recovery pass done"
             );
             Ok(report)

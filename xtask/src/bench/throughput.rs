@@ -153,8 +153,8 @@ pub async fn measure(
                 match store.claim_step(*run, name, FUNCTION).await? {
                     Some(step) => {
                         store
-                            .transition_step(
-                                step.id,
+                            .transition_claimed(
+                                step.claim(),
                                 StepTransition::Succeeded(json!({ "i": index })),
                             )
                             .await?;

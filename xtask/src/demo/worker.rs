@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flowstate_core::ports::StepStore;
-use flowstate_core::{RetryPolicy, RunId, Step, StepId, StepTransition};
+use flowstate_core::{RetryPolicy, RunId, Step, StepClaim, StepTransition};
 use flowstate_store_diesel::DieselStore;
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -83,7 +83,7 @@ async fn execute(store: &DieselStore, ledger: &Ledger, job: &Job, step: &Step) -
             json!({ "run": job.run_index, "step": job.name, "attempt": step.attempt }),
         )
     };
-    match write(store, step.id, transition).await {
+    match write(store, step.claim(), transition).await {
         Ok(()) if fails => Outcome::Failed,
         Ok(()) => {
             ledger.succeeded(step.id);
@@ -93,16 +93,18 @@ async fn execute(store: &DieselStore, ledger: &Ledger, job: &Job, step: &Step) -
     }
 }
 
-/// Writes a transition, trying again a few times while the error says that
-/// may help (a busy database, a dropped connection).
+/// Writes the claimed attempt's outcome under its claim, trying again a few
+/// times while the error says that may help (a busy database, a dropped
+/// connection): a try whose first answer was lost but which was written
+/// is answered `Ok` again (a repeat), and a claim that ran out is lost.
 async fn write(
     store: &DieselStore,
-    step: StepId,
+    claim: StepClaim,
     transition: StepTransition,
 ) -> flowstate_core::Result<()> {
     let mut tries = 0;
     loop {
-        match store.transition_step(step, transition.clone()).await {
+        match store.transition_claimed(claim, transition.clone()).await {
             Err(err) if err.is_retryable() && tries < 5 => {
                 tries += 1;
                 tokio::time::sleep(Duration::from_millis(20 * tries)).await;
