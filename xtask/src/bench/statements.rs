@@ -102,7 +102,9 @@ pub async fn measure(url: &str) -> Result<Vec<Counted>> {
             .await?;
     }
     let (won, sql) = log.capture(store.claim_step(run, "a", F)).await;
-    anyhow::ensure!(won?.is_some(), "the first claim of a pending step must win");
+    let Some(won) = won? else {
+        anyhow::bail!("the first claim of a pending step must win");
+    };
     count("claim (win)", sql);
     let (lost, sql) = log.capture(store.claim_step(run, "a", F)).await;
     anyhow::ensure!(lost?.is_none(), "a claim of a running step must lose");
@@ -118,7 +120,7 @@ pub async fn measure(url: &str) -> Result<Vec<Counted>> {
     );
     count("claim (retry win)", sql);
     let (done, sql) = log
-        .capture(store.transition_step(step, StepTransition::Succeeded(json!(1))))
+        .capture(store.transition_claimed(won.claim(), StepTransition::Succeeded(json!(1))))
         .await;
     done?;
     count("transition", sql);
