@@ -451,15 +451,15 @@ async fn hostile_input(dialect: Dialect) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_input_postgres() {
-    hostile_input(Dialect::Postgres).await;
+    Box::pin(hostile_input(Dialect::Postgres)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_input_mariadb() {
-    hostile_input(Dialect::Mysql).await;
+    Box::pin(hostile_input(Dialect::Mysql)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_input_sqlite() {
-    hostile_input(Dialect::Sqlite).await;
+    Box::pin(hostile_input(Dialect::Sqlite)).await;
 }
