@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::error::{Error, InvalidInput};
 use crate::ids::RunId;
-use crate::limits::InputLimits;
+use crate::limits::{InputLimits, checked};
 use crate::records::NewRun;
 
 /// The most children one call may create.
@@ -54,30 +54,39 @@ impl NewChild {
 impl InputLimits {
     /// Checks a batch of children of `parent` (1 to [`MAX_CHILDREN_BATCH`],
     /// each a valid run) and answers each as the run to create with its
-    /// input as JSON text, in order.
+    /// input as JSON text, in order. A refused batch is dropped without
+    /// recursion ([`Dismantle`](crate::limits::Dismantle)).
     pub fn encode_children(
         &self,
         parent: RunId,
         children: Vec<NewChild>,
     ) -> Result<Vec<(NewRun, String)>, Error> {
-        if children.is_empty() || children.len() > MAX_CHILDREN_BATCH {
-            return Err(Error::InvalidInput(InvalidInput::OutOfRange {
-                field: "children",
-                detail: format!(
-                    "{} is not between 1 and {MAX_CHILDREN_BATCH}",
-                    children.len()
-                ),
-            }));
-        }
-        children
-            .into_iter()
-            .map(|child| {
+        let (children, ()) = checked(children, |children| {
+            if children.is_empty() || children.len() > MAX_CHILDREN_BATCH {
+                return Err(Error::InvalidInput(InvalidInput::OutOfRange {
+                    field: "children",
+                    detail: format!(
+                        "{} is not between 1 and {MAX_CHILDREN_BATCH}",
+                        children.len()
+                    ),
+                }));
+            }
+            for child in children {
                 self.check_key("child key", &child.key)?;
-                let run = child.into_run(parent);
-                let input = self.encode_run(&run)?;
-                Ok((run, input))
-            })
-            .collect()
+                self.check_depth("child input", &child.input)?;
+            }
+            Ok(())
+        })?;
+        let runs: Vec<NewRun> = children
+            .into_iter()
+            .map(|child| child.into_run(parent))
+            .collect();
+        let (runs, inputs) = checked(runs, |runs| {
+            runs.iter()
+                .map(|run| self.encode_run(run))
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        Ok(runs.into_iter().zip(inputs).collect())
     }
 }
 

@@ -258,6 +258,108 @@ pub fn dismantle_json(value: Value) {
     }
 }
 
+/// Input a store takes by value that carries JSON: dropped without
+/// recursion ([`dismantle_json`]) when it is refused, since a value refused
+/// for its depth may be too deep to drop any other way.
+pub trait Dismantle {
+    /// Drops `self`, its JSON one array or object at a time.
+    fn dismantle(self);
+}
+
+impl Dismantle for Value {
+    fn dismantle(self) {
+        dismantle_json(self);
+    }
+}
+
+impl<T: Dismantle> Dismantle for Vec<T> {
+    fn dismantle(self) {
+        self.into_iter().for_each(Dismantle::dismantle);
+    }
+}
+
+impl<A, T: Dismantle> Dismantle for (A, T) {
+    fn dismantle(self) {
+        self.1.dismantle();
+    }
+}
+
+impl Dismantle for NewRun {
+    fn dismantle(self) {
+        dismantle_json(self.input);
+    }
+}
+
+impl Dismantle for NewStep {
+    fn dismantle(self) {
+        dismantle_json(self.input);
+    }
+}
+
+impl Dismantle for StepTransition {
+    fn dismantle(self) {
+        match self {
+            Self::Succeeded(value) | Self::Failed(value) => dismantle_json(value),
+            Self::Running | Self::Scheduled => {}
+        }
+    }
+}
+
+impl Dismantle for crate::batch::Completion {
+    fn dismantle(self) {
+        self.into_transition().dismantle();
+    }
+}
+
+impl Dismantle for NewWorkflowVersion {
+    fn dismantle(self) {
+        dismantle_json(self.graph);
+    }
+}
+
+impl Dismantle for crate::children::NewChild {
+    fn dismantle(self) {
+        dismantle_json(self.input);
+    }
+}
+
+impl Dismantle for crate::events::NewEvent {
+    fn dismantle(self) {
+        [self.data, self.context, self.authorization]
+            .into_iter()
+            .for_each(dismantle_json);
+    }
+}
+
+impl Dismantle for crate::events::NewPublishedVersion {
+    fn dismantle(self) {
+        dismantle_json(self.definition);
+    }
+}
+
+impl Dismantle for crate::events::NewActivation {
+    fn dismantle(self) {
+        dismantle_json(self.authorization);
+    }
+}
+
+/// Runs `check` on `input` and answers both; when `check` refuses it, drops
+/// `input` without recursion ([`Dismantle`]) before answering the refusal:
+/// a store taking JSON by value checks it this way, so input refused for
+/// its depth, however deep, never overflows the stack as it is dropped.
+pub fn checked<T: Dismantle, R>(
+    input: T,
+    check: impl FnOnce(&T) -> Result<R, Error>,
+) -> Result<(T, R), Error> {
+    match check(&input) {
+        Ok(checked) => Ok((input, checked)),
+        Err(err) => {
+            input.dismantle();
+            Err(err)
+        }
+    }
+}
+
 fn contains_nul_escape(text: &str) -> bool {
     let bytes = text.as_bytes();
     let mut i = 0;

@@ -9,6 +9,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::batch::repeated_items;
+use flowstate_core::limits::{Dismantle, checked};
 use flowstate_core::{
     BatchClaim, BatchStepStore, Completion, Error, Result, Step, StepClaim, StepId, StepStatus,
 };
@@ -79,11 +80,12 @@ impl BatchStepStore for DieselStore {
             let to = completion.target();
             let transition = completion.into_transition();
             if let Some(error) = repeated.remove(&index) {
+                transition.dismantle();
                 outcomes.push(Some(Err(error)));
                 continue;
             }
-            match self.config.limits.encode_transition(&transition) {
-                Ok(payload) => {
+            match checked(transition, |t| self.config.limits.encode_transition(t)) {
+                Ok((transition, payload)) => {
                     let payload = payload.unwrap_or_else(|| "null".to_owned());
                     let item = BatchItem {
                         id,

@@ -10,6 +10,7 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use flowstate_core::limits::checked;
 use flowstate_core::{
     Activation, ActivationId, DefinitionStore, Error, Inserted, NewActivation, NewPublishedVersion,
     NewWorkflow, PublishedVersion, PublishedVersionId, Result, Workflow, WorkflowId,
@@ -124,7 +125,8 @@ impl DefinitionStore for DieselStore {
         &self,
         version: NewPublishedVersion,
     ) -> Result<Inserted<PublishedVersion>> {
-        let definition = self.config.limits.encode_published_version(&version)?;
+        let (version, definition) =
+            checked(version, |v| self.config.limits.encode_published_version(v))?;
         let workflow = version.workflow;
         let row = PublishedVersionRow {
             id: PublishedVersionId::generate().to_string(),
@@ -187,7 +189,8 @@ impl DefinitionStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(workflow = %activation.workflow))]
     async fn create_activation(&self, activation: NewActivation) -> Result<Activation> {
         let op = "create_activation";
-        let authorization = self.config.limits.encode_activation(&activation)?;
+        let (activation, authorization) =
+            checked(activation, |a| self.config.limits.encode_activation(a))?;
         let row = ActivationRow {
             id: ActivationId::generate().to_string(),
             workflow_id: activation.workflow.to_string(),

@@ -15,6 +15,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::backoff::EventDispatchOutcome;
+use flowstate_core::limits::checked;
 use flowstate_core::{
     Delivery, Dispatch, Emission, Error, Event, EventFilter, EventId, EventStore, InputLimits,
     NewEvent, PendingEvent, Result, RunCause, RunId, Timestamp,
@@ -197,7 +198,7 @@ impl EventStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(event_type = %event.event_type))]
     async fn emit(&self, event: NewEvent, dispatch: Dispatch) -> Result<Emission> {
         let limits = self.config.limits;
-        let encoded = limits.encode_event(&event)?;
+        let (event, encoded) = checked(event, |event| limits.encode_event(event))?;
         let now = Timestamp::from_micros(self.now());
         let base = event.into_event(EventId::generate(), now);
         let target = base.target_workflow.map(|t| t.to_string());

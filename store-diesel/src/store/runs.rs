@@ -7,6 +7,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use serde_json::{Map, Value};
 
+use flowstate_core::limits::checked;
 use flowstate_core::{
     Error, Inserted, NewRun, Page, Result, Run, RunCursor, RunId, RunQuery, RunStatus, RunStore,
     Timestamp,
@@ -211,7 +212,7 @@ impl InsertKeyedRun for diesel_async::AsyncMysqlConnection {
 impl RunStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(workflow = %run.workflow))]
     async fn create_run(&self, run: NewRun) -> Result<Inserted<Run>> {
-        let input = self.config.limits.encode_run(&run)?;
+        let (run, input) = checked(run, |run| self.config.limits.encode_run(run))?;
         let record = run.into_run(RunId::generate(), Timestamp::from_micros(self.now()));
         let row = RunRow::new(&record, input);
         let Some(key) = record.idempotency_key.as_deref() else {

@@ -5,6 +5,7 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use flowstate_core::limits::checked;
 use flowstate_core::{
     ClaimOutcome, Error, Inserted, NewStep, Result, RetryStart, RunId, RunStore, Step, StepAttempt,
     StepClaim, StepId, StepStatus, StepStore, StepTransition, Timestamp,
@@ -105,7 +106,7 @@ impl DieselStore {
         step: NewStep,
         token: Option<u64>,
     ) -> Result<Inserted<Step>> {
-        let encoded = self.config.limits.encode_step(&step)?;
+        let (step, encoded) = checked(step, |step| self.config.limits.encode_step(step))?;
         let record = step.into_step(StepId::generate(), Timestamp::from_micros(self.now()))?;
         let row = StepRow::new(&record, encoded.input, encoded.retry_delay_ms);
         let stored = token.map(stored_token);
@@ -236,7 +237,8 @@ impl StepStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(step = %id, to = %transition.target()))]
     async fn transition_step(&self, id: StepId, transition: StepTransition) -> Result<()> {
-        let payload = self.config.limits.encode_transition(&transition)?;
+        let (transition, payload) =
+            checked(transition, |t| self.config.limits.encode_transition(t))?;
         let step_move = Move::Transition(transition.target());
         let written = by_dialect!(self, guarded_move(id, step_move, payload, None))?;
         self.moved_or_refused(id, written, step_move.target()).await
@@ -244,7 +246,8 @@ impl StepStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(step = %claim.step, attempt = claim.attempt, to = %transition.target()))]
     async fn transition_claimed(&self, claim: StepClaim, transition: StepTransition) -> Result<()> {
-        let payload = self.config.limits.encode_transition(&transition)?;
+        let (transition, payload) =
+            checked(transition, |t| self.config.limits.encode_transition(t))?;
         let step_move = Move::Claimed(transition.target());
         let written = by_dialect!(
             self,

@@ -4,6 +4,7 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use flowstate_core::limits::checked;
 use flowstate_core::{
     Error, Inserted, NewWorkflowVersion, Result, VersionId, VersionStore, WorkflowVersion,
 };
@@ -32,7 +33,7 @@ impl VersionStore for DieselStore {
         &self,
         version: NewWorkflowVersion,
     ) -> Result<Inserted<WorkflowVersion>> {
-        let graph = self.config.limits.encode_version(&version)?;
+        let (version, graph) = checked(version, |v| self.config.limits.encode_version(v))?;
         for _ in 0..IDEMPOTENT_TRIES {
             let row = VersionRow {
                 id: VersionId::generate().to_string(),

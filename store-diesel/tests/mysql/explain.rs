@@ -166,7 +166,17 @@ async fn hot_statements_use_indexes() {
         (
             "claim",
             &claim,
-            vec![lit("h"), now.clone(), run.clone(), lit("s1"), lit("f")],
+            // History id, now, lease clock offset, default claim timeout,
+            // run, name, function.
+            vec![
+                lit("h"),
+                now.clone(),
+                "0".to_owned(),
+                "600000000".to_owned(),
+                run.clone(),
+                lit("s1"),
+                lit("f"),
+            ],
             Some("flowstate_steps_run_name"),
         ),
         (

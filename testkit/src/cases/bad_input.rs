@@ -221,30 +221,58 @@ pub async fn json_one_level_too_deep_is_refused<H: Harness>(h: &H) {
     .await;
 }
 
-/// JSON 100,000 levels deep is `TooDeep`, not a stack overflow (the depth
-/// is measured without recursion before anything serialises the value),
-/// and nothing is written.
-///
-/// Only through `write_state`, which borrows the value: the calls that take
-/// their record by value drop it when they refuse it, and serde_json drops
-/// a value recursively, which no 2 MiB stack survives at this depth; that
-/// drop is the caller's value's, not the check's. Their refusal of too deep
-/// a value is [`json_one_level_too_deep_is_refused`].
+/// JSON 100,000 levels deep is `TooDeep`, not a stack overflow, through a
+/// call that borrows it and through every call that takes it by value (the
+/// depth is measured without recursion before anything serialises the
+/// value, and a store drops a refused value without recursion too), and
+/// nothing is written.
 pub async fn json_100000_levels_deep_is_refused_without_overflow<H: Harness>(h: &H) {
-    let value = nested(100_000);
+    let store = h.store();
     let run = new_run(h).await;
+    let step = step_in(h, run.id, "held", StepStatus::Running).await;
     let before = snapshot(h, &[run.id]).await;
-    let outcome = h.store().write_state(run.id, "k", &value).await;
+    let deep = || nested(100_000);
+    let is_too_deep = |outcome: &Result<()>, what: &str| {
+        assert!(
+            matches!(
+                outcome,
+                Err(Error::InvalidInput(InvalidInput::TooDeep { limit, .. }))
+                    if *limit == InputLimits::default().max_json_depth
+            ),
+            "{what}: {outcome:?}"
+        );
+    };
+    let value = deep();
+    let outcome = store.write_state(run.id, "k", &value).await;
     // Dismantled in a loop before anything can panic: unwinding would drop
     // it recursively.
     dismantle_json(value);
-    assert!(
-        matches!(
-            outcome,
-            Err(Error::InvalidInput(InvalidInput::TooDeep { field: "state value", limit }))
-                if limit == InputLimits::default().max_json_depth
-        ),
-        "{outcome:?}"
+    is_too_deep(&outcome, "write_state");
+    let outcome = store.create_run(NewRun::new("wf", deep())).await.map(drop);
+    is_too_deep(&outcome, "create_run");
+    let step_in_run = NewStep::new(run.id, "deep", FUNCTION, deep());
+    is_too_deep(
+        &store.insert_step(step_in_run).await.map(drop),
+        "insert_step",
+    );
+    let failed = StepTransition::Failed(deep());
+    is_too_deep(
+        &store.transition_step(step.id, failed).await,
+        "transition_step",
+    );
+    let done = StepTransition::Succeeded(deep());
+    is_too_deep(
+        &store.transition_claimed(step.claim(), done).await,
+        "transition_claimed",
+    );
+    let version = NewWorkflowVersion {
+        workflow: "wf".to_owned(),
+        graph_hash: "deep".to_owned(),
+        graph: deep(),
+    };
+    is_too_deep(
+        &store.upsert_version(version).await.map(drop),
+        "upsert_version",
     );
     assert_eq!(snapshot(h, &[run.id]).await, before);
 }

@@ -3,9 +3,10 @@
 //! read is which steps a batch takes and what each item answers.
 
 use flowstate_core::batch::repeated_items;
+use flowstate_core::limits::{Dismantle, checked};
 use flowstate_core::{
     BatchClaim, BatchStepStore, ClaimDecision, ClaimInput, Completion, Result, Step, StepClaim,
-    StepStatus,
+    StepStatus, StepTransition,
 };
 
 use super::MemoryStore;
@@ -59,29 +60,30 @@ impl BatchStepStore for MemoryStore {
             tables.check_history_writes()?;
         }
         let mut outcomes = Vec::with_capacity(completions.len());
-        for (index, (claim, completion)) in completions.iter().enumerate() {
-            let to = completion.target();
+        for (index, (claim, completion)) in completions.into_iter().enumerate() {
+            let transition = completion.into_transition();
             if let Some(error) = repeated.remove(&index) {
+                transition.dismantle();
                 outcomes.push(Err(error));
                 continue;
             }
-            let outcome = self
-                .limits
-                .encode_transition(&completion.to_transition())
-                .and_then(|_| {
+            let outcome = checked(transition, |t| self.limits.encode_transition(t)).and_then(
+                |(transition, _)| {
                     let mut step = tables.step(claim.step)?.clone();
                     if step.status != StepStatus::Running || step.attempt != claim.attempt {
-                        return claim.explain_refusal(&step, &completion.to_transition());
+                        return claim.explain_refusal(&step, &transition);
                     }
-                    step.status = to;
+                    step.status = transition.target();
                     step.updated_at = now;
-                    match completion {
-                        Completion::Succeeded(result) => step.result = Some(result.clone()),
-                        Completion::Failed(error) => step.error = Some(error.clone()),
+                    match transition {
+                        StepTransition::Succeeded(result) => step.result = Some(result),
+                        StepTransition::Failed(error) => step.error = Some(error),
+                        StepTransition::Running | StepTransition::Scheduled => {}
                     }
                     tables.save_step(step, now);
                     Ok(())
-                });
+                },
+            );
             outcomes.push(outcome);
         }
         Ok(outcomes)

@@ -2,6 +2,7 @@
 //! scope, name), published versions once per (workflow, hash), the active
 //! version, and activations.
 
+use flowstate_core::limits::checked;
 use flowstate_core::{
     Activation, ActivationId, DefinitionStore, Error, Inserted, NewActivation, NewPublishedVersion,
     NewWorkflow, PublishedVersion, PublishedVersionId, Result, Workflow, WorkflowId,
@@ -69,7 +70,7 @@ impl DefinitionStore for MemoryStore {
         &self,
         version: NewPublishedVersion,
     ) -> Result<Inserted<PublishedVersion>> {
-        self.limits.encode_published_version(&version)?;
+        let (version, _) = checked(version, |v| self.limits.encode_published_version(v))?;
         let now = self.now();
         let mut tables = self.lock();
         let t = &mut tables.events;
@@ -110,7 +111,7 @@ impl DefinitionStore for MemoryStore {
     }
 
     async fn create_activation(&self, activation: NewActivation) -> Result<Activation> {
-        self.limits.encode_activation(&activation)?;
+        let (activation, _) = checked(activation, |a| self.limits.encode_activation(a))?;
         let now = self.now();
         let mut tables = self.lock();
         let t = &mut tables.events;

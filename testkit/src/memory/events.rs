@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use flowstate_core::backoff::EventDispatchOutcome;
+use flowstate_core::limits::checked;
 use flowstate_core::{
     Activation, ActivationId, Delivery, Dispatch, Emission, Error, Event, EventFilter, EventId,
     EventQueueStore, EventStore, NewEvent, NextDispatch, PendingEvent, PublishedVersion,
@@ -86,7 +87,7 @@ impl Tables {
 
 impl EventStore for MemoryStore {
     async fn emit(&self, event: NewEvent, dispatch: Dispatch) -> Result<Emission> {
-        self.limits.encode_event(&event)?;
+        let (event, _) = checked(event, |event| self.limits.encode_event(event))?;
         let now = self.now();
         let mut tables = self.lock();
         let dedupe = event.dedupe_key.clone().map(|key| {

@@ -1,6 +1,7 @@
 //! [`FencedWrites`] for [`MemoryStore`]: the unfenced writes, under the
 //! one lock, after the lease of the token is checked on the lease clock.
 
+use flowstate_core::limits::checked;
 use flowstate_core::{
     Error, FencedWrites, Inserted, NewStep, Result, Run, RunId, RunStatus, Step, Timestamp,
 };
@@ -45,7 +46,7 @@ impl FencedWrites for MemoryStore {
     }
 
     async fn insert_step_fenced(&self, token: u64, step: NewStep) -> Result<Inserted<Step>> {
-        self.limits.encode_step(&step)?;
+        let (step, _) = checked(step, |step| self.limits.encode_step(step))?;
         let (now, lease_now) = (self.now(), self.lease_clock.now());
         let mut tables = self.lock();
         Self::fence(&tables, step.run, token, lease_now)?;

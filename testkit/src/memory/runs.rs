@@ -3,6 +3,7 @@
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
+use flowstate_core::limits::checked;
 use flowstate_core::{
     Error, Inserted, NewRun, Page, Result, Run, RunCursor, RunId, RunQuery, RunStatus, RunStore,
     Timestamp,
@@ -73,7 +74,7 @@ impl super::Tables {
 
 impl RunStore for MemoryStore {
     async fn create_run(&self, run: NewRun) -> Result<Inserted<Run>> {
-        self.check_new_run(&run)?;
+        let (run, ()) = checked(run, |run| self.check_new_run(run))?;
         let mut tables = self.lock();
         if let Some(existing) = run
             .idempotency_key

@@ -1,5 +1,6 @@
 //! [`StepStore`] for [`MemoryStore`]: steps, transitions, claims, history.
 
+use flowstate_core::limits::checked;
 use flowstate_core::step_claim::claimed_targets;
 use flowstate_core::{
     ClaimDecision, ClaimInput, Error, Inserted, NewStep, Result, RetryStart, RunId, Step,
@@ -10,7 +11,7 @@ use super::{MemoryStore, Tables};
 
 impl StepStore for MemoryStore {
     async fn insert_step(&self, step: NewStep) -> Result<Inserted<Step>> {
-        self.limits.encode_step(&step)?;
+        let (step, _) = checked(step, |step| self.limits.encode_step(step))?;
         let now = self.now();
         let mut tables = self.lock();
         Self::unsettled(&tables, step.run)?;
@@ -40,7 +41,7 @@ impl StepStore for MemoryStore {
     }
 
     async fn transition_step(&self, id: StepId, transition: StepTransition) -> Result<()> {
-        self.limits.encode_transition(&transition)?;
+        let (transition, _) = checked(transition, |t| self.limits.encode_transition(t))?;
         let now = self.now();
         let mut tables = self.lock();
         let step = tables.step(id)?.clone();
@@ -58,7 +59,7 @@ impl StepStore for MemoryStore {
     }
 
     async fn transition_claimed(&self, claim: StepClaim, transition: StepTransition) -> Result<()> {
-        self.limits.encode_transition(&transition)?;
+        let (transition, _) = checked(transition, |t| self.limits.encode_transition(t))?;
         let now = self.now();
         let mut tables = self.lock();
         let step = tables.step(claim.step)?.clone();

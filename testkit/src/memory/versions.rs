@@ -1,6 +1,7 @@
 //! [`VersionStore`] for [`MemoryStore`]: workflow graphs stored once per
 //! (workflow, hash).
 
+use flowstate_core::limits::checked;
 use flowstate_core::{
     Inserted, NewWorkflowVersion, Result, VersionId, VersionStore, WorkflowVersion,
 };
@@ -12,7 +13,7 @@ impl VersionStore for MemoryStore {
         &self,
         version: NewWorkflowVersion,
     ) -> Result<Inserted<WorkflowVersion>> {
-        self.limits.encode_version(&version)?;
+        let (version, _) = checked(version, |v| self.limits.encode_version(v))?;
         let now = self.now();
         let mut tables = self.lock();
         let key = (version.workflow, version.graph_hash);
