@@ -12,6 +12,7 @@ pub mod corrupt;
 pub mod db;
 pub mod events_rollback;
 pub mod harness;
+pub mod healing;
 pub mod large_batches;
 pub mod lease_budgets;
 pub mod records;

@@ -9,6 +9,7 @@ mod common;
 
 mod budgets;
 mod explain;
+mod healing;
 mod explain_events;
 mod lease_plans;
 mod migrations;

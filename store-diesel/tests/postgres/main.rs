@@ -9,6 +9,7 @@ mod common;
 
 mod budgets;
 mod explain;
+mod healing;
 mod explain_events;
 mod hot_updates;
 mod lease_plans;

@@ -9,6 +9,7 @@ mod common;
 
 mod budgets;
 mod concurrency;
+mod healing;
 mod migrations;
 mod plans;
 mod plans_events;

@@ -1,0 +1,239 @@
+//! Healing on PostgreSQL: a store whose every pooled session is killed,
+//! whose session is killed mid-statement, or whose session turns read-only
+//! answers again at once, the first call failing at most, retryably. And
+//! the retryable rows of the error table a shared server can raise for
+//! real: a session ended by an administrator (57P01), a deadlock (40P01),
+//! a lock timeout (55P03), a serialization failure (40001), a read-only
+//! transaction (25006); and a unique violation, which is not retryable.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use diesel::result::Error as DieselError;
+use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+use flowstate_core::{NewRun, RunStore};
+use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
+use serde_json::json;
+
+use crate::common::db::TestDb;
+use crate::common::healing::{self, message};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_sessions_heal() {
+    let healing = healing::killed_sessions_heal(Dialect::Postgres).await;
+    // The server tells every session it ends (57P01) before it goes, so
+    // the driver has closed them by the first call: the pool refuses the
+    // closed connections without a check and opens new ones.
+    assert_eq!(healing.failed(), 0, "{healing:?}");
+    assert_eq!(healing.checks(), 0, "{healing:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_killed_mid_statement_fails_retryably_and_is_replaced() {
+    let db = TestDb::migrated(Dialect::Postgres).await;
+    let log = StatementLog::new();
+    let store = db
+        .warm_store(StoreConfig::default().statement_log(Arc::clone(&log)), 1)
+        .await;
+    let run = store
+        .create_run(NewRun::new("wf", json!(1)))
+        .await
+        .unwrap()
+        .record;
+    healing::wait_for_sessions(&db, 1).await;
+
+    let sleeping = store.batch_execute("SELECT pg_sleep(30)");
+    let killing = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        healing::kill_sessions(&db).await
+    };
+    let (slept, killed) = tokio::join!(sleeping, killing);
+    assert_eq!(killed, 1);
+    let err = slept.expect_err("the killed statement fails");
+    assert!(err.is_retryable(), "{err}");
+
+    log.clear();
+    let read = tokio::time::timeout(healing::CALL_BOUND, store.get_run(run.id))
+        .await
+        .expect("the next call answers within the bound");
+    assert_eq!(read.unwrap(), run);
+    assert_eq!(log.count(), 1, "the read alone: {:?}", log.statements());
+    drop(store);
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_session_fails_retryably_and_is_replaced() {
+    let db = TestDb::migrated(Dialect::Postgres).await;
+    let store = db.warm_store(StoreConfig::default(), 1).await;
+    // What a demoted primary looks like to the session that stays on it.
+    store
+        .batch_execute("SET default_transaction_read_only = on")
+        .await
+        .unwrap();
+
+    let err = store
+        .create_run(NewRun::new("wf", json!(1)))
+        .await
+        .expect_err("a read-only session refuses the write");
+    assert!(err.is_retryable(), "{err}");
+    let run = tokio::time::timeout(
+        healing::CALL_BOUND,
+        store.create_run(NewRun::new("wf", json!(2))),
+    )
+    .await
+    .expect("the next call answers within the bound")
+    .expect("a new connection takes the write")
+    .record;
+    assert_eq!(store.get_run(run.id).await.unwrap(), run);
+    assert_eq!(
+        db.count("SELECT COUNT(*) AS n FROM flowstate_runs").await,
+        1
+    );
+    drop(store);
+    db.drop_database().await;
+}
+
+/// A database holding `t (id, n)` with rows 1 and 2, and two connections
+/// on it.
+async fn two_sessions() -> (TestDb, AsyncPgConnection, AsyncPgConnection) {
+    let db = TestDb::empty(Dialect::Postgres).await;
+    db.execute("CREATE TABLE t (id INT PRIMARY KEY, n INT NOT NULL)")
+        .await;
+    db.execute("INSERT INTO t VALUES (1, 0), (2, 0)").await;
+    let a = AsyncPgConnection::establish(&db.url).await.unwrap();
+    let b = AsyncPgConnection::establish(&db.url).await.unwrap();
+    (db, a, b)
+}
+
+/// Asserts that `err` is retryable and its message starts as the table's
+/// row for it says.
+fn assert_retryable(err: &DieselError, starts: &str) {
+    assert!(
+        message(err).starts_with(starts),
+        "{err} does not start with {starts:?}"
+    );
+    assert!(flowstate_store_diesel::error::is_retryable(err), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_ended_by_an_administrator_is_retryable() {
+    let (db, mut a, mut b) = two_sessions().await;
+    let pid: i32 = diesel_async::RunQueryDsl::get_result(
+        diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
+            "pg_backend_pid()",
+        )),
+        &mut a,
+    )
+    .await
+    .unwrap();
+    let sleeping = a.batch_execute("SELECT pg_sleep(30)");
+    let killing = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        b.batch_execute(&format!("SELECT pg_terminate_backend({pid})"))
+            .await
+    };
+    let (slept, killed) = tokio::join!(sleeping, killing);
+    killed.unwrap();
+    let during = slept.expect_err("the ended session's statement fails");
+    assert_retryable(
+        &during,
+        "terminating connection due to administrator command",
+    );
+    let after = a
+        .batch_execute("SELECT 1")
+        .await
+        .expect_err("the ended session is gone");
+    assert!(
+        flowstate_store_diesel::error::is_retryable(&after),
+        "the next statement: {after}"
+    );
+    eprintln!("ended mid-statement: {during}; the next statement: {after}");
+    drop((a, b));
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadlock_is_retryable() {
+    let (db, mut a, mut b) = two_sessions().await;
+    a.batch_execute("BEGIN; UPDATE t SET n = 1 WHERE id = 1")
+        .await
+        .unwrap();
+    b.batch_execute("BEGIN; UPDATE t SET n = 1 WHERE id = 2")
+        .await
+        .unwrap();
+    // `a` waits for row 2; then `b` asks for row 1: after deadlock_timeout
+    // (1 s by default) the server rolls one back.
+    let a_waits = a.batch_execute("UPDATE t SET n = 2 WHERE id = 2");
+    let b_closes = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        b.batch_execute("UPDATE t SET n = 2 WHERE id = 1").await
+    };
+    let (a_did, b_did) = tokio::join!(a_waits, b_closes);
+    let victim = match (a_did, b_did) {
+        (Err(err), Ok(())) | (Ok(()), Err(err)) => err,
+        other => panic!("expected exactly one deadlock victim, got {other:?}"),
+    };
+    assert_retryable(&victim, "deadlock detected");
+    drop((a, b));
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_timeout_is_retryable() {
+    let (db, mut a, mut b) = two_sessions().await;
+    a.batch_execute("BEGIN; UPDATE t SET n = 1 WHERE id = 1")
+        .await
+        .unwrap();
+    let err = b
+        .batch_execute("SET lock_timeout = '100ms'; UPDATE t SET n = 2 WHERE id = 1")
+        .await
+        .expect_err("the lock is held past the timeout");
+    assert_retryable(&err, "canceling statement due to lock timeout");
+    drop((a, b));
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serialization_failure_is_retryable() {
+    let (db, mut a, mut b) = two_sessions().await;
+    // `a`'s snapshot is taken by its first read; `b` then changes the row.
+    a.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT n FROM t WHERE id = 1")
+        .await
+        .unwrap();
+    b.batch_execute("UPDATE t SET n = 5 WHERE id = 1")
+        .await
+        .unwrap();
+    let err = a
+        .batch_execute("UPDATE t SET n = n + 1 WHERE id = 1")
+        .await
+        .expect_err("a concurrent update under REPEATABLE READ");
+    assert!(
+        matches!(
+            err,
+            DieselError::DatabaseError(diesel::result::DatabaseErrorKind::SerializationFailure, _)
+        ),
+        "{err:?}"
+    );
+    assert_retryable(&err, "could not serialize access due to concurrent update");
+    drop((a, b));
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_transaction_is_retryable_and_a_duplicate_is_not() {
+    let (db, mut a, _b) = two_sessions().await;
+    let err = a
+        .batch_execute("BEGIN READ ONLY; INSERT INTO t VALUES (3, 0)")
+        .await
+        .expect_err("a read-only transaction refuses the write");
+    assert_retryable(&err, "cannot execute INSERT in a read-only transaction");
+    a.batch_execute("ROLLBACK").await.unwrap();
+
+    let err = a
+        .batch_execute("INSERT INTO t VALUES (1, 0)")
+        .await
+        .expect_err("a duplicate key");
+    assert!(!flowstate_store_diesel::error::is_retryable(&err), "{err}");
+    db.drop_database().await;
+}
