@@ -5,12 +5,15 @@
 
 /// Stamps every pool case (group commit: coalescing, per-item answers,
 /// nothing acknowledged before the store answered, failed flushes, close;
-/// the worker pool: every step exactly once, retries, the function filter,
-/// panics, shutdown mid-run, failed flushes and claims, a claim in
-/// progress at a stop) into a
+/// flushes retried after a retryable error, a lost answer, giving up, close
+/// during a retry; the worker pool: every step exactly once, retries, the
+/// function filter, panics, shutdown mid-run, failed flushes and claims, a
+/// claim in progress at a stop, an outage survived, an outage given up on
+/// and recovered by `expire_step_claims`, a lost claim) into a
 /// multi-threaded tokio test, for a factory of a [`Harness`](crate::Harness)
 /// whose store implements
-/// [`BatchStepStore`](flowstate_core::BatchStepStore). The faults come from
+/// [`BatchStepStore`](flowstate_core::BatchStepStore) and
+/// [`RecoveryStore`](flowstate_core::RecoveryStore). The faults come from
 /// a wrapper around the harness's store, so they need no hook:
 ///
 /// ```
@@ -23,7 +26,7 @@
 macro_rules! pool_suite {
     ($suite:ident, $factory:expr $(,)?) => {
         $crate::__pool_cases! { stamp $suite, $factory, bound [
-            $crate::Harness<Store: $crate::__private::core::BatchStepStore>
+            $crate::Harness<Store: $crate::__private::core::BatchStepStore + $crate::__private::core::RecoveryStore>
         ] }
     };
 }
@@ -50,11 +53,22 @@ macro_rules! __pool_cases {
                 shutdown_mid_run_finishes_what_it_claimed_and_loses_nothing,
             }
             pool_faults {
-                failed_commits_are_counted_and_leave_their_steps_running,
+                a_flush_error_that_is_not_retryable_is_not_retried,
                 a_flusher_that_panics_in_the_store_answers_every_completion,
                 a_failed_claim_backs_off_and_the_pool_goes_on,
                 a_claim_in_progress_at_stop_is_still_run,
                 a_worker_does_not_wait_for_its_commit_so_flushes_fill_up,
+            }
+            pool_retries {
+                a_failing_flush_is_sent_again_and_answered_once_written,
+                a_flush_whose_answer_was_lost_is_sent_again_and_answers_ok,
+                a_flush_that_gives_up_answers_its_callers_with_the_error,
+                close_waits_for_a_flush_being_retried,
+            }
+            pool_outages {
+                a_pool_whose_flushes_fail_three_times_writes_every_completion,
+                a_pool_gives_up_on_a_store_that_stays_down_and_recovery_takes_the_steps_back,
+                a_completion_whose_claim_ran_out_is_claim_lost_and_writes_nothing,
             }
         }
     };

@@ -1,94 +1,24 @@
 //! `flowstate_pool::GroupCommit` over the backend's store: coalescing
 //! (exact flush counts, with the first flush held so the rest queue up
 //! behind it), nothing answered before the store returned, every `Ok`
-//! durable when it is answered, per-item results, a failed flush failing
-//! all its callers and writing nothing, close.
+//! durable when it is answered, per-item results, a flush failing with an
+//! error that is not retryable failing all its callers at once and writing
+//! nothing, close.
 
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::Poll;
 
 use flowstate_core::{
     BatchStepStore, Completion, Error, Result, StepClaim, StepId, StepStatus, StepStore,
 };
-use flowstate_pool::{CommitStats, FlushFailed, GroupCommit, Pending, is_closed};
+use flowstate_pool::{CommitStats, FlushFailed, GroupCommit, is_closed};
 use serde_json::json;
-use tokio::task::JoinHandle;
 
-use super::pool_support::{Watched, attempts, histories, read_back, running_steps, within};
+use super::pool_support::{
+    Watched, assert_unanswered, attempts, histories, hold_first, join_all, poll_now, read_back,
+    running_steps, spawn_commit, wait_queued, within,
+};
 use crate::Harness;
-
-type Commit<S> = GroupCommit<Watched<S>>;
-
-/// Commits in a task of its own; once answered `Ok`, reads the step back
-/// from `store`: an acknowledged completion is already written.
-fn spawn_commit<S: BatchStepStore + 'static>(
-    store: &Arc<S>,
-    commit: &Commit<S>,
-    claim: StepClaim,
-    completion: Completion,
-) -> JoinHandle<Result<()>> {
-    let (store, commit) = (Arc::clone(store), commit.clone());
-    tokio::spawn(async move {
-        let (id, target) = (claim.step, completion.target());
-        let answer = commit.commit(claim, completion).await;
-        if answer.is_ok() {
-            let stored = store.get_step(id).await.expect("get_step");
-            assert_eq!(stored.status, target, "{id} was acknowledged unwritten");
-        }
-        answer
-    })
-}
-
-/// Waits (yielding, no timer, under the hang guard) until `n` messages are
-/// queued.
-async fn wait_queued<S>(commit: &Commit<S>, n: usize) {
-    within(&format!("{n} queued commits"), async {
-        while commit.queued() < n {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await;
-}
-
-/// Queues one completion and waits until its flush is held in the store;
-/// answers its still unanswered [`Pending`].
-async fn hold_first<S: BatchStepStore + 'static>(
-    store: &Watched<S>,
-    commit: &Commit<S>,
-    claim: StepClaim,
-) -> Pending {
-    let mut first = commit
-        .submit(claim, Completion::Succeeded(json!("first")))
-        .await
-        .expect("submit");
-    within("the first flush to start", store.entered.notified()).await;
-    assert_unanswered(&mut first);
-    first
-}
-
-/// `pending`'s answer if it is in, polled once: deterministic, it never
-/// waits.
-fn poll_now(pending: &mut Pending) -> Poll<Result<()>> {
-    let mut cx = Context::from_waker(Waker::noop());
-    Pin::new(pending).poll(&mut cx)
-}
-
-/// Fails if `pending` already has its answer.
-fn assert_unanswered(pending: &mut Pending) {
-    if let Poll::Ready(answer) = poll_now(pending) {
-        panic!("answered {answer:?} while its flush was held in the store");
-    }
-}
-
-async fn join_all(handles: Vec<JoinHandle<Result<()>>>) -> Vec<Result<()>> {
-    let mut out = Vec::with_capacity(handles.len());
-    for handle in handles {
-        let answer = within("a commit's answer", handle).await;
-        out.push(answer.expect("a commit task panicked"));
-    }
-    out
-}
 
 /// 50 commits, the first flush held in the store while the other 49 queue
 /// up: the held one is not answered while held (and its step is still
@@ -258,15 +188,19 @@ where
     commit.close().await;
 }
 
-/// Every flush fails: the held one's caller and the 20 queued behind it
-/// each get a retryable `FlushFailed` naming their flush's size, and no
-/// step moved.
+/// Every flush fails with an error that is not retryable: it is not sent
+/// again, the held one's caller and the 20 queued behind it each get a
+/// `FlushFailed` naming their flush's size, and no step moved.
 pub async fn a_failed_flush_fails_every_caller_in_it<H: Harness>(h: &H)
 where
     H::Store: BatchStepStore,
 {
     let steps = running_steps(h, 21).await;
-    let store = Arc::new(Watched::over(h.store()).holding_first().failing());
+    let store = Arc::new(
+        Watched::over(h.store())
+            .holding_first()
+            .failing_not_retryable(),
+    );
     let commit = GroupCommit::new(Arc::clone(&store));
     let first = hold_first(&store, &commit, steps[0].claim()).await;
     let rest: Vec<_> = steps[1..]
@@ -287,20 +221,16 @@ where
     all.extend(join_all(rest).await.into_iter().map(|r| (r, 20)));
     for (result, items) in all {
         let err = result.expect_err("a failed flush acknowledges nothing");
-        assert!(err.is_retryable(), "{err}");
-        assert!(
-            err.to_string().contains("connection reset by peer"),
-            "{err}"
-        );
-        let Error::Backend { source, .. } = &err else {
-            panic!("expected a Backend error, got {err:?}");
-        };
-        let failed = source.downcast_ref::<FlushFailed>().expect("a FlushFailed");
+        assert!(!err.is_retryable(), "{err}");
+        assert!(err.to_string().contains("permission denied"), "{err}");
+        let failed = FlushFailed::of(&err).expect("a FlushFailed");
         assert_eq!(failed.items, items);
-        assert!(failed.retryable);
+        assert_eq!((failed.retryable, failed.gave_up), (false, false));
+        assert_eq!(failed.attempts, 1, "sent again");
     }
-    assert_eq!(store.flush_sizes(), [1, 20]);
-    assert_eq!(commit.stats().failed_flushes, 2);
+    assert_eq!(store.flush_sizes(), [1, 20], "a flush was sent again");
+    let stats = commit.stats();
+    assert_eq!((stats.failed_flushes, stats.flush_retries), (2, 0));
     let back = read_back(&**h.store(), &steps).await;
     let rows = histories(&**h.store(), &steps).await;
     for (step, rows) in back.iter().zip(&rows) {

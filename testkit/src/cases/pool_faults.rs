@@ -1,5 +1,6 @@
 //! `flowstate_pool::WorkerPool` over the backend's store wrapped in
-//! `Watched`: failed flushes counted and acknowledging nothing, a flusher
+//! `Watched`: flushes failing with an error that is not retryable, counted,
+//! not retried and acknowledging nothing, a flusher
 //! that panics in the store still answering every completion, failed
 //! claims backed off from, a claim still in the store when the pool is
 //! stopped reaching the workers, and a worker that queues its next
@@ -7,27 +8,15 @@
 
 use std::sync::Arc;
 
-use flowstate_core::{BatchStepStore, Completion, RetryPolicy, Step, StepStatus};
+use flowstate_core::{BatchStepStore, RetryPolicy, StepStatus};
 use flowstate_pool::{PoolStats, WorkerPool};
 use serde_json::json;
 
 use super::pool_support::{
-    FUNCTION, Ledger, Watched, attempts, histories, insert_steps, pool_config, read_back, within,
+    FUNCTION, Ledger, Watched, attempts, histories, insert_steps, pool_config, read_back,
+    recording, within,
 };
 use crate::Harness;
-
-/// A pool handler that records each call in `ledger` and succeeds with
-/// `result`.
-fn recording(
-    ledger: &Arc<Ledger>,
-    result: serde_json::Value,
-) -> impl Fn(Step) -> std::future::Ready<Completion> + Send + Sync + 'static {
-    let ledger = Arc::clone(ledger);
-    move |step: Step| {
-        ledger.record(&step);
-        std::future::ready(Completion::Succeeded(result.clone()))
-    }
-}
 
 /// Runs `n` fresh steps through a pool over `store`, whose flushes write
 /// nothing, and checks what every such fault shares: shutdown returns,
@@ -66,17 +55,24 @@ where
     (stats, ledger)
 }
 
-/// 100 steps, every flush failing: each step's handler ran once, each
-/// commit is counted as an error, and every step is left running on
-/// attempt 1 (its history too): nothing was acknowledged.
-pub async fn failed_commits_are_counted_and_leave_their_steps_running<H: Harness>(h: &H)
+/// 100 steps, every flush failing with an error that is not retryable:
+/// no flush is sent again, each step's handler ran once, each commit is
+/// counted as an error (neither given up nor a lost claim), and every step
+/// is left running on attempt 1 (its history too): nothing was
+/// acknowledged.
+pub async fn a_flush_error_that_is_not_retryable_is_not_retried<H: Harness>(h: &H)
 where
     H::Store: BatchStepStore,
 {
-    let store = Arc::new(Watched::over(h.store()).failing());
+    let store = Arc::new(Watched::over(h.store()).failing_not_retryable());
     let (stats, ledger) = nothing_acknowledged(h, &store, 100, json!(3)).await;
     assert_eq!(stats.flushes, store.flush_sizes().len() as u64);
     assert_eq!(store.flush_sizes().iter().sum::<usize>(), 100);
+    assert_eq!(
+        (stats.flush_retries, stats.given_up, stats.claims_lost),
+        (0, 0, 0),
+        "{stats:?}"
+    );
     assert!(ledger.calls().values().all(|n| *n == 1), "a step ran twice");
 }
 

@@ -1,25 +1,28 @@
-//! What the pool cases share: [`Watched`], a wrapper around any
-//! [`BatchStepStore`] that counts its batch calls, can hold the first flush
-//! or claim until released and can fail flushes or claims (so the faults run over
-//! the backend's real store); a [`Ledger`] of handler calls per
-//! `(step, attempt)`; step setup and read-back through the ports; and
-//! [`within`], the hang guard every wait goes through.
+//! What the pool cases share: [`Watched`] (`pool_watched.rs`), a wrapper
+//! around any [`BatchStepStore`] that makes the faults; a [`Ledger`] of
+//! handler calls per `(step, attempt)`; step setup and read-back through
+//! the ports; the pools' settings; and [`within`], the hang guard every
+//! wait goes through.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use flowstate_core::{
-    BatchClaim, BatchStepStore, ClaimOutcome, Completion, Error, GraphState, Inserted, NewRun,
-    NewStep, Result, RetryPolicy, RetryStart, RunId, RunStore, Step, StepAttempt, StepClaim,
-    StepId, StepStatus, StepStore, StepSummary, StepTransition, Timestamp,
+    BatchClaim, BatchStepStore, Completion, NewRun, NewStep, Result, RetryPolicy, RunId, RunStore,
+    Step, StepAttempt, StepClaim, StepId, StepStatus, StepStore,
 };
-use flowstate_pool::{IdleBackoff, PoolConfig};
+use flowstate_pool::{FlushRetry, GroupCommit, IdleBackoff, Pending, PoolConfig};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 
+// The pool cases take it from here, with the rest of what they share.
+pub(crate) use super::pool_watched::Watched;
 use crate::Harness;
 
 /// The function the pool cases' steps are pinned to.
@@ -38,213 +41,6 @@ pub(crate) async fn within<T>(what: &str, work: impl Future<Output = T>) -> T {
         .unwrap_or_else(|elapsed| panic!("waiting for {what}: {elapsed} ({HANG_GUARD:?})"))
 }
 
-/// A store whose batch calls are watched and can be made to misbehave; the
-/// other calls go straight to the store behind.
-#[derive(Debug)]
-pub(crate) struct Watched<S> {
-    /// The store behind: the harness's.
-    pub(crate) inner: Arc<S>,
-    /// The size of each `complete_batch` call, in order.
-    flushes: Mutex<Vec<usize>>,
-    /// `complete_batch` calls that have returned.
-    returned: AtomicUsize,
-    /// When set, the first `complete_batch` signals `entered` and waits
-    /// for `release` before it writes.
-    hold_first: AtomicBool,
-    /// Signalled when the held flush has started.
-    pub(crate) entered: Notify,
-    /// Lets the held flush go on.
-    pub(crate) release: Notify,
-    /// When set, every `complete_batch` answers `Err` and writes nothing.
-    fail: AtomicBool,
-    /// When set, every `complete_batch` panics and writes nothing.
-    panic: AtomicBool,
-    /// When set, the first `claim_batch` claims, then signals
-    /// `claim_entered` and waits for `claim_release` before it answers.
-    hold_first_claim: AtomicBool,
-    /// Signalled when the held claim has claimed.
-    pub(crate) claim_entered: Notify,
-    /// Lets the held claim answer.
-    pub(crate) claim_release: Notify,
-    /// `claim_batch` calls.
-    claims: AtomicUsize,
-    /// This many of the first `claim_batch` calls answer `Err`.
-    failing_claims: AtomicUsize,
-}
-
-impl<S> Watched<S> {
-    /// The harness's store, watched, misbehaving in no way yet.
-    pub(crate) fn over(store: &Arc<S>) -> Self {
-        Self {
-            inner: Arc::clone(store),
-            flushes: Mutex::new(Vec::new()),
-            returned: AtomicUsize::new(0),
-            hold_first: AtomicBool::new(false),
-            entered: Notify::new(),
-            release: Notify::new(),
-            fail: AtomicBool::new(false),
-            panic: AtomicBool::new(false),
-            hold_first_claim: AtomicBool::new(false),
-            claim_entered: Notify::new(),
-            claim_release: Notify::new(),
-            claims: AtomicUsize::new(0),
-            failing_claims: AtomicUsize::new(0),
-        }
-    }
-
-    /// Its first flush is held until [`Watched::release`] is notified.
-    pub(crate) fn holding_first(self) -> Self {
-        self.hold_first.store(true, Ordering::SeqCst);
-        self
-    }
-
-    /// Its first claim is held, once the store has claimed, until
-    /// [`Watched::claim_release`] is notified.
-    pub(crate) fn holding_first_claim(self) -> Self {
-        self.hold_first_claim.store(true, Ordering::SeqCst);
-        self
-    }
-
-    /// Every flush fails, writing nothing.
-    pub(crate) fn failing(self) -> Self {
-        self.fail.store(true, Ordering::SeqCst);
-        self
-    }
-
-    /// Every flush panics inside the store, writing nothing: the flusher
-    /// task dies mid-flush.
-    pub(crate) fn panicking(self) -> Self {
-        self.panic.store(true, Ordering::SeqCst);
-        self
-    }
-
-    /// The first `n` claims fail.
-    pub(crate) fn failing_claims(self, n: usize) -> Self {
-        self.failing_claims.store(n, Ordering::SeqCst);
-        self
-    }
-
-    /// The flush sizes so far.
-    pub(crate) fn flush_sizes(&self) -> Vec<usize> {
-        self.flushes.lock().unwrap().clone()
-    }
-
-    /// How many flushes have returned.
-    pub(crate) fn returned(&self) -> usize {
-        self.returned.load(Ordering::SeqCst)
-    }
-
-    /// How many claims were asked for.
-    pub(crate) fn claims(&self) -> usize {
-        self.claims.load(Ordering::SeqCst)
-    }
-}
-
-impl<S: BatchStepStore> BatchStepStore for Watched<S> {
-    async fn claim_batch(&self, claim: &BatchClaim) -> Result<Vec<Step>> {
-        let call = self.claims.fetch_add(1, Ordering::SeqCst);
-        if call < self.failing_claims.load(Ordering::SeqCst) {
-            return Err(Error::backend(
-                "claim_batch",
-                true,
-                "server closed the connection",
-            ));
-        }
-        let claimed = self.inner.claim_batch(claim).await;
-        if call == 0 && self.hold_first_claim.load(Ordering::SeqCst) {
-            self.claim_entered.notify_one();
-            self.claim_release.notified().await;
-        }
-        claimed
-    }
-
-    async fn complete_batch(
-        &self,
-        completions: Vec<(StepClaim, Completion)>,
-    ) -> Result<Vec<Result<()>>> {
-        let first = {
-            let mut flushes = self.flushes.lock().unwrap();
-            flushes.push(completions.len());
-            flushes.len() == 1
-        };
-        if first && self.hold_first.load(Ordering::SeqCst) {
-            self.entered.notify_one();
-            self.release.notified().await;
-        }
-        assert!(
-            !self.panic.load(Ordering::SeqCst),
-            "the store panicked in complete_batch (a pool fault case)"
-        );
-        let answer = if self.fail.load(Ordering::SeqCst) {
-            Err(Error::backend(
-                "complete_batch",
-                true,
-                "connection reset by peer",
-            ))
-        } else {
-            self.inner.complete_batch(completions).await
-        };
-        self.returned.fetch_add(1, Ordering::SeqCst);
-        answer
-    }
-}
-
-impl<S: StepStore> StepStore for Watched<S> {
-    async fn insert_step(&self, step: NewStep) -> Result<Inserted<Step>> {
-        self.inner.insert_step(step).await
-    }
-    async fn get_step(&self, id: StepId) -> Result<Step> {
-        self.inner.get_step(id).await
-    }
-    async fn find_step(&self, run: RunId, name: &str) -> Result<Step> {
-        self.inner.find_step(run, name).await
-    }
-    async fn list_steps(&self, run: RunId) -> Result<Vec<Step>> {
-        self.inner.list_steps(run).await
-    }
-    async fn transition_step(&self, id: StepId, transition: StepTransition) -> Result<()> {
-        self.inner.transition_step(id, transition).await
-    }
-    async fn transition_claimed(&self, claim: StepClaim, transition: StepTransition) -> Result<()> {
-        self.inner.transition_claimed(claim, transition).await
-    }
-    async fn renew_step_claim(&self, claim: StepClaim) -> Result<Timestamp> {
-        self.inner.renew_step_claim(claim).await
-    }
-    async fn create_retry_attempt(&self, id: StepId, start: RetryStart) -> Result<()> {
-        self.inner.create_retry_attempt(id, start).await
-    }
-    async fn retry_step(&self, id: StepId, start: RetryStart) -> Result<Step> {
-        self.inner.retry_step(id, start).await
-    }
-    async fn claim_step(&self, run: RunId, name: &str, function: &str) -> Result<Option<Step>> {
-        self.inner.claim_step(run, name, function).await
-    }
-    async fn claim_step_outcome(
-        &self,
-        run: RunId,
-        name: &str,
-        function: &str,
-    ) -> Result<ClaimOutcome> {
-        self.inner.claim_step_outcome(run, name, function).await
-    }
-    async fn step_history(&self, run: RunId) -> Result<Vec<StepAttempt>> {
-        self.inner.step_history(run).await
-    }
-    async fn set_branch_taken(&self, id: StepId, branch: &str) -> Result<()> {
-        self.inner.set_branch_taken(id, branch).await
-    }
-    async fn graph_state(&self, run: RunId) -> Result<GraphState> {
-        self.inner.graph_state(run).await
-    }
-    async fn step_results(&self, run: RunId, names: &[&str]) -> Result<BTreeMap<String, Value>> {
-        self.inner.step_results(run, names).await
-    }
-    async fn run_summary(&self, run: RunId) -> Result<Vec<StepSummary>> {
-        self.inner.run_summary(run).await
-    }
-}
-
 /// Inserts `count` pending steps pinned to `function` (ten per run, the
 /// runs filled concurrently), answering them in index order: step `i` is
 /// named `s{i}` and has input `i`.
@@ -254,10 +50,33 @@ pub(crate) async fn insert_steps<H: Harness>(
     function: &str,
     retry: RetryPolicy,
 ) -> Vec<Step> {
+    insert_steps_with(h, count, function, move |step| step.with_retry(retry)).await
+}
+
+/// [`insert_steps`] pinned to [`FUNCTION`], each step with `retry` and held
+/// by a claim for [`CLAIM_TIMEOUT`].
+pub(crate) async fn insert_expiring_steps<H: Harness>(
+    h: &H,
+    count: usize,
+    retry: RetryPolicy,
+) -> Vec<Step> {
+    insert_steps_with(h, count, FUNCTION, move |step| {
+        step.with_retry(retry).with_claim_timeout(CLAIM_TIMEOUT)
+    })
+    .await
+}
+
+/// [`insert_steps`], each `NewStep` passed through `with` first.
+async fn insert_steps_with<H: Harness>(
+    h: &H,
+    count: usize,
+    function: &str,
+    with: impl Fn(NewStep) -> NewStep + Clone + Send + 'static,
+) -> Vec<Step> {
     let mut runs = Vec::new();
     for first in (0..count).step_by(10) {
         let store = Arc::clone(h.store());
-        let function = function.to_owned();
+        let (function, with) = (function.to_owned(), with.clone());
         runs.push(tokio::spawn(async move {
             let run = store
                 .create_run(NewRun::new("pool.test", json!({})))
@@ -267,8 +86,12 @@ pub(crate) async fn insert_steps<H: Harness>(
                 .id;
             let mut steps = Vec::new();
             for index in first..(first + 10).min(count) {
-                let step = NewStep::new(run, format!("s{index}"), &function, json!(index))
-                    .with_retry(retry);
+                let step = with(NewStep::new(
+                    run,
+                    format!("s{index}"),
+                    &function,
+                    json!(index),
+                ));
                 steps.push(store.insert_step(step).await.expect("insert_step").record);
             }
             steps
@@ -391,8 +214,24 @@ impl Ledger {
 /// The pools' in-flight bound.
 pub(crate) const IN_FLIGHT: usize = 128;
 
+/// The claim timeout of [`insert_expiring_steps`]'s steps: moving the
+/// harness's clock past it lets recovery take their claims back.
+pub(crate) const CLAIM_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A flush retry waiting 1 ms, doubling up to 8 ms, giving up once the
+/// store has failed for `limit`.
+pub(crate) fn retry_within(limit: Duration) -> FlushRetry {
+    FlushRetry {
+        initial: Duration::from_millis(1),
+        max: Duration::from_millis(8),
+        give_up_after: limit,
+    }
+}
+
 /// The pools' settings: 8 workers, claims of 64, [`IN_FLIGHT`] claimed
-/// steps at most, a short idle backoff.
+/// steps at most, a short idle backoff, failed flushes retried within
+/// 5 s (far more than a few retries need, so a case that expects them to
+/// succeed does not give up on a loaded machine).
 pub(crate) fn pool_config() -> PoolConfig {
     PoolConfig::default()
         .workers(8)
@@ -402,4 +241,91 @@ pub(crate) fn pool_config() -> PoolConfig {
             initial: Duration::from_millis(1),
             max: Duration::from_millis(4),
         })
+        .flush_retry(retry_within(Duration::from_secs(5)))
+}
+
+/// A pool handler that records each call in `ledger` and succeeds with
+/// `result`.
+pub(crate) fn recording(
+    ledger: &Arc<Ledger>,
+    result: Value,
+) -> impl Fn(Step) -> std::future::Ready<Completion> + Send + Sync + 'static {
+    let ledger = Arc::clone(ledger);
+    move |step: Step| {
+        ledger.record(&step);
+        std::future::ready(Completion::Succeeded(result.clone()))
+    }
+}
+
+/// A group commit over a watched store.
+pub(crate) type Commit<S> = GroupCommit<Watched<S>>;
+
+/// Commits in a task of its own; once answered `Ok`, reads the step back
+/// from `store`: an acknowledged completion is already written.
+pub(crate) fn spawn_commit<S: BatchStepStore + 'static>(
+    store: &Arc<S>,
+    commit: &Commit<S>,
+    claim: StepClaim,
+    completion: Completion,
+) -> JoinHandle<Result<()>> {
+    let (store, commit) = (Arc::clone(store), commit.clone());
+    tokio::spawn(async move {
+        let (id, target) = (claim.step, completion.target());
+        let answer = commit.commit(claim, completion).await;
+        if answer.is_ok() {
+            let stored = store.get_step(id).await.expect("get_step");
+            assert_eq!(stored.status, target, "{id} was acknowledged unwritten");
+        }
+        answer
+    })
+}
+
+/// Waits (yielding, no timer, under the hang guard) until `n` messages are
+/// queued.
+pub(crate) async fn wait_queued<S>(commit: &Commit<S>, n: usize) {
+    within(&format!("{n} queued commits"), async {
+        while commit.queued() < n {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
+
+/// Queues one completion and waits until its flush is held in the store;
+/// answers its still unanswered [`Pending`].
+pub(crate) async fn hold_first<S: BatchStepStore + 'static>(
+    store: &Watched<S>,
+    commit: &Commit<S>,
+    claim: StepClaim,
+) -> Pending {
+    let mut first = commit
+        .submit(claim, Completion::Succeeded(json!("first")))
+        .await
+        .expect("submit");
+    within("the first flush to start", store.entered.notified()).await;
+    assert_unanswered(&mut first);
+    first
+}
+
+/// `pending`'s answer if it is in, polled once: deterministic, it never
+/// waits.
+pub(crate) fn poll_now(pending: &mut Pending) -> Poll<Result<()>> {
+    let mut cx = Context::from_waker(Waker::noop());
+    Pin::new(pending).poll(&mut cx)
+}
+
+/// Fails if `pending` already has its answer.
+pub(crate) fn assert_unanswered(pending: &mut Pending) {
+    if let Poll::Ready(answer) = poll_now(pending) {
+        panic!("answered {answer:?} while its flush was held in the store");
+    }
+}
+
+pub(crate) async fn join_all(handles: Vec<JoinHandle<Result<()>>>) -> Vec<Result<()>> {
+    let mut out = Vec::with_capacity(handles.len());
+    for handle in handles {
+        let answer = within("a commit's answer", handle).await;
+        out.push(answer.expect("a commit task panicked"));
+    }
+    out
 }
