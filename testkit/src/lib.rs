@@ -59,6 +59,10 @@
 //! `WorkerPool` over a [`BatchStepStore`](flowstate_core::BatchStepStore);
 //! its faults come from a wrapper around the harness's store, not a hook.
 //!
+//! [`model`] is a model-based test beside the cases: random sequences of
+//! operations run on [`MemoryStore`] and on your store, every answer
+//! compared ([`model::check`], with two harness factories).
+//!
 //! This crate does not hold per-dialect checks (statement counts, indexes,
 //! query plans): those belong to the backend's own tests.
 
@@ -68,6 +72,7 @@ mod harness;
 mod lease_harness;
 mod lease_suite;
 mod memory;
+pub mod model;
 mod pool_suite;
 mod recovery_suite;
 mod store_harness;
