@@ -15,6 +15,7 @@ pub mod harness;
 pub mod healing;
 pub mod large_batches;
 pub mod lease_budgets;
+pub mod model;
 pub mod records;
 pub mod recovery;
 pub mod recovery_budgets;

@@ -13,6 +13,7 @@ mod healing;
 mod explain_events;
 mod lease_plans;
 mod migrations;
+mod model;
 mod pool;
 mod races;
 mod support;

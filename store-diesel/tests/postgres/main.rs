@@ -14,6 +14,7 @@ mod explain_events;
 mod hot_updates;
 mod lease_plans;
 mod migrations;
+mod model;
 mod pool;
 mod prepared;
 mod races;

@@ -11,6 +11,7 @@ mod budgets;
 mod concurrency;
 mod healing;
 mod migrations;
+mod model;
 mod plans;
 mod plans_events;
 mod pool;
