@@ -52,6 +52,7 @@
 
 mod answer;
 mod apply;
+mod lease_clock;
 mod ops;
 #[cfg(test)]
 mod tests;
@@ -64,16 +65,18 @@ use std::time::{Duration, Instant};
 use flowstate_core::Clock as _;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
-pub use answer::{Answer, LeaseClock, Refusal, Reply};
+pub use answer::{Answer, Refusal, Reply};
 pub use apply::ModelStore;
+pub use lease_clock::LeaseClock;
 pub use ops::{
     Attempt, FUNCTIONS, NAMES, Op, Outcome, Payload, RUN_SLOTS, STATE_KEYS, StepRef, Target, op,
     ops,
 };
 
 use crate::Harness;
-use answer::{Ids, reconcile, unexpected};
+use answer::{Ids, unexpected};
 use apply::{apply, resolve};
+use lease_clock::reconcile;
 
 /// The first op whose answers differ, and the sequence that led to it.
 #[derive(Debug)]

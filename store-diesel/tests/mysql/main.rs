@@ -9,8 +9,8 @@ mod common;
 
 mod budgets;
 mod explain;
-mod healing;
 mod explain_events;
+mod healing;
 mod lease_plans;
 mod migrations;
 mod model;
