@@ -11,6 +11,8 @@
 //! `?`), so each fragment is written once whatever the dialect's syntax; a
 //! caller using positional `?` binds in the order the placeholders appear.
 
+use std::fmt::Write as _;
+
 use flowstate_core::lease::leasable_statuses;
 use flowstate_core::step_claim::claimed_targets;
 use flowstate_core::{BatchClaim, ClaimDecision, RetryStart, StepStatus};
@@ -475,11 +477,12 @@ impl RunGuard<'_> {
             status_in(&format!("{alias}.status"), &leasable_statuses())
         );
         if let Some(fence) = self.fence {
-            guard.push_str(&format!(
+            let _ = write!(
+                guard,
                 " AND {alias}.lease_token = {} AND {alias}.lease_owner IS NOT NULL \
                  AND {alias}.lease_expires_at > {} + {}",
                 fence.token, fence.now_us, fence.offset
-            ));
+            );
         }
         guard
     }

@@ -27,6 +27,10 @@ pub(super) const DEADLINE: Deadline<'static> = Deadline {
 
 /// The two writes of one kind of guarded move.
 #[derive(Debug)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "each says whether one optional bind is in the statement"
+)]
 pub(super) struct MoveSql {
     /// The guarded `UPDATE`. Binds: now, [payload], [offset, default claim
     /// timeout], step id, [attempt].

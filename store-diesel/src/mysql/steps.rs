@@ -59,7 +59,7 @@ pub(crate) async fn insert_step(
             .optional()?;
         match holder {
             None => return Ok(Inserting::Refused),
-            Some(holder) if holder.id != row.id => return Ok(Inserting::Held(holder)),
+            Some(holder) if holder.id != row.id => return Ok(Inserting::Held(Box::new(holder))),
             Some(_) => {}
         }
         diesel::sql_query(FIRST_HISTORY.as_str())

@@ -70,5 +70,5 @@ pub(crate) async fn insert_step(
         .await
         .optional()
         .map_err(|err| backend("insert_step", err))?;
-    Ok(holder.map_or(Inserting::Refused, Inserting::Held))
+    Ok(holder.map_or(Inserting::Refused, |h| Inserting::Held(Box::new(h))))
 }

@@ -54,13 +54,13 @@ pub(super) struct MoveSql {
 }
 
 fn move_sql(step_move: &StepMove) -> MoveSql {
+    const NUMBERED: [&str; 4] = ["?3", "?4", "?5", "?6"];
     let source = HistorySource {
         from: "FROM flowstate_steps WHERE id = ?3",
         prefix: "",
         id: "?1",
         now: "?2",
     };
-    const NUMBERED: [&str; 4] = ["?3", "?4", "?5", "?6"];
     let mut next = NUMBERED.iter();
     let mut take = |used: bool| -> &'static str {
         if used {

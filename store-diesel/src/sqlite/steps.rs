@@ -53,7 +53,7 @@ pub(crate) async fn insert_step(
             let holder: Option<StepRow> = holder!(Sqlite, conn, row, token, offset)
                 .first(conn)
                 .optional()?;
-            return Ok(holder.map_or(Inserting::Refused, Inserting::Held));
+            return Ok(holder.map_or(Inserting::Refused, |h| Inserting::Held(Box::new(h))));
         }
         let first = MOVES.get(Move::Transition(StepStatus::Pending));
         let history = diesel::sql_query(first.history.as_str())

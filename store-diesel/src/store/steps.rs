@@ -44,7 +44,7 @@ pub(crate) enum Inserting {
     Inserted,
     /// A step already held the name (in a run that admits the write): it,
     /// unchanged.
-    Held(StepRow),
+    Held(Box<StepRow>),
     /// Nothing: the run is missing, settled, or (fenced) its lease is not
     /// the token's, or the name's holder was deleted meanwhile.
     Refused,
@@ -121,7 +121,7 @@ impl DieselStore {
                 }
                 Inserting::Held(holder) => {
                     return Ok(Inserted {
-                        record: Step::try_from(holder)?,
+                        record: Step::try_from(*holder)?,
                         inserted: false,
                     });
                 }
@@ -307,17 +307,14 @@ impl StepStore for DieselStore {
             })
             .await
         })?;
-        match renewed {
-            Some(Some(until)) => {
-                let until = Timestamp::from_micros(until);
-                tracing::debug!(%until, "step claim renewed");
-                Ok(until)
-            }
+        if let Some(Some(until)) = renewed {
+            let until = Timestamp::from_micros(until);
+            tracing::debug!(%until, "step claim renewed");
+            Ok(until)
+        } else {
             // Error path only: a step that exists lost this claim.
-            _ => {
-                self.get_step(claim.step).await?;
-                Err(claim.lost())
-            }
+            self.get_step(claim.step).await?;
+            Err(claim.lost())
         }
     }
 

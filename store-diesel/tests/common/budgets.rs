@@ -26,7 +26,7 @@ const STEP_READS: [&str; 3] = ["get_step", "find_step", "list_steps"];
 /// operation sent exactly the statements `table` lists for it, and that the
 /// table names every operation the scenario runs.
 pub async fn check(dialect: Dialect, table: &[Budget]) {
-    let sent = run_scenario(dialect, scenario).await;
+    let sent = Box::pin(run_scenario(dialect, scenario)).await;
     let mut problems = Vec::new();
     for (op, statements) in &sent {
         if STEP_READS.contains(op)
@@ -97,7 +97,7 @@ pub async fn check_scenario(
     table: &[Budget],
     scenario: impl AsyncFnOnce(&DieselStore, &Arc<StatementLog>) -> Sent,
 ) {
-    let sent = run_scenario(dialect, scenario).await;
+    let sent = Box::pin(run_scenario(dialect, scenario)).await;
     assert_budgets(dialect, what, table, &sent);
 }
 
