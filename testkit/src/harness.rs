@@ -34,6 +34,9 @@ use crate::memory::MemoryStore;
 /// - a fault: every write of a history row fails while it is on (a trigger
 ///   that raises, on SQL), for the cases that check a refused claim,
 ///   transition or retry moved nothing;
+/// - a narrower fault: the history writes of one named step fail, for the
+///   cases that check a call writing many steps (a batch, an expiry) fails
+///   whole rather than keeping the steps it wrote before that one;
 /// - a way to count the rows of a run the ports cannot see once it is
 ///   deleted (its steps, their history, its state), for the deletion cases.
 ///
@@ -92,6 +95,11 @@ use crate::memory::MemoryStore;
 ///         self.store.fail_history_writes(fail);
 ///     }
 ///
+///     async fn fail_history_writes_of(&self, step: Option<StepId>) {
+///         // A real backend: the same trigger, raising only for `step`'s rows.
+///         self.store.fail_history_writes_of(step);
+///     }
+///
 ///     async fn count_rows(&self, run: RunId, steps: &[StepId]) -> RowCounts {
 ///         // A real backend: three `SELECT COUNT(*)`s.
 ///         self.store.count_rows(run, steps)
@@ -121,7 +129,7 @@ pub trait Harness: Send + Sync + 'static {
     /// only moves when a case moves it.
     fn clock(&self) -> &ManualClock;
 
-    /// Which of the three hooks below this harness implements: all of them
+    /// Which of the hooks below this harness implements: all of them
     /// by default. A case that needs a hook the harness leaves out is
     /// skipped (it says so on stderr and passes), so a harness without
     /// hooks still runs every other case; [`StoreHarness`](crate::StoreHarness)
@@ -150,6 +158,23 @@ pub trait Harness: Send + Sync + 'static {
         async { missing_hook("fail_history_writes") }
     }
 
+    /// With `Some(step)`, makes every later insert or update of a history
+    /// row of `step` fail inside the store's own statement or transaction
+    /// (for SQL: a trigger on the history table that raises for that step's
+    /// rows only), until called again with `None`. A call that writes many
+    /// steps and reaches `step` must then answer an error and leave every
+    /// step as it was: a backend committing each step on its own would keep
+    /// the ones before, which [`fail_history_writes`](Self::fail_history_writes)
+    /// cannot show (with every write failing, the first step already
+    /// fails). A store that runs each call under one lock may fail every
+    /// history write instead (the memory store does): it cannot stop half
+    /// way, so the cases read the same. Panics if it cannot; by default,
+    /// panics saying the hook is missing.
+    fn fail_history_writes_of(&self, step: Option<StepId>) -> impl Future<Output = ()> + Send {
+        let _ = step;
+        async { missing_hook("fail_history_writes_of") }
+    }
+
     /// Counts, bypassing the ports, the rows `run` owns: steps with its id,
     /// history rows of `steps`, and state keys with its id. After
     /// [`delete_run`](flowstate_core::RunStore::delete_run) every count must
@@ -174,11 +199,17 @@ pub trait Harness: Send + Sync + 'static {
 /// ([`Harness::hooks`]): a case that needs one the harness leaves out is
 /// skipped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "one independent yes/no per hook, read by name in the suites"
+)]
 pub struct Hooks {
     /// [`Harness::delete_history_row`] works.
     pub delete_history_row: bool,
     /// [`Harness::fail_history_writes`] works.
     pub fail_history_writes: bool,
+    /// [`Harness::fail_history_writes_of`] works.
+    pub fail_history_writes_of: bool,
     /// [`Harness::count_rows`] works.
     pub count_rows: bool,
 }
@@ -188,6 +219,7 @@ impl Hooks {
     pub const ALL: Self = Self {
         delete_history_row: true,
         fail_history_writes: true,
+        fail_history_writes_of: true,
         count_rows: true,
     };
 
@@ -195,6 +227,7 @@ impl Hooks {
     pub const NONE: Self = Self {
         delete_history_row: false,
         fail_history_writes: false,
+        fail_history_writes_of: false,
         count_rows: false,
     };
 }
@@ -273,6 +306,10 @@ impl Harness for MemoryHarness {
 
     async fn fail_history_writes(&self, fail: bool) {
         self.store.fail_history_writes(fail);
+    }
+
+    async fn fail_history_writes_of(&self, step: Option<StepId>) {
+        self.store.fail_history_writes_of(step);
     }
 
     async fn count_rows(&self, run: RunId, steps: &[StepId]) -> RowCounts {

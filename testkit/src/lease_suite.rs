@@ -7,9 +7,10 @@
 //! runs the conformance suite unchanged.
 
 /// Stamps every lease case (leases, releases, waits and signals, child
-/// runs, the effect journal: the backend implements
-/// [`ChildRunStore`](flowstate_core::ChildRunStore) and
-/// [`EffectJournal`](flowstate_core::EffectJournal))
+/// runs, the effect journal, fenced writes: the backend implements
+/// [`ChildRunStore`](flowstate_core::ChildRunStore),
+/// [`EffectJournal`](flowstate_core::EffectJournal) and
+/// [`FencedWrites`](flowstate_core::FencedWrites))
 /// into a multi-threaded tokio test, as
 /// [`conformance_suite!`](crate::conformance_suite) does, for a factory of a
 /// [`LeaseHarness`](crate::LeaseHarness):
@@ -24,7 +25,7 @@
 macro_rules! lease_suite {
     ($suite:ident, $factory:expr $(,)?) => {
         $crate::__lease_cases! { stamp $suite, $factory, bound [
-            $crate::LeaseHarness<Store: $crate::__private::core::ChildRunStore + $crate::__private::core::RunWaitStore + $crate::__private::core::EffectJournal>
+            $crate::LeaseHarness<Store: $crate::__private::core::ChildRunStore + $crate::__private::core::RunWaitStore + $crate::__private::core::EffectJournal + $crate::__private::core::FencedWrites>
         ] }
     };
 }
@@ -72,6 +73,11 @@ macro_rules! __lease_cases {
                 begin_effect_race_32,
                 stranded_effects_are_old_and_unsettled,
                 effect_refusals,
+            }
+            fenced_writes {
+                a_stale_holder_writes_nothing,
+                fenced_writes_refuse_unknown_and_settled_runs,
+                a_settled_run_takes_no_signal,
             }
             lease_races {
                 claim_race_2_workers,

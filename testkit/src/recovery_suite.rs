@@ -59,6 +59,21 @@ macro_rules! __recovery_cases {
                 a_pass_wakes_reaps_relays_and_sweeps,
                 a_spawned_sweeper_stops_on_shutdown,
             }
+            dense_expiry {
+                expiry_races_completions_dense,
+            }
+            expiry_atomicity {
+                expiry_is_atomic_across_its_steps,
+            }
+            claim_expiry {
+                an_expired_claim_is_taken_back_and_retried,
+                an_expired_claim_with_no_attempt_left_fails_for_good,
+                renewed_and_finished_claims_are_left_alone,
+                expiry_honours_its_limit_first_deadline_first,
+                expire_step_claims_race_8,
+                a_sweeper_pass_takes_back_claims_and_redrives_their_runs,
+                a_skewed_sweeper_finds_what_any_other_finds,
+            }
             recovery_guard {
                 settled_runs_are_answered_without_their_lease,
                 suspended_and_running_runs_are_handled,

@@ -47,6 +47,7 @@ macro_rules! __cases {
                 transitions_are_atomic_with_their_history,
                 retry_attempt_is_atomic_with_its_history,
                 insert_step_is_atomic_with_its_history,
+                transition_claimed_is_atomic_with_its_history,
             }
             bad_input {
                 oversized_json_is_refused,
@@ -98,6 +99,23 @@ macro_rules! __cases {
             deletion {
                 delete_run_leaves_no_rows,
                 delete_run_frees_its_idempotency_key,
+            }
+            dense_claims {
+                transition_claimed_dense_race,
+                stale_claims_lose_dense_race,
+                repeated_completions_dense_race,
+            }
+            dense_moves {
+                transition_to_running_dense_race,
+                transition_to_scheduled_dense_race,
+                transition_to_succeeded_dense_race,
+                transition_to_failed_dense_race,
+                transition_out_of_running_dense_race,
+            }
+            dense_races {
+                claim_dense_race,
+                retry_attempt_dense_race,
+                set_run_status_dense_race,
             }
             exactness {
                 state_keys_are_exact,
@@ -172,6 +190,17 @@ macro_rules! __cases {
                 delete_run_cascades,
                 delete_run_keeps_children_without_parent,
                 count_children_by_status,
+            }
+            settled_runs {
+                settled_runs_refuse_new_work,
+                unsettled_runs_and_work_in_flight_go_on,
+            }
+            step_claims {
+                a_claim_sets_a_deadline_and_every_other_move_clears_it,
+                claim_timeouts_are_checked_and_kept_in_millis,
+                a_claimer_writes_under_its_claim,
+                a_claimer_may_put_its_step_to_sleep,
+                renew_extends_a_held_claim,
             }
             steps {
                 insert_step_starts_pending_attempt_1,
@@ -257,9 +286,16 @@ macro_rules! __batch_cases {
                 complete_batch_recreates_missing_history_row,
                 batches_are_atomic_with_their_history,
             }
+            batch_atomicity {
+                claim_batch_is_atomic_across_its_steps,
+                complete_batch_is_atomic_across_its_items,
+            }
             batch_races {
                 claim_batch_race_16,
                 complete_batch_race_8,
+            }
+            settled_runs {
+                claim_batch_leaves_settled_runs,
             }
         }
     };

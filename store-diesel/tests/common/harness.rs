@@ -82,6 +82,12 @@ impl Harness for DieselHarness {
         }
     }
 
+    async fn fail_history_writes_of(&self, step: Option<StepId>) {
+        for sql in history_fault_of(self.db.dialect, step) {
+            self.db.execute(&sql).await;
+        }
+    }
+
     async fn count_rows(&self, run: RunId, steps: &[StepId]) -> RowCounts {
         // Ids are uuids: nothing to escape.
         let steps: Vec<String> = steps.iter().map(|s| format!("'{s}'")).collect();
@@ -140,6 +146,59 @@ fn history_fault(dialect: Dialect, fail: bool) -> &'static [&'static str] {
         (Dialect::Mysql | Dialect::Sqlite, false) => &[
             "DROP TRIGGER fst_fail_history_insert",
             "DROP TRIGGER fst_fail_history_update",
+        ],
+    }
+}
+
+/// The SQL that makes every insert and update of a history row of `step`
+/// raise (a trigger per dialect whose condition names the step), or with
+/// `None` drops it again: a fault that strikes one step of a call writing
+/// many, for the atomicity cases of batches and expiries.
+fn history_fault_of(dialect: Dialect, step: Option<StepId>) -> Vec<String> {
+    const MESSAGE: &str = "history writes of one step fail (test fault)";
+    // `step` is a uuid: nothing to escape.
+    match (dialect, step) {
+        (Dialect::Postgres, Some(step)) => vec![
+            format!(
+                "CREATE FUNCTION fst_fail_history_of() RETURNS trigger LANGUAGE plpgsql AS \
+                 $$ BEGIN RAISE EXCEPTION '{MESSAGE}'; END $$"
+            ),
+            format!(
+                "CREATE TRIGGER fst_fail_history_of BEFORE INSERT OR UPDATE \
+                 ON flowstate_step_history FOR EACH ROW WHEN (NEW.step_id = '{step}') \
+                 EXECUTE FUNCTION fst_fail_history_of()"
+            ),
+        ],
+        (Dialect::Postgres, None) => vec![
+            "DROP TRIGGER fst_fail_history_of ON flowstate_step_history".to_owned(),
+            "DROP FUNCTION fst_fail_history_of()".to_owned(),
+        ],
+        (Dialect::Mysql, Some(step)) => ["INSERT", "UPDATE"]
+            .iter()
+            .map(|event| {
+                format!(
+                    "CREATE TRIGGER fst_fail_history_of_{} BEFORE {event} \
+                     ON flowstate_step_history FOR EACH ROW BEGIN \
+                     IF NEW.step_id = '{step}' THEN \
+                     SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{MESSAGE}'; END IF; END",
+                    event.to_lowercase()
+                )
+            })
+            .collect(),
+        (Dialect::Sqlite, Some(step)) => ["INSERT", "UPDATE"]
+            .iter()
+            .map(|event| {
+                format!(
+                    "CREATE TRIGGER fst_fail_history_of_{} BEFORE {event} \
+                     ON flowstate_step_history WHEN NEW.step_id = '{step}' \
+                     BEGIN SELECT RAISE(ABORT, '{MESSAGE}'); END",
+                    event.to_lowercase()
+                )
+            })
+            .collect(),
+        (Dialect::Mysql | Dialect::Sqlite, None) => vec![
+            "DROP TRIGGER fst_fail_history_of_insert".to_owned(),
+            "DROP TRIGGER fst_fail_history_of_update".to_owned(),
         ],
     }
 }

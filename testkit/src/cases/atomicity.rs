@@ -1,14 +1,81 @@
 //! Atomicity, seen from outside: with every history write failing (the
-//! harness's fault), a claim, each transition, a retry and an insert must
-//! answer an error and leave the step and its history exactly as they were.
-//! A backend that writes the step row first and the history row in a second,
-//! uncommitted-together statement fails these.
+//! harness's fault), a claim, each transition (fenced by a claim or not), a
+//! retry and an insert must answer an error and leave the step and its
+//! history exactly as they were. A backend that writes the step row first
+//! and the history row in a second, uncommitted-together statement fails
+//! these. `refused_under` is shared with the cases of calls that write
+//! many steps (`batch_atomicity`, `expiry_atomicity`), which also fail the
+//! history of one step alone (`Fault::Of`).
 
-use flowstate_core::{NewStep, RetryStart, RunId, StepStatus, StepStore, StepTransition};
+use flowstate_core::{NewStep, RetryStart, RunId, StepId, StepStatus, StepStore, StepTransition};
 use serde_json::json;
 
-use super::support::{FUNCTION, can_fail_history_writes, new_run, new_step, snapshot, step_in};
+use super::support::{
+    FUNCTION, can_fail_history_writes, has_hook, new_run, new_step, snapshot, step_in,
+};
 use crate::Harness;
+
+/// Which history writes fail while a refused call runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// Every one ([`Harness::fail_history_writes`]).
+    Every,
+    /// Those of one step ([`Harness::fail_history_writes_of`]).
+    Of(StepId),
+}
+
+impl Fault {
+    /// Whether the harness has this fault's hook (saying so if not).
+    fn available<H: Harness>(self, h: &H) -> bool {
+        match self {
+            Self::Every => can_fail_history_writes(h),
+            Self::Of(_) => has_hook(h, "fail_history_writes_of", |hooks| {
+                hooks.fail_history_writes_of
+            }),
+        }
+    }
+
+    /// Turns the fault on or off.
+    async fn set<H: Harness>(self, h: &H, on: bool) {
+        match self {
+            Self::Every => h.fail_history_writes(on).await,
+            Self::Of(step) => h.fail_history_writes_of(on.then_some(step)).await,
+        }
+    }
+}
+
+/// Runs `write` under `fault` and checks that it failed and that the ports
+/// read the same of `runs` (and of the runs listing) before and after;
+/// does nothing if the harness lacks the fault's hook.
+pub(crate) async fn refused_under<H, F, Fut, T>(
+    h: &H,
+    runs: &[RunId],
+    fault: Fault,
+    what: &str,
+    write: F,
+) where
+    H: Harness,
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = flowstate_core::Result<T>>,
+    T: std::fmt::Debug,
+{
+    if !fault.available(h) {
+        return;
+    }
+    let before = snapshot(h, runs).await;
+    fault.set(h, true).await;
+    let outcome = write().await;
+    fault.set(h, false).await;
+    assert!(
+        outcome.is_err(),
+        "{what} ({fault:?}) succeeded although a history row could not be written: {outcome:?}"
+    );
+    assert_eq!(
+        snapshot(h, runs).await,
+        before,
+        "{what} ({fault:?}) failed on a history row but changed what the ports read"
+    );
+}
 
 /// Runs `write` with history writes failing and checks that it failed and
 /// that the ports read the same before and after.
@@ -19,22 +86,7 @@ where
     Fut: std::future::Future<Output = flowstate_core::Result<T>>,
     T: std::fmt::Debug,
 {
-    if !can_fail_history_writes(h) {
-        return;
-    }
-    let before = snapshot(h, &[run]).await;
-    h.fail_history_writes(true).await;
-    let outcome = write().await;
-    h.fail_history_writes(false).await;
-    assert!(
-        outcome.is_err(),
-        "{what} succeeded although its history row could not be written: {outcome:?}"
-    );
-    assert_eq!(
-        snapshot(h, &[run]).await,
-        before,
-        "{what} failed on its history row but changed what the ports read"
-    );
+    refused_under(h, &[run], Fault::Every, what, write).await;
 }
 
 /// A claim of a pending step whose history write fails moves nothing.
@@ -120,4 +172,40 @@ pub async fn insert_step_is_atomic_with_its_history<H: Harness>(h: &H) {
     refused_whole(h, run.id, "insert_step", || store.insert_step(step())).await;
     assert!(store.insert_step(step()).await.unwrap().inserted);
     assert_eq!(store.step_history(run.id).await.unwrap().len(), 1);
+}
+
+/// A claimer's fenced completion (`transition_claimed`) to each status a
+/// claimer may move to, on attempt 1 and on a retry's attempt 2, failing on
+/// its history row, leaves the step running in its attempt; the same call
+/// succeeds once history writes work again.
+pub async fn transition_claimed_is_atomic_with_its_history<H: Harness>(h: &H) {
+    let run = new_run(h).await;
+    let store = h.store();
+    let moves = [
+        StepTransition::Succeeded(json!({"ok": true})),
+        StepTransition::Failed(json!({"message": "boom"})),
+        StepTransition::Scheduled,
+    ];
+    for (i, transition) in moves.into_iter().enumerate() {
+        new_step(h, run.id, &format!("s{i}"), 1).await;
+        let name = format!("s{i}");
+        let mut claimed = store.claim_step(run.id, &name, FUNCTION).await.unwrap();
+        if i == 1 {
+            let first = claimed.expect("claimable").claim();
+            let failed = StepTransition::Failed(json!("first"));
+            store.transition_claimed(first, failed).await.unwrap();
+            claimed = store.claim_step(run.id, &name, FUNCTION).await.unwrap();
+        }
+        let claim = claimed.expect("claimable").claim();
+        let what = format!(
+            "transition_claimed to {} on attempt {}",
+            transition.target(),
+            claim.attempt
+        );
+        refused_whole(h, run.id, &what, || {
+            store.transition_claimed(claim, transition.clone())
+        })
+        .await;
+        store.transition_claimed(claim, transition).await.unwrap();
+    }
 }

@@ -67,6 +67,8 @@ struct Tables {
     versions: HashMap<(String, String), WorkflowVersion>,
     /// The test fault of [`MemoryStore::fail_history_writes`].
     history_writes_fail: bool,
+    /// The test fault of [`MemoryStore::fail_history_writes_of`].
+    history_writes_fail_of: Option<StepId>,
     virtual_users: virtual_users::VirtualUserTables,
     events: events::EventTables,
     leases: HashMap<RunId, leases::LeaseRow>,
@@ -125,6 +127,18 @@ impl MemoryStore {
     /// ([`Harness::fail_history_writes`](crate::Harness::fail_history_writes)).
     pub fn fail_history_writes(&self, fail: bool) {
         self.lock().history_writes_fail = fail;
+    }
+
+    /// While `step` is `Some`, the history writes of that step fail: a test
+    /// hook ([`Harness::fail_history_writes_of`](crate::Harness::fail_history_writes_of)).
+    /// This store checks the fault before a call changes anything, when it
+    /// does not yet know which steps the call will write, so it fails every
+    /// write that would touch a history row, as
+    /// [`fail_history_writes`](Self::fail_history_writes) does: under its
+    /// one lock a call cannot stop half way, so which of its steps' rows
+    /// fails changes nothing the ports can read.
+    pub fn fail_history_writes_of(&self, step: Option<StepId>) {
+        self.lock().history_writes_fail_of = step;
     }
 
     /// The rows `run` owns, counted behind the ports: a test hook
@@ -198,10 +212,11 @@ impl Tables {
             })
     }
 
-    /// Fails if the test fault of [`MemoryStore::fail_history_writes`] is
-    /// on: called before a write that touches history changes anything.
+    /// Fails if a test fault ([`MemoryStore::fail_history_writes`],
+    /// [`MemoryStore::fail_history_writes_of`]) is on: called before a
+    /// write that touches history changes anything.
     fn check_history_writes(&self) -> Result<()> {
-        if self.history_writes_fail {
+        if self.history_writes_fail || self.history_writes_fail_of.is_some() {
             return Err(Error::backend(
                 "history write",
                 false,
