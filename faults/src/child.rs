@@ -3,8 +3,10 @@
 //!
 //! The child speaks one line per event on stdout (`ready`, `claimed <step>
 //! <attempt>`, `holding <step> <attempt>`, `completed <step> <attempt>`,
-//! `exit <completed>`); its stderr is kept for the failure message. It
-//! leads a process group of its own and is killed when dropped.
+//! `refused <step> <attempt> <error>`, `exit <completed>`); its stderr is
+//! kept for the failure message. It leads a process group of its own and
+//! is killed when dropped (on a panic too; SIGKILL ends a paused process as
+//! well).
 
 use std::io::{BufRead as _, BufReader};
 use std::path::Path;
@@ -117,6 +119,39 @@ impl WorkerChild {
     /// SIGKILL, now: the worker dies wherever it is.
     pub async fn kill(&mut self) {
         self.group.kill_now().await;
+    }
+
+    /// SIGSTOP: the worker freezes wherever it is (as a process paused by
+    /// its machine, a debugger or a long GC would), holding what it
+    /// holds. Answers once the kernel says it is stopped (at most a
+    /// second).
+    pub async fn pause(&mut self) -> Result<()> {
+        self.group.signal("STOP");
+        for _ in 0..100 {
+            if self.state() == Some('T') {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        bail!("worker {} did not stop on SIGSTOP", self.name)
+    }
+
+    /// SIGCONT: a paused worker goes on from where it froze.
+    pub fn resume(&mut self) {
+        self.group.signal("CONT");
+    }
+
+    /// The process's state letter from `/proc/<pid>/stat` (`R`, `S`, `T`
+    /// for stopped, `Z`...), if it can be read.
+    pub fn state(&self) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.group.pid())).ok()?;
+        // The command name is in parentheses and may hold spaces.
+        stat.rsplit_once(") ")?.1.chars().next()
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.group.pid()
     }
 
     /// Waits for the worker to exit on its own, at most `timeout`.

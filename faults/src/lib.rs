@@ -15,16 +15,18 @@
 //!   second execution of an attempt into a recorded double;
 //! - [`Verdict`]: lost, doubled, stuck and unexecuted steps, read with
 //!   plain SQL after the run and one [`recovery`] pass;
-//! - the load: [`load::Crew`] (in-process workers through the store) and
-//!   [`child::WorkerChild`] (the `fault-worker` binary, a process to
-//!   SIGKILL mid-step);
+//! - the load: [`load::Crew`] (in-process workers through the store, every
+//!   step seeded with a short claim timeout), [`pool_load::PoolLoad`] (a
+//!   `flowstate-pool` worker pool) and [`child::WorkerChild`] (the
+//!   `fault-worker` binary, a process to SIGKILL or SIGSTOP mid-step);
 //! - [`Scenario`]: the report row (scenario x dialect: load, fault, lost,
-//!   doubled, stuck, time to heal), printed and appended to
-//!   `target/fault-report.md`, then asserted.
+//!   doubled, stuck, wrong, time to heal), printed and written to
+//!   `target/fault-report/` and `target/fault-report.md`, then asserted.
 //!
 //! The scenarios are the tests under `tests/faults/`, one per scenario and
-//! dialect. Those that need step claims which expire (issue 26's second
-//! phase) are behind the `claim-expiry` feature and fail without it.
+//! dialect (`README.md` lists them). Each ends with one [`recovery`] pass
+//! run past every claim's deadline, so a step whose claimer died or whose
+//! claim's answer a fault swallowed is taken back and run again.
 //!
 //! It does not replace the conformance kit (`flowstate-testkit`): the kit
 //! proves each port's guarantee on a healthy database; this suite breaks
@@ -35,6 +37,7 @@ pub mod clock;
 pub mod ledger;
 pub mod load;
 pub mod mariadb;
+pub mod pool_load;
 pub mod postgres;
 pub mod process;
 pub mod proxy;

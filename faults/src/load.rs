@@ -3,13 +3,22 @@
 //! store while a fault strikes, and the time each worker took to be served
 //! again after it.
 //!
+//! Every step is seeded with a short claim timeout ([`CLAIM_TIMEOUT`]): a
+//! step whose claim was won but whose answer a fault swallowed is held by
+//! nobody, and comes back once its claim runs out (the recovery pass runs
+//! past that deadline, see [`crate::recovery`]).
+//!
 //! A worker is strict: it takes the next step of a shared list,
 //! `claim_step`s it, writes the ledger (inside the step), holds the step a
-//! moment (its work), and completes it with `transition_step(Succeeded)`.
-//! A call that fails with an error that [`is_retryable`] is tried again
-//! (every 50 ms, for up to [`CrewOptions::patience`]); any other error ends
-//! that step for this worker, which moves on: what it leaves behind is
-//! recovery's to find.
+//! moment (its work), and completes it under its claim with
+//! `transition_claimed(Succeeded)` (a repeat of a completion whose answer
+//! was lost answers `Ok`). A call that fails with an error that
+//! [`is_retryable`] is tried again (every 50 ms, for up to
+//! [`CrewOptions::patience`]); any other error ends that step for this
+//! worker, which moves on: what it leaves behind is recovery's to find.
+//!
+//! Around the fault's end each worker keeps a trace of its calls
+//! ([`CallTrace`]): where the time to heal went, call by call.
 //!
 //! [`is_retryable`]: flowstate_core::Error::is_retryable
 
@@ -23,11 +32,24 @@ use flowstate_core::{
     Error, NewRun, NewStep, RunId, RunStore as _, StepStore as _, StepTransition,
 };
 use flowstate_store_diesel::DieselStore;
+use serde_json::json;
 
 use crate::ledger::{Entry, Ledger};
 
 /// The function every seeded step is pinned to.
 pub const FUNCTION: &str = "faults.step";
+
+/// The claim timeout every seeded step carries: short, so that a step
+/// whose claimer died (or whose claim's answer was lost) comes back within
+/// seconds, not the store's default of ten minutes.
+pub const CLAIM_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The result a worker named `worker` completes a step with; the verdict
+/// checks that a succeeded step's result names the worker whose ledger row
+/// holds the succeeded attempt.
+pub fn result_of(worker: &str) -> serde_json::Value {
+    json!({ "worker": worker })
+}
 
 /// One seeded step, as a worker names it to claim it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,24 +61,23 @@ pub struct StepRef {
 }
 
 /// Creates `runs` runs of `steps_per_run` pending steps each (pinned to
-/// [`FUNCTION`], the default retry policy), retrying what a fault refuses.
+/// [`FUNCTION`], the default retry policy, claims held for
+/// [`CLAIM_TIMEOUT`]).
 pub async fn seed(store: &DieselStore, runs: usize, steps_per_run: usize) -> Result<Vec<StepRef>> {
     let mut steps = Vec::with_capacity(runs * steps_per_run);
     for r in 0..runs {
         let run = store
-            .create_run(NewRun::new("faults", serde_json::json!({ "run": r })))
+            .create_run(NewRun::new("faults", json!({ "run": r })))
             .await?
             .record
             .id;
         for s in 0..steps_per_run {
             let name = format!("step-{s:03}");
             store
-                .insert_step(NewStep::new(
-                    run,
-                    name.clone(),
-                    FUNCTION,
-                    serde_json::json!({ "n": s }),
-                ))
+                .insert_step(
+                    NewStep::new(run, name.clone(), FUNCTION, json!({ "n": s }))
+                        .with_claim_timeout(CLAIM_TIMEOUT),
+                )
                 .await?;
             steps.push(StepRef { run, name });
         }
@@ -165,13 +186,79 @@ pub struct WorkerReport {
     pub typed: u64,
     /// Executions the ledger refused as doubles.
     pub doubles: u64,
+    /// Completions refused as `ClaimLost` (the claim was taken back before
+    /// the completion was written: nothing may take it back while a crew
+    /// works, so any is counted wrong by the scenarios).
+    pub claims_lost: u64,
+    /// The worker's calls around the fault's end (see [`CallTrace`]).
+    pub trace: Vec<CallTrace>,
     /// Whether a call started after the fault was over.
     called_after_fault: bool,
     /// When its first call that started after the fault succeeded.
     first_ok_after_fault: Option<Instant>,
 }
 
+/// One call of a worker around the end of the fault: every call that
+/// ended after [`Progress::fault_over`], up to the first call begun after
+/// it that succeeded (at most [`TRACE_CALLS`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallTrace {
+    /// What it was (`claim`, `ledger`, `complete`).
+    pub what: &'static str,
+    /// When it began, in milliseconds from the fault's end (negative:
+    /// before it).
+    pub began_ms: i64,
+    /// How long it took, in milliseconds.
+    pub took_ms: u64,
+    /// How it ended (`ok`, or the error, shortened).
+    pub outcome: String,
+}
+
+/// The most calls a worker's trace keeps.
+pub const TRACE_CALLS: usize = 12;
+
+impl std::fmt::Display for CallTrace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} at {:+} ms took {} ms: {}",
+            self.what, self.began_ms, self.took_ms, self.outcome
+        )
+    }
+}
+
 impl WorkerReport {
+    /// Notes a call that began at `began` and ended now with `outcome`,
+    /// if the fault is over and the worker is still healing.
+    fn trace(&mut self, progress: &Progress, what: &'static str, began: Instant, outcome: &str) {
+        let Some(from) = progress.healed_from() else {
+            return;
+        };
+        if self.first_ok_after_fault.is_some() || self.trace.len() >= TRACE_CALLS {
+            return;
+        }
+        let began_ms = if began >= from {
+            i64::try_from(began.duration_since(from).as_millis()).unwrap_or(i64::MAX)
+        } else {
+            -i64::try_from(from.duration_since(began).as_millis()).unwrap_or(i64::MAX)
+        };
+        let mut outcome = outcome.to_owned();
+        if outcome.len() > 120 {
+            let mut cut = 120;
+            while !outcome.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            outcome.truncate(cut);
+            outcome.push('…');
+        }
+        self.trace.push(CallTrace {
+            what,
+            began_ms,
+            took_ms: u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
+            outcome,
+        });
+    }
+
     fn sample(&mut self, text: String) {
         if self.samples.len() < 3 && !self.samples.contains(&text) {
             self.samples.push(text);
@@ -188,6 +275,8 @@ pub struct CrewReport {
     /// again had a call succeed; `Err` with the time waited if one never
     /// did; `None` if no fault was marked or nobody called after it.
     pub heal: Option<Result<Duration, Duration>>,
+    /// The trace of the worker that took longest to heal.
+    pub slowest: Vec<CallTrace>,
 }
 
 impl CrewReport {
@@ -200,12 +289,26 @@ impl CrewReport {
         }
     }
 
+    /// Where the slowest worker's time to heal went, call by call
+    /// (`claim at -3 ms took 40 ms: ...; ledger at +37 ms ...`).
+    pub fn heal_account(&self) -> String {
+        let calls: Vec<String> = self.slowest.iter().map(ToString::to_string).collect();
+        format!("slowest worker after the fault: {}", calls.join("; "))
+    }
+
     /// A short account of the errors seen, for the scenario's note.
     pub fn summary(&self) -> String {
         let t = &self.total;
         let mut out = format!(
-            "completed {} (gave up {}, retried {}, pool timeouts {}, hung {}, not retryable {}, typed {})",
-            t.completed, t.gave_up, t.retries, t.pool_timeouts, t.hung, t.not_retryable, t.typed
+            "completed {} (gave up {}, retried {}, pool timeouts {}, hung {}, not retryable {}, typed {}, claims lost {})",
+            t.completed,
+            t.gave_up,
+            t.retries,
+            t.pool_timeouts,
+            t.hung,
+            t.not_retryable,
+            t.typed,
+            t.claims_lost
         );
         if !t.samples.is_empty() {
             out.push_str(": ");
@@ -272,6 +375,7 @@ impl Crew {
             t.not_retryable += worker.not_retryable;
             t.typed += worker.typed;
             t.doubles += worker.doubles;
+            t.claims_lost += worker.claims_lost;
             for sample in &worker.samples {
                 t.sample(sample.clone());
             }
@@ -282,6 +386,14 @@ impl Crew {
                 .first_ok_after_fault
                 .map(|at| at.saturating_duration_since(from))
                 .ok_or_else(|| from.elapsed());
+            let longer = match (slowest, this) {
+                (Some(Err(_)), _) => false,
+                (_, Err(_)) | (None, _) => true,
+                (Some(Ok(a)), Ok(b)) => b > a,
+            };
+            if longer {
+                report.slowest.clone_from(&worker.trace);
+            }
             slowest = Some(match (slowest, this) {
                 (Some(Err(waited)), _) | (_, Err(waited)) => Err(waited),
                 (Some(Ok(a)), Ok(b)) => Ok(a.max(b)),
@@ -324,7 +436,7 @@ impl Worker {
                 return report;
             };
             let claimed = self
-                .call(&mut report, || {
+                .call(&mut report, "claim", || {
                     self.store.claim_step(step.run, &step.name, FUNCTION)
                 })
                 .await;
@@ -339,11 +451,16 @@ impl Worker {
                     continue;
                 }
             };
-            match self
+            let began = Instant::now();
+            let entry = self
                 .ledger
                 .record(self.slot, step.id, step.attempt, &self.name)
-                .await
-            {
+                .await;
+            let outcome = entry
+                .as_ref()
+                .map_or_else(|err| format!("{err:#}"), |_| "ok".into());
+            report.trace(&self.progress, "ledger", began, &outcome);
+            match entry {
                 Ok(Entry::First) => {}
                 Ok(Entry::Double) => report.doubles += 1,
                 Err(err) => {
@@ -353,11 +470,12 @@ impl Worker {
                 }
             }
             tokio::time::sleep(self.options.hold).await;
-            let result = serde_json::json!({ "worker": self.name });
+            let result = result_of(&self.name);
+            let claim = step.claim();
             let done = self
-                .call(&mut report, || {
+                .call(&mut report, "complete", || {
                     self.store
-                        .transition_step(step.id, StepTransition::Succeeded(result.clone()))
+                        .transition_claimed(claim, StepTransition::Succeeded(result.clone()))
                 })
                 .await;
             if done.is_some() {
@@ -369,9 +487,14 @@ impl Worker {
         }
     }
 
-    /// Calls `f` until it answers `Ok` or an error that is not retryable
-    /// (answering `None`, counted), or patience runs out.
-    async fn call<T, F, Fut>(&self, report: &mut WorkerReport, mut f: F) -> Option<T>
+    /// Calls `f` (a `what` call) until it answers `Ok` or an error that is
+    /// not retryable (answering `None`, counted), or patience runs out.
+    async fn call<T, F, Fut>(
+        &self,
+        report: &mut WorkerReport,
+        what: &'static str,
+        mut f: F,
+    ) -> Option<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = flowstate_core::Result<T>>,
@@ -382,6 +505,12 @@ impl Worker {
             let after_fault = self.progress.healed_from().is_some_and(|at| began >= at);
             report.called_after_fault |= after_fault;
             let outcome = tokio::time::timeout(self.options.call_timeout, f()).await;
+            let told = match &outcome {
+                Ok(Ok(_)) => "ok".to_owned(),
+                Ok(Err(err)) => err.to_string(),
+                Err(_) => "hung".to_owned(),
+            };
+            report.trace(&self.progress, what, began, &told);
             let err = match outcome {
                 Ok(Ok(value)) => {
                     if after_fault && report.first_ok_after_fault.is_none() {
@@ -398,6 +527,11 @@ impl Worker {
             };
             match &err {
                 Error::PoolTimeout { .. } => report.pool_timeouts += 1,
+                Error::ClaimLost { .. } => {
+                    report.claims_lost += 1;
+                    report.sample(format!("claim lost: {err}"));
+                    return None;
+                }
                 Error::Backend {
                     retryable: false, ..
                 } => {

@@ -1,15 +1,22 @@
 //! [`Scenario`]: one row of the fault table (scenario x dialect: load,
-//! fault, lost, doubled, stuck, time to heal), printed at the end of each
-//! scenario test (seen with `--nocapture`) and appended to
-//! `target/fault-report.md` (or `FLOWSTATE_FAULT_REPORT`), where CI prints
-//! the table from. Remove the file before a run to start a fresh table.
+//! fault, lost, doubled, stuck, wrong, time to heal, note), printed at the
+//! end of each scenario test (seen with `--nocapture`) and written to the
+//! report directory, `target/fault-report/` (or
+//! `FLOWSTATE_FAULT_REPORT_DIR`): one file per row
+//! (`<scenario>--<dialect>.md`) beside `00-header.md`, so that
+//! `cat target/fault-report/*.md` prints the table in order.
+//!
+//! Every run starts a fresh table: the first row a test process publishes
+//! empties the directory of what an earlier run left. After each row the
+//! whole table is also written to `target/fault-report.md` (or
+//! `FLOWSTATE_FAULT_REPORT`), replaced in one rename.
 //!
 //! [`Scenario::finish`] then asserts what every scenario must hold: 0 lost,
 //! 0 doubled, 0 stuck, healed if it measured healing, and no wrong answer.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use flowstate_store_diesel::Dialect;
@@ -64,9 +71,6 @@ pub struct Scenario {
     pub heal: Heal,
     /// What else to know (statuses at the end, errors seen).
     pub note: String,
-    /// Set for a scenario known to fail until a named fix lands: the row
-    /// says so in capitals, and the assertions still run.
-    pub expected_failure: Option<&'static str>,
 }
 
 /// The table's header and separator lines.
@@ -87,7 +91,6 @@ impl Scenario {
             wrong: 0,
             heal: Heal::NotMeasured,
             note: String::new(),
-            expected_failure: None,
         }
     }
 
@@ -111,11 +114,7 @@ impl Scenario {
 
     /// The table row (one line, ending in a newline).
     pub fn row(&self) -> String {
-        let mut note = self.note.replace('|', "/").replace('\n', " ");
-        if let Some(until) = self.expected_failure {
-            let verdict = if self.held() { "held" } else { "FAILED" };
-            note = format!("EXPECTED TO FAIL until {until} ({verdict}); {note}");
-        }
+        let note = self.note.replace('|', "/").replace('\n', " ");
         format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             self.name,
@@ -131,13 +130,28 @@ impl Scenario {
         )
     }
 
-    /// Prints the row under the header and appends it to the report file.
+    /// The name of its row's file in the report directory:
+    /// `<scenario>--<dialect>.md`, the scenario's name in lower case with
+    /// a dash for anything not a letter or digit.
+    pub fn row_file(&self) -> String {
+        let mut slug = String::new();
+        for c in self.name.chars() {
+            if c.is_ascii_alphanumeric() {
+                slug.push(c.to_ascii_lowercase());
+            } else if !slug.ends_with('-') {
+                slug.push('-');
+            }
+        }
+        format!("{}--{}.md", slug.trim_matches('-'), self.dialect)
+    }
+
+    /// Prints the row under the header, writes it to the report directory
+    /// and the table to the report file (see the module doc).
     pub fn publish(&self) {
         let row = self.row();
         println!("\n{HEADER}{row}");
-        let path = report_path();
-        if let Err(err) = append(&path, &row) {
-            eprintln!("cannot append to {}: {err}", path.display());
+        if let Err(err) = publish_row(&report_dir(), &report_path(), &self.row_file(), &row) {
+            eprintln!("cannot write the fault report: {err}");
         }
     }
 
@@ -169,36 +183,102 @@ impl Scenario {
     }
 }
 
-/// Where rows are appended: `FLOWSTATE_FAULT_REPORT`, or
-/// `fault-report.md` in the workspace's target directory.
-pub fn report_path() -> PathBuf {
-    if let Some(path) = std::env::var_os("FLOWSTATE_FAULT_REPORT") {
-        return PathBuf::from(path);
+/// Publishes every scenario's row, then fails the test unless each held
+/// (for a test that judges several scenarios: no row is lost to the first
+/// failure).
+pub fn finish_all(scenarios: &[Scenario]) {
+    for scenario in scenarios {
+        scenario.publish();
     }
+    let failed: Vec<String> = scenarios
+        .iter()
+        .filter(|scenario| !scenario.held())
+        .map(|scenario| {
+            format!(
+                "{} on {}: lost {}, doubled {}, stuck {}, wrong {}, healed {} ({})",
+                scenario.name,
+                scenario.dialect,
+                scenario.lost,
+                scenario.doubled,
+                scenario.stuck,
+                scenario.wrong,
+                scenario.heal,
+                scenario.note
+            )
+        })
+        .collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// The target directory: `CARGO_TARGET_DIR` (relative to the workspace
+/// unless absolute), or the workspace's `target`.
+fn target_dir() -> PathBuf {
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map_or_else(|| PathBuf::from("."), PathBuf::from);
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| workspace.join("target"), |dir| workspace.join(dir));
-    target.join("fault-report.md")
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace.join("target"), |dir| workspace.join(dir))
 }
 
-/// Appends `row` to the file at `path`, writing the header first if this
-/// call creates the file; one `write` per row, so rows of tests running
-/// at once do not interleave.
-fn append(path: &std::path::Path, row: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+/// Where the whole table is written: `FLOWSTATE_FAULT_REPORT`, or
+/// `fault-report.md` in the target directory.
+pub fn report_path() -> PathBuf {
+    std::env::var_os("FLOWSTATE_FAULT_REPORT")
+        .map_or_else(|| target_dir().join("fault-report.md"), PathBuf::from)
+}
+
+/// Where each row is written, one file per row:
+/// `FLOWSTATE_FAULT_REPORT_DIR`, or `fault-report/` in the target
+/// directory.
+pub fn report_dir() -> PathBuf {
+    std::env::var_os("FLOWSTATE_FAULT_REPORT_DIR")
+        .map_or_else(|| target_dir().join("fault-report"), PathBuf::from)
+}
+
+/// The report directory's first file: the title and the table's header.
+pub const HEADER_FILE: &str = "00-header.md";
+
+/// Whether this process has started its table yet, and the lock every
+/// write of the report takes (tests publish from several threads).
+static STARTED: Mutex<bool> = Mutex::new(false);
+
+/// Writes `row` as file `file` in `dir` and the table to `table`; the
+/// first call of a process first empties `dir` of the `.md` files an
+/// earlier run left, so the table holds this run's rows only.
+fn publish_row(dir: &Path, table: &Path, file: &str, row: &str) -> std::io::Result<()> {
+    let mut started = STARTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    std::fs::create_dir_all(dir)?;
+    if !*started {
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|ext| ext == "md") {
+                std::fs::remove_file(&path)?;
+            }
+        }
+        std::fs::write(
+            dir.join(HEADER_FILE),
+            format!("# flowstate fault suite\n\n{HEADER}"),
+        )?;
+        *started = true;
     }
-    if let Ok(mut new) = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-    {
-        new.write_all(format!("# flowstate fault suite\n\n{HEADER}").as_bytes())?;
+    std::fs::write(dir.join(file), row)?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()?;
+    files.retain(|path| path.extension().is_some_and(|ext| ext == "md"));
+    files.sort();
+    let mut whole = String::new();
+    for path in files {
+        whole.push_str(&std::fs::read_to_string(path)?);
     }
-    let mut file = std::fs::OpenOptions::new().append(true).open(path)?;
-    file.write_all(row.as_bytes())
+    if let Some(parent) = table.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let partial = table.with_extension("md.partial");
+    std::fs::write(&partial, whole)?;
+    std::fs::rename(partial, table)
 }
 
 /// Renders `scenarios` as one table, header included.
@@ -215,24 +295,49 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_row_names_every_count_and_marks_an_expected_failure() {
+    fn a_row_names_every_count_and_its_file_the_scenario() {
         let mut scenario = Scenario::new(
-            "worker killed",
+            "worker killed mid-step",
             Dialect::Sqlite,
             "200 steps".into(),
             "SIGKILL".into(),
         );
         scenario.stuck = 1;
         scenario.heal = Heal::Healed(Duration::from_millis(42));
-        scenario.note("running 1");
-        scenario.expected_failure = Some("claim expiry");
+        scenario.note("running 1 | or 2");
         assert_eq!(
             scenario.row(),
-            "| worker killed | sqlite | 200 steps | SIGKILL | 0 | 0 | 1 | 0 | 42 ms | \
-             EXPECTED TO FAIL until claim expiry (FAILED); running 1 |\n"
+            "| worker killed mid-step | sqlite | 200 steps | SIGKILL | 0 | 0 | 1 | 0 | 42 ms | \
+             running 1 / or 2 |\n"
         );
+        assert_eq!(scenario.row_file(), "worker-killed-mid-step--sqlite.md");
         assert!(!scenario.held());
         assert_eq!(table(&[scenario]).lines().count(), 3);
+    }
+
+    #[test]
+    fn a_run_starts_a_fresh_table_and_keeps_its_rows_in_order() {
+        let scratch = std::env::temp_dir().join(format!(
+            "flowstate-faults-report-{}",
+            uuid::Uuid::now_v7().simple()
+        ));
+        let dir = scratch.join("rows");
+        let table = scratch.join("table.md");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("old--postgres.md"), "| an earlier run |\n").unwrap();
+        std::fs::write(dir.join("keep.txt"), "not a row").unwrap();
+        // This process has not published yet: the first row clears the
+        // earlier run's rows (a unit-test process publishes nothing else).
+        publish_row(&dir, &table, "b--sqlite.md", "| b |\n").unwrap();
+        publish_row(&dir, &table, "a--mysql.md", "| a |\n").unwrap();
+        let whole = std::fs::read_to_string(&table).unwrap();
+        assert_eq!(
+            whole,
+            format!("# flowstate fault suite\n\n{HEADER}| a |\n| b |\n")
+        );
+        assert!(!dir.join("old--postgres.md").exists());
+        assert!(dir.join("keep.txt").exists());
+        std::fs::remove_dir_all(&scratch).unwrap();
     }
 
     #[test]

@@ -5,18 +5,43 @@
 //! - **doubled**: executions of a `(step, attempt)` after its first (the
 //!   ledger's key refused them: `fault_ledger_refused`), plus any
 //!   `(step, attempt)` holding more than one ledger row (none while the
-//!   key is there);
+//!   key is there), plus succeeded attempts of a step beyond its first
+//!   (its history holds one succeeded attempt at most);
 //! - **stuck**: steps still pending or running after the recovery pass;
 //! - **unexecuted**: succeeded steps with no ledger row for the attempt that
 //!   succeeded (a completion that no execution wrote: the ledger or the
-//!   store is lying).
+//!   store is lying);
+//! - **misattributed**: succeeded steps whose result does not name the
+//!   worker whose ledger row holds the succeeded attempt (a late write of
+//!   another attempt's holder overwrote it).
 
 use anyhow::Result;
+use diesel::sql_types::{Nullable, Text};
+use diesel_async::RunQueryDsl as _;
+use flowstate_store_diesel::Dialect;
 
 use crate::load::CrewReport;
 use crate::recovery::Recovery;
 use crate::report::Scenario;
-use crate::sql::RawConn;
+use crate::sql::{RawConn, each_conn};
+
+/// A succeeded step's result (as JSON text) and its ledger's worker.
+#[derive(diesel::QueryableByName)]
+struct Attributed {
+    #[diesel(sql_type = Nullable<Text>)]
+    result: Option<String>,
+    #[diesel(sql_type = Text)]
+    worker: String,
+}
+
+/// One ledger row of a step.
+#[derive(diesel::QueryableByName)]
+struct Execution {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    attempt: i64,
+    #[diesel(sql_type = Text)]
+    worker: String,
+}
 
 /// What the database says about a scenario's steps.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -31,6 +56,12 @@ pub struct Verdict {
     pub stuck: u64,
     /// Succeeded steps whose succeeded attempt has no ledger row.
     pub unexecuted: u64,
+    /// Succeeded steps whose result names another worker than the one
+    /// whose ledger row holds the succeeded attempt.
+    pub misattributed: u64,
+    /// Succeeded attempts beyond one per step, in the history (counted in
+    /// `doubled` too).
+    pub extra_successes: u64,
     /// Ledger rows: executions of an attempt, first ones.
     pub executions: u64,
 }
@@ -69,14 +100,76 @@ impl Verdict {
             )
             .await?;
         let executions = conn.count("SELECT COUNT(*) AS n FROM fault_ledger").await?;
+        let successes = conn
+            .count("SELECT COUNT(*) AS n FROM flowstate_step_history WHERE status = 'succeeded'")
+            .await?;
+        let succeeded_steps = conn
+            .count(
+                "SELECT COUNT(DISTINCT step_id) AS n FROM flowstate_step_history \
+                 WHERE status = 'succeeded'",
+            )
+            .await?;
+        let extra_successes = successes.saturating_sub(succeeded_steps);
+        let misattributed = Self::misattributed(&mut conn).await?;
         Ok(Self {
             steps,
             lost,
-            doubled: refused + repeated,
+            doubled: refused + repeated + extra_successes,
             stuck,
             unexecuted,
+            misattributed,
+            extra_successes,
             executions,
         })
+    }
+
+    /// Succeeded steps whose result's `worker` is not the ledger's worker
+    /// of the succeeded attempt (steps without a ledger row are
+    /// `unexecuted`, not counted here).
+    async fn misattributed(conn: &mut RawConn) -> Result<u64> {
+        let result = match conn.dialect() {
+            Dialect::Postgres => "s.result::text",
+            Dialect::Mysql => "CAST(s.result AS CHAR)",
+            Dialect::Sqlite => "s.result",
+        };
+        let query = diesel::sql_query(format!(
+            "SELECT {result} AS result, l.worker AS worker FROM flowstate_steps s \
+             JOIN fault_ledger l ON l.step_id = s.id AND l.attempt = s.current_attempt \
+             WHERE s.status = 'succeeded'"
+        ));
+        let rows: Vec<Attributed> = each_conn!(conn, |c| query.load(c).await)?;
+        let wrong = rows
+            .iter()
+            .filter(|row| {
+                let named = row
+                    .result
+                    .as_deref()
+                    .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+                    .and_then(|value| value.get("worker")?.as_str().map(str::to_owned));
+                named.as_deref() != Some(row.worker.as_str())
+            })
+            .count();
+        Ok(wrong as u64)
+    }
+
+    /// The ledger of one step: `(attempt, worker)` of each execution, by
+    /// attempt.
+    pub async fn ledger_of(url: &str, step: flowstate_core::StepId) -> Result<Vec<(i64, String)>> {
+        let mut conn = RawConn::connect(url).await?;
+        let placeholder = match conn.dialect() {
+            Dialect::Postgres => "$1",
+            Dialect::Mysql | Dialect::Sqlite => "?",
+        };
+        let query = diesel::sql_query(format!(
+            "SELECT attempt, worker FROM fault_ledger WHERE step_id = {placeholder} \
+             ORDER BY attempt"
+        ))
+        .bind::<Text, _>(step.to_string());
+        let rows: Vec<Execution> = each_conn!(&mut conn, |c| query.load(c).await)?;
+        Ok(rows
+            .into_iter()
+            .map(|row| (row.attempt, row.worker))
+            .collect())
     }
 
     /// The steps in each status, for a report's note (`"succeeded 398,
@@ -113,9 +206,9 @@ impl Verdict {
         scenario.lost = verdict.lost;
         scenario.doubled = verdict.doubled;
         scenario.stuck = verdict.stuck;
-        scenario.wrong = verdict.unexecuted;
+        scenario.wrong = verdict.unexecuted + verdict.misattributed;
         if let Some(crew) = crew {
-            scenario.wrong += crew.total.not_retryable + crew.total.hung;
+            scenario.wrong += crew.total.not_retryable + crew.total.hung + crew.total.claims_lost;
             scenario.heal = crew.heal();
         }
         scenario.note(format!(
@@ -127,6 +220,24 @@ impl Verdict {
             scenario.note(format!(
                 "{} succeeded without a ledger row",
                 verdict.unexecuted
+            ));
+        }
+        if verdict.misattributed > 0 {
+            scenario.note(format!(
+                "{} succeeded with another worker's result than the ledger's",
+                verdict.misattributed
+            ));
+        }
+        if verdict.extra_successes > 0 {
+            scenario.note(format!(
+                "{} attempts succeeded beyond one per step",
+                verdict.extra_successes
+            ));
+        }
+        if verdict.executions > verdict.steps {
+            scenario.note(format!(
+                "{} executions of {} steps (attempts taken back after a claim ran out ran again)",
+                verdict.executions, verdict.steps
             ));
         }
         if let Some(crew) = crew {

@@ -8,20 +8,22 @@
 //! It opens a `DieselStore` on the URL and loops: claim one step pinned to
 //! the suite's function (`BatchStepStore::claim_batch`), write the ledger
 //! row, hold the step if told to (`FAULT_WORKER_HOLD_MS`, for the step
-//! numbered `FAULT_WORKER_HOLD_AT` or every step), complete it with
-//! `transition_step(Succeeded)`. It exits after `--idle-exit` empty claims
-//! in a row (default 3, 50 ms apart). Retryable errors are tried again;
-//! other errors end that step. Each event is one line on stdout (see
-//! `flowstate_faults::child`).
+//! numbered `FAULT_WORKER_HOLD_AT` or every step), complete it under its
+//! claim with `transition_claimed(Succeeded)`. It exits after
+//! `--idle-exit` empty claims in a row (default 3, 50 ms apart).
+//! Retryable errors are tried again; other errors end that step, and a
+//! completion refused because the claim was taken back meanwhile
+//! (`ClaimLost`) is said on stdout (`refused <step> <attempt> <error>`).
+//! Each event is one line on stdout (see `flowstate_faults::child`).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use flowstate_core::{BatchClaim, BatchStepStore as _, StepStore as _, StepTransition};
+use flowstate_core::{BatchClaim, BatchStepStore as _, Error, StepStore as _, StepTransition};
 use flowstate_faults::child::{HOLD_AT, HOLD_MS};
 use flowstate_faults::ledger::{Entry, Ledger, check_worker};
-use flowstate_faults::load::FUNCTION;
+use flowstate_faults::load::{FUNCTION, result_of};
 use flowstate_store_diesel::{DieselStore, StoreConfig};
 
 /// How long a retryable call is tried again.
@@ -71,8 +73,8 @@ fn args() -> Result<Args> {
 }
 
 /// Calls `f` until it answers `Ok`, or an error that is not retryable, or
-/// patience runs out.
-async fn retrying<T, F, Fut>(what: &str, mut f: F) -> Option<T>
+/// patience runs out; answers the last error then.
+async fn retrying<T, F, Fut>(what: &str, mut f: F) -> Result<T, Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = flowstate_core::Result<T>>,
@@ -80,13 +82,13 @@ where
     let started = Instant::now();
     loop {
         match f().await {
-            Ok(value) => return Some(value),
+            Ok(value) => return Ok(value),
             Err(err) if err.is_retryable() && started.elapsed() < PATIENCE => {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             Err(err) => {
                 eprintln!("{what}: {err}");
-                return None;
+                return Err(err);
             }
         }
     }
@@ -102,7 +104,7 @@ async fn work(args: Args) -> Result<u64> {
     let claim = BatchClaim::new(1).for_function(FUNCTION);
     let (mut claimed, mut completed, mut idle) = (0u32, 0u64, 0u32);
     while idle < args.idle_exit {
-        let Some(steps) = retrying("claim_batch", || store.claim_batch(&claim)).await else {
+        let Ok(steps) = retrying("claim_batch", || store.claim_batch(&claim)).await else {
             idle += 1;
             continue;
         };
@@ -126,14 +128,20 @@ async fn work(args: Args) -> Result<u64> {
                 println!("holding {} {}", step.id, step.attempt);
                 tokio::time::sleep(args.hold).await;
             }
-            let result = serde_json::json!({ "worker": args.worker });
-            let done = retrying("transition_step", || {
-                store.transition_step(step.id, StepTransition::Succeeded(result.clone()))
+            let result = result_of(&args.worker);
+            let done = retrying("transition_claimed", || {
+                store.transition_claimed(step.claim(), StepTransition::Succeeded(result.clone()))
             })
             .await;
-            if done.is_some() {
-                completed += 1;
-                println!("completed {} {}", step.id, step.attempt);
+            match done {
+                Ok(()) => {
+                    completed += 1;
+                    println!("completed {} {}", step.id, step.attempt);
+                }
+                Err(err @ Error::ClaimLost { .. }) => {
+                    println!("refused {} {} {err}", step.id, step.attempt);
+                }
+                Err(_) => {}
             }
         }
     }

@@ -9,12 +9,16 @@ use flowstate_faults::Scenario;
 use flowstate_faults::Verdict;
 use flowstate_faults::ledger::Ledger;
 use flowstate_faults::load::{Crew, CrewOptions, CrewReport, StepRef, probe_heal, seed};
-use flowstate_faults::recovery::recover_and_drain;
+use flowstate_faults::recovery::{recover_and_drain, store_past_deadlines};
 use flowstate_store_diesel::{DieselStore, StoreConfig};
 
 /// How long after a fault the store has to serve every caller again
 /// before it counts as never healed.
 pub const HEAL_BOUND: Duration = Duration::from_secs(10);
+
+/// A time to heal from which on the note says, call by call, where the
+/// slowest worker's time went.
+pub const HEAL_WORTH_ACCOUNTING: Duration = Duration::from_millis(250);
 
 /// A store on `url` with a pool of `size` and an acquire wait of two
 /// seconds.
@@ -69,8 +73,10 @@ impl StepRun {
         }
     }
 
-    /// Waits for the crew, runs the recovery pass and the drain, and
-    /// judges the database at `url` into `scenario`.
+    /// Waits for the crew, runs the recovery pass (on a store whose lease
+    /// clock reads past every claim's deadline: the crew is done, so any
+    /// step still running is held by nobody) and the drain, and judges the
+    /// database at `url` into `scenario`.
     pub async fn finish(self, scenario: &mut Scenario, url: &str) -> CrewReport {
         let progress = Arc::clone(&self.crew.progress);
         let crew = bounded("the crew", Duration::from_secs(120), self.crew.join())
@@ -92,16 +98,21 @@ impl StepRun {
             ),
             _ => None,
         };
+        drop(self.store);
+        let past = store_past_deadlines(url).await.expect("the recovery store");
         let recovery = bounded(
             "the recovery pass",
             Duration::from_secs(60),
-            recover_and_drain(self.store, self.ledger, &self.steps),
+            recover_and_drain(past, self.ledger, &self.steps),
         )
         .await
         .expect("the recovery pass");
         Verdict::judge(scenario, url, Some(&crew), &recovery)
             .await
             .expect("read the verdict");
+        if matches!(crew.heal, Some(Ok(took)) if took >= HEAL_WORTH_ACCOUNTING) {
+            scenario.note(crew.heal_account());
+        }
         if let Some(heal) = probed {
             scenario.heal = heal;
             scenario.note("time to heal probed after the crew (its workers gave up first)");
