@@ -769,7 +769,7 @@ mod tests {
                     .encode_children(run, vec![NewChild::new("k", "wf", deep())])
                     .map(drop)
             ),
-            "run input"
+            "child input"
         );
         assert_eq!(
             field(limits.encode_transcript(&[fine(), deep()]).map(drop)),
