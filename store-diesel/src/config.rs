@@ -38,7 +38,7 @@ pub struct StoreConfig {
     /// How long a claim holds a step that has no claim timeout of its own
     /// ([`flowstate_core::step_claim`]): past it, recovery may take the
     /// attempt back. [`DEFAULT_CLAIM_TIMEOUT`] unless set; between 1 ms and
-    /// [`LONGEST_CLAIM_TIMEOUT`](flowstate_core::step_claim::LONGEST_CLAIM_TIMEOUT)
+    /// [`LONGEST_CLAIM_TIMEOUT`]
     /// (a value outside is clamped into it when the store opens).
     pub claim_timeout: Duration,
 }

@@ -216,7 +216,10 @@ mod tests {
             "result = s_items.payload::jsonb, claimed_until = NULL FROM s_items \
              WHERE id = s_items.item_id AND status IN ('running') AND current_attempt = s_items.attempt"
         ));
-        assert!(COMPLETE_BATCH.contains("error = f_items.payload::jsonb FROM f_items"));
+        assert!(
+            COMPLETE_BATCH
+                .contains("error = f_items.payload::jsonb, claimed_until = NULL FROM f_items")
+        );
         assert!(COMPLETE_BATCH.contains(
             "s_settled AS (UPDATE flowstate_step_history AS h SET status = 'succeeded', \
              succeeded_at = $1, result = m.result FROM s_moved AS m \
