@@ -217,8 +217,12 @@ pub trait StepStore: Send + Sync {
     /// step as it is after the claim), and a retry raises the attempt by
     /// exactly one. A claim naming another function than the step is pinned
     /// to is [`Error::FunctionMismatch`] and leaves the step untouched; a
-    /// step that does not exist is [`Error::StepNameNotFound`]; a step of a
-    /// settled run is [`Error::RunSettled`] and is not claimed.
+    /// step that does not exist is [`Error::StepNameNotFound`]. A step of a
+    /// settled run that would be claimed (pending, scheduled, or failed with
+    /// an attempt left) is [`Error::RunSettled`] and is not claimed; one with
+    /// nothing to claim (running, succeeded, out of attempts) answers `None`
+    /// as in any run, so a duplicate delivery of a finished step stays a
+    /// no-op whether or not its run has settled since.
     ///
     /// A won claim holds the step until its claim deadline
     /// ([`Step::claimed_until`], [`crate::step_claim`]); past it, recovery

@@ -4,7 +4,9 @@
 //! on the error path; these functions turn what that read found into the
 //! same typed answer on every backend.
 
-use flowstate_core::{ClaimOutcome, Error, RunId, RunStatus, Step, StepId, StepStatus};
+use flowstate_core::{
+    ClaimDecision, ClaimInput, ClaimOutcome, Error, RunId, RunStatus, Step, StepId, StepStatus,
+};
 
 use crate::rows::parse_status;
 
@@ -75,7 +77,20 @@ pub(crate) fn claim_lost(
         });
     };
     let outcome = ClaimOutcome::not_claimed(step, function)?;
-    if let Some(text) = run_status {
+    // Only a step the claim would have taken is refused for its run: one
+    // with nothing to claim answers why, as in any run, so a duplicate
+    // delivery of a finished step stays a no-op after its run settled.
+    let claimable = ClaimDecision::decide(
+        ClaimInput {
+            status: step.status,
+            function: step.function.as_deref(),
+            attempt: step.attempt,
+            retry: step.retry,
+        },
+        function,
+    )
+    .claims();
+    if let Some(text) = run_status.filter(|_| claimable) {
         let status = parse_status::<RunStatus>(&run.to_string(), text)?;
         if status.is_settled() {
             return Err(Error::RunSettled { run, status });

@@ -1,8 +1,14 @@
 //! A settled run (completed, failed, cancelled) takes no more work: claims
-//! of its steps, new steps and state writes are [`Error::RunSettled`] and
-//! write nothing, whatever its steps' status, while reads go on.
+//! of its claimable steps, new steps and state writes are
+//! [`Error::RunSettled`] and write nothing, while reads go on. A claim of a
+//! step with nothing to claim (running, succeeded, out of attempts) answers
+//! `None` as in any run: a duplicate delivery of a finished step is a no-op
+//! before and after its run settles.
 
-use flowstate_core::{Error, NewStep, RunStatus, RunStore, StepStatus, StepStore, StepTransition};
+use flowstate_core::{
+    ClaimOutcome, Error, NewStep, NotClaimable, RunStatus, RunStore, StepStatus, StepStore,
+    StepTransition,
+};
 use serde_json::json;
 
 use super::support::{FUNCTION, assert_err, new_run, new_step, snapshot, step_in};
@@ -10,7 +16,8 @@ use crate::Harness;
 
 /// Every settled status refuses claims (of a pending, a scheduled and a
 /// retryable step), inserts and state writes, and nothing moves; a claim
-/// naming an unknown step or another function says that first.
+/// naming an unknown step or another function says that first; a claim of
+/// a running, succeeded or spent step answers why it took nothing.
 pub async fn settled_runs_refuse_new_work<H: Harness>(h: &H) {
     let store = h.store();
     for status in [
@@ -28,6 +35,9 @@ pub async fn settled_runs_refuse_new_work<H: Harness>(h: &H) {
                 .await
                 .unwrap();
         }
+        step_in(h, run.id, "held", StepStatus::Running).await;
+        step_in(h, run.id, "done", StepStatus::Succeeded).await;
+        step_in(h, run.id, "spent", StepStatus::Failed).await;
         store.write_state(run.id, "k", &json!(1)).await.unwrap();
         store.set_run_status(run.id, status).await.unwrap();
         let before = snapshot(h, &[run.id]).await;
@@ -40,6 +50,25 @@ pub async fn settled_runs_refuse_new_work<H: Harness>(h: &H) {
             assert_err!(
                 store.claim_step_outcome(run.id, name, FUNCTION).await,
                 Error::RunSettled { .. }
+            );
+        }
+        for (name, why) in [
+            ("held", NotClaimable::Running),
+            ("done", NotClaimable::Succeeded),
+            ("spent", NotClaimable::RetriesExhausted),
+        ] {
+            assert_eq!(
+                store.claim_step(run.id, name, FUNCTION).await.unwrap(),
+                None,
+                "{status}: a claim of {name}"
+            );
+            assert_eq!(
+                store
+                    .claim_step_outcome(run.id, name, FUNCTION)
+                    .await
+                    .unwrap(),
+                ClaimOutcome::NotClaimed(why),
+                "{status}: why {name} was not claimed"
             );
         }
         assert_err!(

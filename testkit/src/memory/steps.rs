@@ -125,12 +125,12 @@ impl StepStore for MemoryStore {
                     claimed: function.to_owned(),
                 });
             }
-            ClaimDecision::Nothing(_) | ClaimDecision::ClaimFresh | ClaimDecision::ClaimRetry => {}
+            // Nothing to claim answers `None` in a settled run too: a
+            // duplicate delivery of a finished step stays a no-op.
+            ClaimDecision::Nothing(_) => return Ok(None),
+            ClaimDecision::ClaimFresh | ClaimDecision::ClaimRetry => {}
         }
         Self::unsettled(&tables, run)?;
-        if !decision.claims() {
-            return Ok(None);
-        }
         tables.check_history_writes()?;
         let attempt = decision.attempt_after(step.attempt);
         start_attempt(&mut step, attempt, StepStatus::Running);
