@@ -32,9 +32,9 @@
 //! | [`records`] | the rows: runs, steps, attempts, versions, queries |
 //! | [`summary`] | pure folds of steps and history: graph state, status summary |
 //! | [`error`] | the one error type the ports return |
-//! | [`ports`] | the async store traits a backend implements |
+//! | [`ports`] | the async store traits a backend implements, one file per family: the whole contract |
 //! | [`backend`] | helpers for backend authors, not part of the ports' contract |
-//! | [`virtual_users`], [`virtual_user_ports`] | personas' schedules, their runs and transcripts, and their ports |
+//! | [`virtual_users`] | personas' schedules, their runs and transcripts ([`ports::ScheduleStore`], [`ports::VirtualUserRunStore`]) |
 
 pub mod backend;
 pub mod backoff;
@@ -44,23 +44,19 @@ pub mod claim;
 pub mod effects;
 pub mod error;
 pub mod events;
-mod events_ports;
 pub mod idempotency;
 pub mod ids;
 pub mod lease;
-mod lease_ports;
 pub mod limits;
 pub mod ports;
 pub mod records;
 pub mod recovery;
-mod recovery_ports;
 pub mod retry;
 pub mod schedule;
 pub mod status;
 pub mod step_claim;
 pub mod summary;
 pub mod time;
-pub mod virtual_user_ports;
 pub mod virtual_users;
 pub mod wait;
 
@@ -84,7 +80,7 @@ pub use limits::{EncodedStep, InputLimits};
 pub use ports::{
     BatchStepStore, ChildRunStore, DefinitionStore, EffectJournal, EventQueueStore, EventStore,
     FencedWrites, RecoveryStore, RunLeaseStore, RunRecoveryStore, RunStore, RunWaitStore,
-    StepStore, Store, VersionStore,
+    ScheduleStore, StepStore, Store, VersionStore, VirtualUserRunStore,
 };
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,
@@ -95,7 +91,6 @@ pub use retry::RetryPolicy;
 pub use status::{RetryStart, RunStatus, StatusKind, StepStatus};
 pub use step_claim::{ExpiredClaim, StepClaim};
 pub use time::{Clock, SystemClock, Timestamp};
-pub use virtual_user_ports::{ScheduleStore, VirtualUserRunStore};
 pub use virtual_users::{
     NewSchedule, Schedule, TranscriptEntry, TranscriptPage, VirtualUserRun, VirtualUserRunQuery,
     VirtualUserRunStatus,

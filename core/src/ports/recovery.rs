@@ -1,5 +1,5 @@
 //! [`RecoveryStore`] and [`RunRecoveryStore`]: the queries and the writes
-//! the recovery sweeps need (re-exported from [`ports`](crate::ports)).
+//! the recovery sweeps need.
 //!
 //! The rules they carry out are in [`recovery`](crate::recovery); the
 //! policy that acts on what they find (the relay, the stalled sweep, the

@@ -1,109 +1,26 @@
-//! The store ports: the async traits a backend implements.
-//!
-//! Each method is one atomic unit of work with the guarantee its doc states;
-//! `flowstate-testkit` has a case for every one of them. Futures are `Send`,
-//! so logic generic over a port runs on a multi-threaded runtime.
-//!
-//! Every method that takes JSON or a key checks it with the backend's
-//! [`InputLimits`](crate::InputLimits) first and writes nothing if it is
-//! refused ([`Error::InvalidInput`]). Unknown ids are typed errors
-//! ([`Error::RunNotFound`], [`Error::StepNotFound`],
-//! [`Error::StepNameNotFound`]), never an empty success, except where a
-//! method says it answers `None` or is a filter (`list_runs` with a parent
-//! that does not exist is an empty page).
-//!
-//! Names used to *look up* are checked like names written: an empty name,
-//! one holding a NUL or one over the key limit is [`Error::InvalidInput`]
-//! for `find_step`, `claim_step` (name and function), `get_version` and the
-//! workflow filter of `list_runs`, so a lookup never sends what no write
-//! could have stored.
-//!
-//! JSON `null` is a value: a step that succeeded with `null` reads back
-//! `Some(Value::Null)`, distinct from a step with no result (`None`).
+//! [`StepStore`]: steps, their attempts and their history; the claim and
+//! the transitions every worker calls.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::batch::{BatchClaim, Completion};
 use crate::claim::ClaimOutcome;
 use crate::error::Result;
 use crate::ids::{RunId, StepId};
 use crate::records::{
-    GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunQuery, Step,
-    StepAttempt, StepSummary, StepTransition, WorkflowVersion,
+    GraphState, Inserted, NewStep, Step, StepAttempt, StepSummary, StepTransition,
 };
-use crate::status::{RetryStart, RunStatus};
+use crate::status::RetryStart;
 use crate::step_claim::StepClaim;
 use crate::summary;
 use crate::time::Timestamp;
-pub use crate::virtual_user_ports::{ScheduleStore, VirtualUserRunStore};
-
-pub use crate::events_ports::{DefinitionStore, EventQueueStore, EventStore};
-
-pub use crate::lease_ports::{
-    ChildRunStore, EffectJournal, FencedWrites, RunLeaseStore, RunWaitStore,
-};
-
-pub use crate::recovery_ports::{RecoveryStore, RunRecoveryStore};
 // Named by the docs' links only; imported in every build, not under
 // `cfg(doc)`, so the links still resolve where another crate's docs show
 // these methods (an implementor's page).
 #[allow(unused_imports)]
 use crate::{error::Error, status::StepStatus};
-
-/// Runs, their status, their children and their state.
-pub trait RunStore: Send + Sync {
-    /// Creates a run in status `running`.
-    ///
-    /// With an idempotency key, a second create with the same key (however
-    /// many race) returns the first run with `inserted: false`, whatever its
-    /// other fields. A parent that does not exist is
-    /// [`Error::RunNotFound`].
-    fn create_run(&self, run: NewRun) -> impl Future<Output = Result<Inserted<Run>>> + Send;
-
-    /// Reads one run.
-    fn get_run(&self, id: RunId) -> impl Future<Output = Result<Run>> + Send;
-
-    /// Lists runs matching `query`, newest first by `(created_at, id)`, one
-    /// page at a time; `next` is set when the page is full.
-    fn list_runs(&self, query: &RunQuery) -> impl Future<Output = Result<Page<Run>>> + Send;
-
-    /// Moves a run to `to` if [`RunStatus::TRANSITIONS`] allows it from its
-    /// current status, as one status-guarded write: of two racing moves out
-    /// of the same status, at most one succeeds. An illegal move is
-    /// [`Error::IllegalRunTransition`] and writes nothing.
-    fn set_run_status(&self, id: RunId, to: RunStatus) -> impl Future<Output = Result<Run>> + Send;
-
-    /// Deletes a run with its steps, their history and its state. Its child
-    /// runs stay, with no parent.
-    fn delete_run(&self, id: RunId) -> impl Future<Output = Result<()>> + Send;
-
-    /// How many children `parent` has in each status (statuses with none are
-    /// left out).
-    fn count_children(
-        &self,
-        parent: RunId,
-    ) -> impl Future<Output = Result<BTreeMap<RunStatus, u64>>> + Send;
-
-    /// Writes one key of a run's state, in one statement with no
-    /// read-modify-write: concurrent writes of different keys never clobber
-    /// each other, and a second write of a key replaces the first. The key is
-    /// one key whatever it holds (dots, quotes, SQL); the value's JSON type
-    /// survives exactly (`[]`, `0`, `false`, `null`, nested). A settled run
-    /// is [`Error::RunSettled`] and nothing is written, decided in the same
-    /// statement as the write.
-    fn write_state(
-        &self,
-        run: RunId,
-        key: &str,
-        value: &Value,
-    ) -> impl Future<Output = Result<()>> + Send;
-
-    /// Reads every key of a run's state.
-    fn read_state(&self, run: RunId) -> impl Future<Output = Result<Map<String, Value>>> + Send;
-}
 
 /// Steps, their attempts and their history.
 pub trait StepStore: Send + Sync {
@@ -300,60 +217,3 @@ pub trait StepStore: Send + Sync {
         async move { Ok(summary::summarize(&self.step_history(run).await?)) }
     }
 }
-
-/// Workflow versions: a graph stored once per (workflow, hash).
-pub trait VersionStore: Send + Sync {
-    /// Stores a version; a second upsert of the same (workflow, graph hash)
-    /// changes nothing and returns the first, `inserted: false`.
-    fn upsert_version(
-        &self,
-        version: NewWorkflowVersion,
-    ) -> impl Future<Output = Result<Inserted<WorkflowVersion>>> + Send;
-
-    /// Reads a version; `None` if the pair was never stored.
-    fn get_version(
-        &self,
-        workflow: &str,
-        graph_hash: &str,
-    ) -> impl Future<Output = Result<Option<WorkflowVersion>>> + Send;
-}
-
-/// Steps many at a time, for worker pools: a claim of the next claimable
-/// steps across runs and a write of many completions, each one round trip
-/// (or one transaction) however many steps it carries. A separate trait, so
-/// a backend without batches still implements [`Store`].
-pub trait BatchStepStore: StepStore {
-    /// Claims up to [`BatchClaim::effective_limit`] steps across all runs,
-    /// the ones [`BatchClaim::takes`] admits (pending, or failed with
-    /// attempts left once their retry delay has passed), oldest first by
-    /// `(created_at, id)`, and answers them as the claim left them: running,
-    /// a retry on its next attempt with result and error cleared, each with
-    /// its history row written. Of any number of concurrent batch claims and
-    /// [`StepStore::claim_step`] calls, each step goes to exactly one; a
-    /// step another claimer holds locked is skipped, not waited for, so a
-    /// batch may come back short while claimable steps remain. A function
-    /// name over the key limit is [`Error::InvalidInput`].
-    fn claim_batch(&self, claim: &BatchClaim) -> impl Future<Output = Result<Vec<Step>>> + Send;
-
-    /// Writes each completion as [`StepStore::transition_claimed`] would
-    /// (the step row and its current attempt's history row together, if
-    /// the item's claim still holds the step) and answers one result per
-    /// item, in order: an item whose claim is lost ([`Error::ClaimLost`]),
-    /// that names an unknown step or carries a payload over the limits
-    /// fails alone; an item repeating a completion already written answers
-    /// `Ok`, so a flush whose outcome was unknown may be sent again. A step named twice is moved by
-    /// its first item; the later ones are
-    /// [`repeated_items`](crate::batch::repeated_items). Every
-    /// item's write commits together, in one statement or one transaction:
-    /// when this answers `Ok`, each `Ok` item is durable; an `Err` means
-    /// none was written.
-    fn complete_batch(
-        &self,
-        completions: Vec<(StepClaim, Completion)>,
-    ) -> impl Future<Output = Result<Vec<Result<()>>>> + Send;
-}
-
-/// Every port at once: what a full backend implements.
-pub trait Store: RunStore + StepStore + VersionStore {}
-
-impl<T: RunStore + StepStore + VersionStore> Store for T {}

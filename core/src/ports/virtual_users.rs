@@ -1,8 +1,7 @@
 //! The virtual-user ports: [`ScheduleStore`] (a persona's schedule and the
 //! compare-and-set claim that keeps two ticks from dispatching it twice) and
-//! [`VirtualUserRunStore`] (its runs and their transcripts). Re-exported from
-//! [`ports`](crate::ports); new traits, so a backend of the other ports keeps
-//! compiling without them.
+//! [`VirtualUserRunStore`] (its runs and their transcripts). New traits, so
+//! a backend of the other ports keeps compiling without them.
 //!
 //! As everywhere, names and JSON go through the backend's
 //! [`InputLimits`](crate::InputLimits) first ([`Error::InvalidInput`], nothing

@@ -1,5 +1,6 @@
 //! [`RunLeaseStore`]: runs taken by workers on many machines, under leases
-//! with fencing tokens (re-exported from [`ports`](crate::ports)).
+//! with fencing tokens, and [`FencedWrites`], the writes a lease holder
+//! makes under its token.
 //!
 //! The rules (which statuses may be leased, when failures fail a run, what
 //! input is accepted) are in [`lease`](crate::lease); this is the port a
@@ -10,15 +11,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::children::NewChild;
-use crate::effects::{EffectBegin, StrandedEffect};
 use crate::error::Result;
 use crate::ids::RunId;
 use crate::lease::{LeaseState, Release, Released, RunLease, RunOutcome};
 use crate::ports::{RunStore, StepStore};
 use crate::records::{Inserted, NewStep, Run, Step};
 use crate::status::RunStatus;
-use crate::wait::Wait;
 // Named by the docs' links only; imported in every build, not under
 // `cfg(doc)`, so the links still resolve where another crate's docs show
 // these methods (an implementor's page).
@@ -106,46 +104,6 @@ pub trait RunLeaseStore: RunStore {
     fn lease_state(&self, run: RunId) -> impl Future<Output = Result<LeaseState>> + Send;
 }
 
-/// Runs that sleep or wait on named signals, on top of their leases.
-///
-/// A waiting run is not runnable (a claim leaves it) until its time has
-/// come on the store's lease clock or its signal is there; the claim that
-/// then takes it clears the wait. [`Self::signal`] stores the signal as a
-/// row of its own, so one sent before the run waits is not lost.
-pub trait RunWaitStore: RunLeaseStore {
-    /// Puts the run to sleep or to wait as `wait` says and frees its lease,
-    /// if `token` still holds it (otherwise [`Error::LeaseLost`], nothing
-    /// written). A signal already there makes the run runnable at once.
-    fn wait(&self, run: RunId, token: u64, wait: Wait) -> impl Future<Output = Result<()>> + Send;
-
-    /// Stores signal `name` for the run with `payload` (replacing the
-    /// payload of one not yet taken), making a run waiting on it runnable.
-    /// Any number of signals may race. An unknown run is
-    /// [`Error::RunNotFound`]; a settled run [`Error::RunSettled`], and
-    /// nothing is stored.
-    fn signal(
-        &self,
-        run: RunId,
-        name: &str,
-        payload: &Value,
-    ) -> impl Future<Output = Result<()>> + Send;
-
-    /// Takes signal `name` of the run (it is gone after), if `token` holds
-    /// the run's lease; `None` if there is none. A stale token is
-    /// [`Error::LeaseLost`] and takes nothing.
-    fn take_signal(
-        &self,
-        run: RunId,
-        token: u64,
-        name: &str,
-    ) -> impl Future<Output = Result<Option<Value>>> + Send;
-
-    /// Ends every wait whose time has come (sleeps and signal deadlines),
-    /// clearing it, and answers how many. Claims take such runs anyway;
-    /// this is for a sweep that wants them marked awake.
-    fn wake_expired(&self) -> impl Future<Output = Result<u64>> + Send;
-}
-
 /// The writes a lease holder makes to its run, fenced by its token: each
 /// succeeds only while `token` holds the run's current, unexpired lease
 /// (as [`RunLeaseStore::renew`] checks it, in the same statement or
@@ -186,53 +144,4 @@ pub trait FencedWrites: RunLeaseStore + StepStore {
         token: u64,
         to: RunStatus,
     ) -> impl Future<Output = Result<Run>> + Send;
-}
-
-/// Child runs created in bulk, on top of leases and waits: a parent holding
-/// its lease creates its children, then waits on them with
-/// [`Wait::Children`]; [`RunStore::count_children`] counts them by status.
-pub trait ChildRunStore: RunWaitStore {
-    /// Creates the children of `parent` in one call, each at most once per
-    /// key whatever number of calls race ([`crate::children::child_key`]):
-    /// answers every child in the order given, `inserted: false` for one
-    /// that existed. A parent that does not exist is
-    /// [`Error::RunNotFound`] and nothing is created.
-    fn create_children(
-        &self,
-        parent: RunId,
-        children: Vec<NewChild>,
-    ) -> impl Future<Output = Result<Vec<Inserted<Run>>>> + Send;
-}
-
-/// The effect journal: a step records an effect's key before performing
-/// it, so it is performed at most once per key whatever is replayed.
-pub trait EffectJournal: RunStore {
-    /// Begins effect `key` of `run`, or answers what an earlier begin left:
-    /// of any number of concurrent begins of one key exactly one answers
-    /// [`EffectBegin::Started`]; later ones answer
-    /// [`EffectBegin::InFlight`] or, once settled,
-    /// [`EffectBegin::Settled`] with the recorded outcome. An unknown run is
-    /// [`Error::RunNotFound`].
-    fn begin_effect(
-        &self,
-        run: RunId,
-        key: &str,
-    ) -> impl Future<Output = Result<EffectBegin>> + Send;
-
-    /// Records the outcome of a begun effect. Settling it again changes
-    /// nothing (the first outcome stays). An effect never begun is
-    /// [`Error::EffectNotFound`].
-    fn settle_effect(
-        &self,
-        run: RunId,
-        key: &str,
-        outcome: &Value,
-    ) -> impl Future<Output = Result<()>> + Send;
-
-    /// Effects begun at least `older_than` ago (on the store's clock) and
-    /// never settled, oldest first, for an operator or a sweep.
-    fn stranded_effects(
-        &self,
-        older_than: Duration,
-    ) -> impl Future<Output = Result<Vec<StrandedEffect>>> + Send;
 }
