@@ -325,7 +325,7 @@ pub struct PendingEvent {
     pub attempts: u32,
 }
 
-/// What [`EventQueueStore::dispatch_next`](crate::EventQueueStore::dispatch_next)
+/// What [`EventQueueStore::dispatch_next`](crate::ports::EventQueueStore::dispatch_next)
 /// did: took no event, dispatched one, or took one whose dispatch failed.
 #[derive(Debug)]
 pub enum NextDispatch {
@@ -342,7 +342,7 @@ pub enum NextDispatch {
     /// The event was taken but its dispatch failed and rolled back: it is
     /// still pending with the attempts it had, and the failure is for the
     /// caller to record
-    /// ([`EventStore::record_dispatch_failure`](crate::EventStore::record_dispatch_failure)).
+    /// ([`EventStore::record_dispatch_failure`](crate::ports::EventStore::record_dispatch_failure)).
     Failed {
         /// The event, with the attempts it had when it was taken.
         event: PendingEvent,

@@ -77,11 +77,6 @@ pub use ids::{
 };
 pub use lease::{LeaseState, Release, Released, RunLease, RunOutcome};
 pub use limits::{EncodedStep, InputLimits};
-pub use ports::{
-    BatchStepStore, ChildRunStore, DefinitionStore, EffectJournal, EventQueueStore, EventStore,
-    FencedWrites, RecoveryStore, RunLeaseStore, RunRecoveryStore, RunStore, RunWaitStore,
-    ScheduleStore, StepStore, Store, VersionStore, VirtualUserRunStore,
-};
 pub use records::{
     GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,
     Step, StepAttempt, StepSummary, StepTransition, WorkflowVersion,

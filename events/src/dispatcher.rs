@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use flowstate_core::Result;
 use flowstate_core::backoff::EventDispatchBackoff;
-use flowstate_core::{EventQueueStore, EventStore, Result};
+use flowstate_core::ports::{EventQueueStore, EventStore};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::Instrument;

@@ -22,7 +22,8 @@ mod dispatcher;
 pub use dispatcher::{Counters, Dispatcher, DispatcherHandle};
 
 use flowstate_core::backoff::{EventDispatchBackoff, EventDispatchOutcome};
-use flowstate_core::{Error, EventQueueStore, EventStore, NextDispatch, PendingEvent, Result};
+use flowstate_core::ports::{EventQueueStore, EventStore};
+use flowstate_core::{Error, NextDispatch, PendingEvent, Result};
 
 /// What one [`dispatch_pending`] call did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -28,9 +28,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use flowstate_core::{
-    Error, NewRun, NewStep, RunId, RunStore as _, StepStore as _, StepTransition,
-};
+use flowstate_core::ports::{RunStore as _, StepStore as _};
+use flowstate_core::{Error, NewRun, NewStep, RunId, StepTransition};
 use flowstate_store_diesel::DieselStore;
 use serde_json::json;
 

@@ -31,14 +31,15 @@
 //! full queue holds up its callers), and [`GroupCommit::close`] waits for
 //! the retrying flush to succeed or give up.
 //!
-//! [`RecoveryStore::expire_step_claims`]: flowstate_core::RecoveryStore::expire_step_claims
+//! [`RecoveryStore::expire_step_claims`]: flowstate_core::ports::RecoveryStore::expire_step_claims
 
 use std::error::Error as StdError;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use flowstate_core::{BatchStepStore, Completion, Error, Result, StepClaim};
+use flowstate_core::ports::BatchStepStore;
+use flowstate_core::{Completion, Error, Result, StepClaim};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tracing::Instrument as _;

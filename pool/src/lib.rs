@@ -1,5 +1,5 @@
 //! flowstate-pool: a worker pool for engines that want one, over the
-//! [`BatchStepStore`](flowstate_core::BatchStepStore) port.
+//! [`BatchStepStore`](flowstate_core::ports::BatchStepStore) port.
 //!
 //! This crate doesn't decide which step a worker gets, nor whether a write
 //! is legal: the store does, with the database's exclusion behind it. It
@@ -8,7 +8,7 @@
 //!
 //! - [`GroupCommit`]: a write-combining queue per store. Completions from
 //!   many tasks are coalesced into one
-//!   [`complete_batch`](flowstate_core::BatchStepStore::complete_batch) per
+//!   [`complete_batch`](flowstate_core::ports::BatchStepStore::complete_batch) per
 //!   flush; a flush starts when the previous one returns, so an idle queue
 //!   adds no latency and no timer runs. Each caller's future resolves only
 //!   once its own item's write has returned, with that item's own result.
@@ -34,7 +34,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use flowstate_core::{Completion, NewRun, NewStep, RunStore, Step, StepStore};
+//! use flowstate_core::ports::{RunStore, StepStore};
+//! use flowstate_core::{Completion, NewRun, NewStep, Step};
 //! use flowstate_pool::{PoolConfig, WorkerPool};
 //! use flowstate_testkit::MemoryStore;
 //! use serde_json::json;

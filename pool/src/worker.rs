@@ -41,7 +41,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use flowstate_core::{BatchClaim, BatchStepStore, Completion, Step};
+use flowstate_core::ports::BatchStepStore;
+use flowstate_core::{BatchClaim, Completion, Step};
 use futures_util::FutureExt as _;
 use serde_json::json;
 use tokio::sync::{Mutex, Semaphore, mpsc, watch};

@@ -13,7 +13,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use flowstate_core::{Result, RunId, RunLease, RunRecoveryStore, RunStatus};
+use flowstate_core::ports::RunRecoveryStore;
+use flowstate_core::{Result, RunId, RunLease, RunStatus};
 use tracing::Instrument;
 
 /// What [`handle_run_message`] did with a message.

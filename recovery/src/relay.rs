@@ -5,7 +5,8 @@
 use std::fmt;
 use std::future::Future;
 
-use flowstate_core::{ExpiredClaim, RecoveryStore, RedispatchBackoff, Result, RunId, Timestamp};
+use flowstate_core::ports::RecoveryStore;
+use flowstate_core::{ExpiredClaim, RedispatchBackoff, Result, RunId, Timestamp};
 use tracing::Instrument;
 
 use crate::dispatch::{Reason, RedriveReport, SweepOptions};

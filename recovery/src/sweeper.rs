@@ -7,9 +7,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flowstate_core::{
-    Clock, RecoveryStore, RedispatchBackoff, Result, RunId, RunRecoveryStore, RunWaitStore,
-};
+use flowstate_core::ports::{RecoveryStore, RunRecoveryStore, RunWaitStore};
+use flowstate_core::{Clock, RedispatchBackoff, Result, RunId};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;

@@ -30,27 +30,27 @@
 //!   no in-process lock anywhere.
 //! - Every hot operation sends a fixed, small number of statements, counted
 //!   by the tests through [`StatementLog`]; a batch
-//!   ([`BatchStepStore`](flowstate_core::BatchStepStore)) sends the same
+//!   ([`BatchStepStore`](flowstate_core::ports::BatchStepStore)) sends the same
 //!   number however many steps it carries (up to 500 steps a statement on
 //!   MySQL and SQLite, which bind no arrays and list the steps instead).
 //! - Ids are 36-character text, timestamps `BIGINT` microseconds since the
 //!   epoch (UTC) on every dialect, so values round-trip exactly.
-//! - Events ([`flowstate_core::EventStore`], with the definitions of
-//!   [`flowstate_core::DefinitionStore`]): an emit is one transaction that
+//! - Events ([`flowstate_core::ports::EventStore`], with the definitions of
+//!   [`flowstate_core::ports::DefinitionStore`]): an emit is one transaction that
 //!   records the event once per dedupe key (a unique key decides), pins its
 //!   deliveries and, with `Dispatch::Now`, creates their runs with
 //!   `create_run`'s own insert; a deferred dispatch locks the event
 //!   (`FOR UPDATE SKIP LOCKED`; SQLite's `BEGIN IMMEDIATE`) so each
 //!   delivery gets exactly one run.
-//! - Run leases ([`RunLeaseStore`](flowstate_core::RunLeaseStore)) expire on
+//! - Run leases ([`RunLeaseStore`](flowstate_core::ports::RunLeaseStore)) expire on
 //!   the database's clock, read in the SQL of every lease statement, never
 //!   on the clock of the worker that sends it ([`lease_clock`]): workers on
 //!   machines whose clocks disagree still never hold one run at once. The
 //!   claim is `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED)`
 //!   on PostgreSQL (one statement) and MySQL (a transaction), one
 //!   `BEGIN IMMEDIATE` write on SQLite.
-//! - Recovery ([`RecoveryStore`](flowstate_core::RecoveryStore),
-//!   [`RunRecoveryStore`](flowstate_core::RunRecoveryStore)): the relay's
+//! - Recovery ([`RecoveryStore`](flowstate_core::ports::RecoveryStore),
+//!   [`RunRecoveryStore`](flowstate_core::ports::RunRecoveryStore)): the relay's
 //!   and the stalled sweep's queries each walk an index of unsettled rows;
 //!   `lease_run` is one status-guarded `UPDATE ... RETURNING` (a locked
 //!   read, the `UPDATE` and a read-back in one transaction on MySQL); the

@@ -84,11 +84,11 @@ pub(crate) struct HistorySource<'a> {
 /// claimer's move of the attempt it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Move {
-    /// [`StepStore::transition_step`](flowstate_core::StepStore::transition_step) to this status.
+    /// [`StepStore::transition_step`](flowstate_core::ports::StepStore::transition_step) to this status.
     Transition(StepStatus),
-    /// [`StepStore::create_retry_attempt`](flowstate_core::StepStore::create_retry_attempt) starting here.
+    /// [`StepStore::create_retry_attempt`](flowstate_core::ports::StepStore::create_retry_attempt) starting here.
     Retry(RetryStart),
-    /// [`StepStore::transition_claimed`](flowstate_core::StepStore::transition_claimed)
+    /// [`StepStore::transition_claimed`](flowstate_core::ports::StepStore::transition_claimed)
     /// to this status: guarded by the claim's attempt as well.
     Claimed(StepStatus),
 }

@@ -4,7 +4,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use flowstate_core::{RunId, StepId, Store};
+use flowstate_core::ports::Store;
+use flowstate_core::{RunId, StepId};
 
 use crate::clock::ManualClock;
 use crate::memory::MemoryStore;
@@ -177,7 +178,7 @@ pub trait Harness: Send + Sync + 'static {
 
     /// Counts, bypassing the ports, the rows `run` owns: steps with its id,
     /// history rows of `steps`, and state keys with its id. After
-    /// [`delete_run`](flowstate_core::RunStore::delete_run) every count must
+    /// [`delete_run`](flowstate_core::ports::RunStore::delete_run) every count must
     /// be zero. By default, panics saying the hook is missing.
     fn count_rows(&self, run: RunId, steps: &[StepId]) -> impl Future<Output = RowCounts> + Send {
         let _ = (run, steps);

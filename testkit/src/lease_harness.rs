@@ -6,7 +6,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flowstate_core::{Clock, RunLeaseStore, Timestamp};
+use flowstate_core::ports::RunLeaseStore;
+use flowstate_core::{Clock, Timestamp};
 
 use crate::clock::ManualClock;
 use crate::harness::{Harness, MemoryHarness};

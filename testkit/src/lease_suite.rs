@@ -1,5 +1,5 @@
 //! [`lease_suite!`](crate::lease_suite): the cases of
-//! [`RunLeaseStore`](flowstate_core::RunLeaseStore), stamped for any
+//! [`RunLeaseStore`](flowstate_core::ports::RunLeaseStore), stamped for any
 //! [`LeaseHarness`](crate::LeaseHarness), and their one list.
 //!
 //! A separate suite from [`conformance_suite!`](crate::conformance_suite),
@@ -8,9 +8,9 @@
 
 /// Stamps every lease case (leases, releases, waits and signals, child
 /// runs, the effect journal, fenced writes: the backend implements
-/// [`ChildRunStore`](flowstate_core::ChildRunStore),
-/// [`EffectJournal`](flowstate_core::EffectJournal) and
-/// [`FencedWrites`](flowstate_core::FencedWrites))
+/// [`ChildRunStore`](flowstate_core::ports::ChildRunStore),
+/// [`EffectJournal`](flowstate_core::ports::EffectJournal) and
+/// [`FencedWrites`](flowstate_core::ports::FencedWrites))
 /// into a multi-threaded tokio test, as
 /// [`conformance_suite!`](crate::conformance_suite) does, for a factory of a
 /// [`LeaseHarness`](crate::LeaseHarness):
@@ -25,7 +25,7 @@
 macro_rules! lease_suite {
     ($suite:ident, $factory:expr $(,)?) => {
         $crate::__lease_cases! { stamp $suite, $factory, bound [
-            $crate::LeaseHarness<Store: $crate::__private::core::ChildRunStore + $crate::__private::core::RunWaitStore + $crate::__private::core::EffectJournal + $crate::__private::core::FencedWrites>
+            $crate::LeaseHarness<Store: $crate::__private::core::ports::ChildRunStore + $crate::__private::core::ports::RunWaitStore + $crate::__private::core::ports::EffectJournal + $crate::__private::core::ports::FencedWrites>
         ] }
     };
 }

@@ -43,20 +43,20 @@
 //! behind a lock it takes for the test's sake.
 //!
 //! The ports beyond the core three have suites of their own, with the same
-//! two arguments: [`batch_suite!`] ([`BatchStepStore`](flowstate_core::BatchStepStore)),
-//! [`events_suite!`] ([`DefinitionStore`](flowstate_core::DefinitionStore),
-//! [`EventStore`](flowstate_core::EventStore)), [`event_queue_suite!`]
-//! ([`EventQueueStore`](flowstate_core::EventQueueStore)), [`lease_suite!`] (for a
+//! two arguments: [`batch_suite!`] ([`BatchStepStore`](flowstate_core::ports::BatchStepStore)),
+//! [`events_suite!`] ([`DefinitionStore`](flowstate_core::ports::DefinitionStore),
+//! [`EventStore`](flowstate_core::ports::EventStore)), [`event_queue_suite!`]
+//! ([`EventQueueStore`](flowstate_core::ports::EventQueueStore)), [`lease_suite!`] (for a
 //! [`LeaseHarness`]), [`recovery_suite!`]
-//! ([`RecoveryStore`](flowstate_core::RecoveryStore),
-//! [`RunRecoveryStore`](flowstate_core::RunRecoveryStore), driving
+//! ([`RecoveryStore`](flowstate_core::ports::RecoveryStore),
+//! [`RunRecoveryStore`](flowstate_core::ports::RunRecoveryStore), driving
 //! `flowstate-recovery`'s sweeps, guard and sweeper) and
 //! [`virtual_users_suite!`]
-//! ([`ScheduleStore`](flowstate_core::ScheduleStore),
-//! [`VirtualUserRunStore`](flowstate_core::VirtualUserRunStore), driving
+//! ([`ScheduleStore`](flowstate_core::ports::ScheduleStore),
+//! [`VirtualUserRunStore`](flowstate_core::ports::VirtualUserRunStore), driving
 //! `flowstate_virtual_users::tick` and its runner through the store).
 //! [`pool_suite!`] drives `flowstate-pool`'s `GroupCommit` and
-//! `WorkerPool` over a [`BatchStepStore`](flowstate_core::BatchStepStore);
+//! `WorkerPool` over a [`BatchStepStore`](flowstate_core::ports::BatchStepStore);
 //! its faults come from a wrapper around the harness's store, not a hook.
 //!
 //! [`model`] is a model-based test beside the cases: random sequences of
@@ -96,12 +96,12 @@ pub const BATCH_CASES: &[&str] = crate::__batch_cases!(names);
 /// Every case [`virtual_users_suite!`] stamps, as `group::case`.
 pub const VIRTUAL_USER_CASES: &[&str] = crate::__virtual_user_cases!(names);
 /// Every case [`events_suite!`] stamps, as `group::case`: the cases of
-/// [`DefinitionStore`](flowstate_core::DefinitionStore) and
-/// [`EventStore`](flowstate_core::EventStore), for a backend with those
+/// [`DefinitionStore`](flowstate_core::ports::DefinitionStore) and
+/// [`EventStore`](flowstate_core::ports::EventStore), for a backend with those
 /// ports too.
 pub const EVENT_CASES: &[&str] = crate::__event_cases!(names);
 /// Every case [`event_queue_suite!`] stamps, as `group::case`: the cases of
-/// [`EventQueueStore`](flowstate_core::EventQueueStore).
+/// [`EventQueueStore`](flowstate_core::ports::EventQueueStore).
 pub const EVENT_QUEUE_CASES: &[&str] = crate::__event_queue_cases!(names);
 /// Every case [`lease_suite!`] stamps, as `group::case`.
 pub const LEASE_CASES: &[&str] = crate::__lease_cases!(names);

@@ -1,6 +1,6 @@
 //! [`pool_suite!`](crate::pool_suite): the cases of `flowstate-pool`'s
 //! `GroupCommit` and `WorkerPool` driven over a backend's
-//! [`BatchStepStore`](flowstate_core::BatchStepStore), stamped for any
+//! [`BatchStepStore`](flowstate_core::ports::BatchStepStore), stamped for any
 //! [`Harness`](crate::Harness), and their one list.
 
 /// Stamps every pool case (group commit: coalescing, per-item answers,
@@ -12,8 +12,8 @@
 /// and recovered by `expire_step_claims`, a lost claim) into a
 /// multi-threaded tokio test, for a factory of a [`Harness`](crate::Harness)
 /// whose store implements
-/// [`BatchStepStore`](flowstate_core::BatchStepStore) and
-/// [`RecoveryStore`](flowstate_core::RecoveryStore). The faults come from
+/// [`BatchStepStore`](flowstate_core::ports::BatchStepStore) and
+/// [`RecoveryStore`](flowstate_core::ports::RecoveryStore). The faults come from
 /// a wrapper around the harness's store, so they need no hook:
 ///
 /// ```
@@ -26,7 +26,7 @@
 macro_rules! pool_suite {
     ($suite:ident, $factory:expr $(,)?) => {
         $crate::__pool_cases! { stamp $suite, $factory, bound [
-            $crate::Harness<Store: $crate::__private::core::BatchStepStore + $crate::__private::core::RecoveryStore>
+            $crate::Harness<Store: $crate::__private::core::ports::BatchStepStore + $crate::__private::core::ports::RecoveryStore>
         ] }
     };
 }

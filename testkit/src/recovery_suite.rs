@@ -1,15 +1,15 @@
 //! [`recovery_suite!`](crate::recovery_suite): the cases of
-//! [`RecoveryStore`](flowstate_core::RecoveryStore) and
-//! [`RunRecoveryStore`](flowstate_core::RunRecoveryStore), and of
+//! [`RecoveryStore`](flowstate_core::ports::RecoveryStore) and
+//! [`RunRecoveryStore`](flowstate_core::ports::RunRecoveryStore), and of
 //! `flowstate-recovery` driven through them, stamped for any
 //! [`LeaseHarness`](crate::LeaseHarness), and their one list.
 
 /// Stamps every recovery case (the recovery queries, lease reaping and
 /// leasing one named run, the relay and the stalled sweep, the sweeper,
 /// the settled-run guard: the store implements
-/// [`RecoveryStore`](flowstate_core::RecoveryStore),
-/// [`RunRecoveryStore`](flowstate_core::RunRecoveryStore) and
-/// [`RunWaitStore`](flowstate_core::RunWaitStore)) into a multi-threaded
+/// [`RecoveryStore`](flowstate_core::ports::RecoveryStore),
+/// [`RunRecoveryStore`](flowstate_core::ports::RunRecoveryStore) and
+/// [`RunWaitStore`](flowstate_core::ports::RunWaitStore)) into a multi-threaded
 /// tokio test, for a factory of a [`LeaseHarness`](crate::LeaseHarness):
 ///
 /// ```
@@ -22,7 +22,7 @@
 macro_rules! recovery_suite {
     ($suite:ident, $factory:expr $(,)?) => {
         $crate::__recovery_cases! { stamp $suite, $factory, bound [
-            $crate::LeaseHarness<Store: $crate::__private::core::RecoveryStore + $crate::__private::core::RunRecoveryStore + $crate::__private::core::RunWaitStore>
+            $crate::LeaseHarness<Store: $crate::__private::core::ports::RecoveryStore + $crate::__private::core::ports::RunRecoveryStore + $crate::__private::core::ports::RunWaitStore>
         ] }
     };
 }

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use flowstate_core::Store;
+use flowstate_core::ports::Store;
 
 use crate::clock::ManualClock;
 use crate::harness::{Harness, Hooks};

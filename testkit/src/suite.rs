@@ -253,7 +253,7 @@ macro_rules! __cases {
 }
 
 /// Stamps every case of the batch ports
-/// ([`BatchStepStore`](flowstate_core::BatchStepStore)) into tests for one
+/// ([`BatchStepStore`](flowstate_core::ports::BatchStepStore)) into tests for one
 /// backend, as [`conformance_suite!`](crate::conformance_suite) does for
 /// the core ports: `batch_suite!(<module name>, <harness factory>)`, where
 /// the harness's store implements `BatchStepStore`. A separate suite, so a
@@ -262,7 +262,7 @@ macro_rules! __cases {
 macro_rules! batch_suite {
     ($suite:ident, $factory:expr $(,)?) => {
         $crate::__batch_cases! { stamp $suite, $factory, bound [
-            $crate::Harness<Store: $crate::__private::core::BatchStepStore>
+            $crate::Harness<Store: $crate::__private::core::ports::BatchStepStore>
         ] }
     };
 }

@@ -1,12 +1,12 @@
 //! [`events_suite!`](crate::events_suite): the cases of the event ports
-//! ([`DefinitionStore`](flowstate_core::DefinitionStore),
-//! [`EventStore`](flowstate_core::EventStore)) stamped for a backend that
+//! ([`DefinitionStore`](flowstate_core::ports::DefinitionStore),
+//! [`EventStore`](flowstate_core::ports::EventStore)) stamped for a backend that
 //! has them, with the same machinery as
 //! [`conformance_suite!`](crate::conformance_suite). A backend without
 //! events runs the conformance suite alone.
 //!
 //! [`event_queue_suite!`](crate::event_queue_suite) stamps the cases of
-//! [`EventQueueStore`](flowstate_core::EventQueueStore) for a backend that
+//! [`EventQueueStore`](flowstate_core::ports::EventQueueStore) for a backend that
 //! has that port too; one with the event ports alone runs `events_suite!`
 //! unchanged.
 
@@ -73,7 +73,7 @@ macro_rules! __event_cases {
 /// Stamps every event-queue case into a multi-threaded tokio test, like
 /// [`events_suite!`](crate::events_suite); the harness's store must also
 /// implement [`EventQueueBackend`](crate::EventQueueBackend) (the event
-/// ports and [`EventQueueStore`](flowstate_core::EventQueueStore)).
+/// ports and [`EventQueueStore`](flowstate_core::ports::EventQueueStore)).
 ///
 /// ```text
 /// flowstate_testkit::event_queue_suite!(<module name>, <harness factory>);

@@ -1,7 +1,7 @@
 //! [`virtual_users_suite!`](crate::virtual_users_suite): the virtual-user
 //! cases, stamped for a backend whose store implements
-//! [`ScheduleStore`](flowstate_core::ScheduleStore) and
-//! [`VirtualUserRunStore`](flowstate_core::VirtualUserRunStore), and their
+//! [`ScheduleStore`](flowstate_core::ports::ScheduleStore) and
+//! [`VirtualUserRunStore`](flowstate_core::ports::VirtualUserRunStore), and their
 //! one list, which [`VIRTUAL_USER_CASES`](crate::VIRTUAL_USER_CASES) is
 //! expanded from too.
 
@@ -20,7 +20,7 @@
 macro_rules! virtual_users_suite {
     ($suite:ident, $factory:expr $(,)?) => {
         $crate::__virtual_user_cases! { stamp $suite, $factory, bound [
-            $crate::Harness<Store: $crate::__private::core::ScheduleStore + $crate::__private::core::VirtualUserRunStore>
+            $crate::Harness<Store: $crate::__private::core::ports::ScheduleStore + $crate::__private::core::ports::VirtualUserRunStore>
         ] }
     };
 }

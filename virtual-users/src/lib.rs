@@ -3,8 +3,8 @@
 //!
 //! This crate does not start a timer on its own, and knows no database.
 //! [`tick`] is the whole cadence in one call, generic over core's
-//! [`ScheduleStore`](flowstate_core::ScheduleStore) and
-//! [`VirtualUserRunStore`](flowstate_core::VirtualUserRunStore): the host
+//! [`ScheduleStore`](flowstate_core::ports::ScheduleStore) and
+//! [`VirtualUserRunStore`](flowstate_core::ports::VirtualUserRunStore): the host
 //! decides what calls it (a cron wiring, a platform scheduler, a button),
 //! and supplies the time, the randomness and the dispatch callback that
 //! starts a run. A tick spends whatever a run costs with no caller present

@@ -6,7 +6,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flowstate_core::{Clock, Schedule, ScheduleStore, VirtualUserRunId, VirtualUserRunStore};
+use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
+use flowstate_core::{Clock, Schedule, VirtualUserRunId};
 use rand::Rng;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;

@@ -4,11 +4,11 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
+use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::schedule::{STALE_RUN_AFTER, is_stale};
 use flowstate_core::virtual_users::{claimed_next_run_at, reap_message};
 use flowstate_core::{
-    Error, Result, Schedule, ScheduleStore, Timestamp, VirtualUserRunId, VirtualUserRunQuery,
-    VirtualUserRunStatus, VirtualUserRunStore,
+    Error, Result, Schedule, Timestamp, VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
 };
 use rand::Rng;
 

@@ -20,7 +20,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use flowstate_core::{BatchClaim, BatchStepStore as _, Error, StepStore as _, StepTransition};
+use flowstate_core::ports::{BatchStepStore as _, StepStore as _};
+use flowstate_core::{BatchClaim, Error, StepTransition};
 use flowstate_faults::child::{HOLD_AT, HOLD_MS};
 use flowstate_faults::ledger::{Entry, Ledger, check_worker};
 use flowstate_faults::load::{FUNCTION, result_of};

@@ -13,9 +13,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use flowstate_core::error::InvalidInput;
+use flowstate_core::ports::{RunStore as _, StepStore as _};
 use flowstate_core::{
-    Error, InputLimits, NewRun, NewStep, RetryStart, RunId, RunQuery, RunStatus, RunStore as _,
-    StepId, StepStore as _, StepTransition,
+    Error, InputLimits, NewRun, NewStep, RetryStart, RunId, RunQuery, RunStatus, StepId,
+    StepTransition,
 };
 use flowstate_faults::sql::RawConn;
 use flowstate_faults::{Scenario, SharedDb};

@@ -15,9 +15,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flowstate_core::{
-    Error, NewRun, RunId, RunLease, RunLeaseStore as _, RunOutcome, RunStatus, RunStore as _,
-};
+use flowstate_core::ports::{RunLeaseStore as _, RunStore as _};
+use flowstate_core::{Error, NewRun, RunId, RunLease, RunOutcome, RunStatus};
 use flowstate_faults::clock::SkewedClock;
 use flowstate_faults::{Scenario, SharedDb};
 use flowstate_store_diesel::{Dialect, DieselStore, LeaseClockOffset, StoreConfig};

@@ -13,9 +13,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flowstate_core::{
-    Error, NewRun, Release, RunLeaseStore as _, RunOutcome, RunStatus, RunStore as _,
-};
+use flowstate_core::ports::{RunLeaseStore as _, RunStore as _};
+use flowstate_core::{Error, NewRun, Release, RunOutcome, RunStatus};
 use flowstate_faults::{Scenario, SharedDb};
 use flowstate_store_diesel::{Dialect, LeaseClockOffset, StoreConfig};
 

@@ -27,8 +27,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use flowstate_core::ports::StepStore as _;
 use flowstate_core::step_claim::claim_expired_error;
-use flowstate_core::{Clock as _, StepId, StepStatus, StepStore as _, SystemClock};
+use flowstate_core::{Clock as _, StepId, StepStatus, SystemClock};
 use flowstate_faults::child::{Hold, WorkerChild};
 use flowstate_faults::load::{CLAIM_TIMEOUT, result_of, seed};
 use flowstate_faults::recovery::{Recovery, recovery_pass};

@@ -93,7 +93,7 @@ async fn upsert_history(
         .await
 }
 
-/// [`BatchStepStore::claim_batch`](flowstate_core::BatchStepStore::claim_batch),
+/// [`BatchStepStore::claim_batch`](flowstate_core::ports::BatchStepStore::claim_batch),
 /// its function already checked and `limit` at least 1.
 pub(crate) async fn claim_batch(
     pool: &Pool,
@@ -188,7 +188,7 @@ fn claimed(mut row: StepRow, now: i64, lease_now: i64, default_us: i64) -> StepR
     row
 }
 
-/// [`BatchStepStore::complete_batch`](flowstate_core::BatchStepStore::complete_batch)
+/// [`BatchStepStore::complete_batch`](flowstate_core::ports::BatchStepStore::complete_batch)
 /// of `items` (checked, encoded, each step once): the ids that moved.
 pub(crate) async fn complete_batch(
     pool: &Pool,

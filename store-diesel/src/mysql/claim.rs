@@ -23,7 +23,7 @@ use crate::rows::StepRow;
 use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
 use crate::store::conflict::retry_conflicts;
 
-/// [`StepStore::claim_step_outcome`](flowstate_core::StepStore::claim_step_outcome), its
+/// [`StepStore::claim_step_outcome`](flowstate_core::ports::StepStore::claim_step_outcome), its
 /// name and function already checked.
 pub(crate) async fn claim(
     pool: &Pool,

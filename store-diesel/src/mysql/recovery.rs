@@ -21,7 +21,7 @@ use crate::sql::{StepMove, Upsert};
 use crate::sql_listed::{MAX_LISTED, history_query};
 use crate::store::{ExpiredRow, expired_claims, expired_first, fail_expired, free_leases, reaped};
 
-/// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::RunRecoveryStore::reap_expired_leases)
+/// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::ports::RunRecoveryStore::reap_expired_leases)
 /// of at most `limit` runs (already the effective limit): each run reaped
 /// and its old expiry.
 pub(crate) async fn reap_expired_leases(
@@ -46,7 +46,7 @@ pub(crate) async fn reap_expired_leases(
     .map_err(|err| backend(op, err))
 }
 
-/// [`RecoveryStore::expire_step_claims`](flowstate_core::RecoveryStore::expire_step_claims)
+/// [`RecoveryStore::expire_step_claims`](flowstate_core::ports::RecoveryStore::expire_step_claims)
 /// of at most `limit` steps (already the effective limit), one transaction:
 /// the expired claims picked `FOR UPDATE SKIP LOCKED` first deadline first
 /// (a locking read sees the latest committed row and skips one a claimer

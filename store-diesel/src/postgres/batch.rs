@@ -126,7 +126,7 @@ static COMPLETE_BATCH: LazyLock<String> = LazyLock::new(|| {
 /// scan, and 1.0 ms through the index once its entries were marked.
 const ORDERED_PICK: &str = "SET LOCAL enable_bitmapscan = off";
 
-/// [`BatchStepStore::claim_batch`](flowstate_core::BatchStepStore::claim_batch),
+/// [`BatchStepStore::claim_batch`](flowstate_core::ports::BatchStepStore::claim_batch),
 /// its function already checked and `limit` at least 1: one transaction,
 /// [`ORDERED_PICK`] then the claim.
 pub(crate) async fn claim_batch(
@@ -158,7 +158,7 @@ pub(crate) async fn claim_batch(
     .map_err(|err| backend(op, err))
 }
 
-/// [`BatchStepStore::complete_batch`](flowstate_core::BatchStepStore::complete_batch)
+/// [`BatchStepStore::complete_batch`](flowstate_core::ports::BatchStepStore::complete_batch)
 /// of `items` (checked, encoded, each step once): the ids that moved.
 pub(crate) async fn complete_batch(
     pool: &Pool,

@@ -34,7 +34,7 @@ struct ClaimRow {
     step: StepRow,
 }
 
-/// [`StepStore::claim_step_outcome`](flowstate_core::StepStore::claim_step_outcome), its
+/// [`StepStore::claim_step_outcome`](flowstate_core::ports::StepStore::claim_step_outcome), its
 /// name and function already checked.
 pub(crate) async fn claim(
     pool: &Pool,

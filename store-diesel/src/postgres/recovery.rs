@@ -57,7 +57,7 @@ struct Reaped {
     expired_at: i64,
 }
 
-/// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::RunRecoveryStore::reap_expired_leases)
+/// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::ports::RunRecoveryStore::reap_expired_leases)
 /// of at most `limit` runs (already the effective limit): each run reaped
 /// and its old expiry, in no order.
 pub(crate) async fn reap_expired_leases(
@@ -113,7 +113,7 @@ static EXPIRE: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// [`RecoveryStore::expire_step_claims`](flowstate_core::RecoveryStore::expire_step_claims)
+/// [`RecoveryStore::expire_step_claims`](flowstate_core::ports::RecoveryStore::expire_step_claims)
 /// of at most `limit` steps (already the effective limit): each step taken
 /// back, in no order.
 pub(crate) async fn expire_step_claims(

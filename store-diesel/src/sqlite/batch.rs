@@ -46,7 +46,7 @@ fn claim_batch_sql(by_function: bool) -> String {
 static CLAIM_BATCH: LazyLock<[String; 2]> =
     LazyLock::new(|| [claim_batch_sql(false), claim_batch_sql(true)]);
 
-/// [`BatchStepStore::claim_batch`](flowstate_core::BatchStepStore::claim_batch),
+/// [`BatchStepStore::claim_batch`](flowstate_core::ports::BatchStepStore::claim_batch),
 /// its function already checked and `limit` at least 1.
 pub(crate) async fn claim_batch(
     pool: &Pool,
@@ -90,7 +90,7 @@ fn write_history(
     history_query::<Sqlite>(step_move, ids, now, Upsert::OnConflict).execute(conn)
 }
 
-/// [`BatchStepStore::complete_batch`](flowstate_core::BatchStepStore::complete_batch)
+/// [`BatchStepStore::complete_batch`](flowstate_core::ports::BatchStepStore::complete_batch)
 /// of `items` (checked, encoded, each step once): the ids that moved.
 pub(crate) async fn complete_batch(
     pool: &Pool,

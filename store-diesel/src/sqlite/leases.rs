@@ -68,7 +68,7 @@ static CLAIM: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// [`RunLeaseStore::claim_runs`](flowstate_core::RunLeaseStore::claim_runs),
+/// [`RunLeaseStore::claim_runs`](flowstate_core::ports::RunLeaseStore::claim_runs),
 /// its input already checked: the runs it leased, as written.
 pub(crate) async fn claim_runs(
     pool: &Pool,

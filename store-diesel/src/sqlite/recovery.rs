@@ -18,7 +18,7 @@ use crate::sql::{StepMove, Upsert};
 use crate::sql_listed::{MAX_LISTED, history_query};
 use crate::store::{ExpiredRow, expired_claims, expired_first, fail_expired, free_leases, reaped};
 
-/// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::RunRecoveryStore::reap_expired_leases)
+/// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::ports::RunRecoveryStore::reap_expired_leases)
 /// of at most `limit` runs (already the effective limit): each run reaped
 /// and its old expiry.
 pub(crate) async fn reap_expired_leases(
@@ -38,7 +38,7 @@ pub(crate) async fn reap_expired_leases(
     .await
 }
 
-/// [`RecoveryStore::expire_step_claims`](flowstate_core::RecoveryStore::expire_step_claims)
+/// [`RecoveryStore::expire_step_claims`](flowstate_core::ports::RecoveryStore::expire_step_claims)
 /// of at most `limit` steps (already the effective limit), one `BEGIN
 /// IMMEDIATE` transaction: the expired claims read first deadline first
 /// under the write lock, then those steps failed and their history rows

@@ -10,9 +10,8 @@ use diesel_async::RunQueryDsl;
 
 use flowstate_core::batch::repeated_items;
 use flowstate_core::limits::{Dismantle, checked};
-use flowstate_core::{
-    BatchClaim, BatchStepStore, Completion, Error, Result, Step, StepClaim, StepId, StepStatus,
-};
+use flowstate_core::ports::BatchStepStore;
+use flowstate_core::{BatchClaim, Completion, Error, Result, Step, StepClaim, StepId, StepStatus};
 
 use super::{DieselStore, by_dialect, on_connection};
 use crate::rows::{StepRow, convert};

@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use flowstate_core::{ChildRunStore, Error, Inserted, NewChild, Result, Run, RunId, Timestamp};
+use flowstate_core::ports::ChildRunStore;
+use flowstate_core::{Error, Inserted, NewChild, Result, Run, RunId, Timestamp};
 
 use super::{DieselStore, Pools, leased, on_connection};
 use crate::error::or_missing_run;

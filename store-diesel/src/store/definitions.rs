@@ -11,9 +11,10 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::limits::checked;
+use flowstate_core::ports::DefinitionStore;
 use flowstate_core::{
-    Activation, ActivationId, DefinitionStore, Error, Inserted, NewActivation, NewPublishedVersion,
-    NewWorkflow, PublishedVersion, PublishedVersionId, Result, Workflow, WorkflowId,
+    Activation, ActivationId, Error, Inserted, NewActivation, NewPublishedVersion, NewWorkflow,
+    PublishedVersion, PublishedVersionId, Result, Workflow, WorkflowId,
 };
 
 use super::{DieselStore, TxError, in_transaction, on_connection};

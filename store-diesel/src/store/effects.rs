@@ -10,7 +10,8 @@ use diesel_async::RunQueryDsl;
 use serde_json::Value;
 
 use flowstate_core::backend::decode_json;
-use flowstate_core::{EffectBegin, EffectJournal, Error, Result, RunId, StrandedEffect, Timestamp};
+use flowstate_core::ports::EffectJournal;
+use flowstate_core::{EffectBegin, Error, Result, RunId, StrandedEffect, Timestamp};
 
 use super::{DieselStore, by_returning, on_connection};
 use crate::rows::parse_id;

@@ -7,13 +7,14 @@
 //! each lock a different event and none waits on another's; on SQLite the
 //! dispatch's `BEGIN IMMEDIATE` makes it the only writer, and the pick is a
 //! plain read of the oldest pending event. The rest is
-//! [`EventStore::dispatch_event`](flowstate_core::EventStore::dispatch_event)'s
+//! [`EventStore::dispatch_event`](flowstate_core::ports::EventStore::dispatch_event)'s
 //! transaction ([`dispatch_locked!`]).
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use flowstate_core::{Event, EventQueueStore, NextDispatch, PendingEvent, Result, Timestamp};
+use flowstate_core::ports::EventQueueStore;
+use flowstate_core::{Event, NextDispatch, PendingEvent, Result, Timestamp};
 
 use super::events::{LockPending, dispatch_locked, materialise, run_row};
 use super::{DieselStore, InsertKeyedRun, TxError, in_transaction};

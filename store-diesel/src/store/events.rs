@@ -2,7 +2,7 @@
 //! emit is one transaction (match, record, pin, and with `Now` create the
 //! runs), a dispatch another (lock the event, create its runs, mark it).
 //!
-//! [`EventQueueStore`](flowstate_core::EventQueueStore) (`event_queue.rs`)
+//! [`EventQueueStore`](flowstate_core::ports::EventQueueStore) (`event_queue.rs`)
 //! takes the same transaction with the next free event's lock in front.
 //!
 //! Only the lock differs per dialect ([`LockPending`], stamped here for each
@@ -16,9 +16,10 @@ use diesel_async::RunQueryDsl;
 
 use flowstate_core::backoff::EventDispatchOutcome;
 use flowstate_core::limits::checked;
+use flowstate_core::ports::EventStore;
 use flowstate_core::{
-    Delivery, Dispatch, Emission, Error, Event, EventFilter, EventId, EventStore, InputLimits,
-    NewEvent, PendingEvent, Result, RunCause, RunId, Timestamp,
+    Delivery, Dispatch, Emission, Error, Event, EventFilter, EventId, InputLimits, NewEvent,
+    PendingEvent, Result, RunCause, RunId, Timestamp,
 };
 
 use super::{DieselStore, InsertKeyedRun, TxError, in_transaction, on_connection};

@@ -6,7 +6,8 @@
 
 use serde_json::Value;
 
-use flowstate_core::{FencedWrites, Inserted, NewStep, Result, Run, RunId, RunStatus, Step};
+use flowstate_core::ports::FencedWrites;
+use flowstate_core::{Inserted, NewStep, Result, Run, RunId, RunStatus, Step};
 
 use super::DieselStore;
 

@@ -14,9 +14,9 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::lease::{leasable_statuses, lease_micros};
+use flowstate_core::ports::RunLeaseStore;
 use flowstate_core::{
-    Error, LeaseState, Release, Released, Result, RunId, RunLease, RunLeaseStore, RunOutcome,
-    RunStatus,
+    Error, LeaseState, Release, Released, Result, RunId, RunLease, RunOutcome, RunStatus,
 };
 
 use super::{DieselStore, by_dialect, by_returning, on_connection};

@@ -20,10 +20,11 @@ use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::lease::lease_micros;
+use flowstate_core::ports::{RecoveryStore, RunLeaseStore, RunRecoveryStore};
 use flowstate_core::recovery::effective_limit;
 use flowstate_core::{
-    Error, ExpiredClaim, RecoveryStore, Result, RetryPolicy, RunId, RunLease, RunLeaseStore,
-    RunRecoveryStore, RunStatus, StalledRun, StepStatus, Timestamp, UndispatchedStep,
+    Error, ExpiredClaim, Result, RetryPolicy, RunId, RunLease, RunStatus, StalledRun, StepStatus,
+    Timestamp, UndispatchedStep,
 };
 
 use super::{

@@ -8,9 +8,9 @@ use diesel_async::RunQueryDsl;
 use serde_json::{Map, Value};
 
 use flowstate_core::limits::checked;
+use flowstate_core::ports::RunStore;
 use flowstate_core::{
-    Error, Inserted, NewRun, Page, Result, Run, RunCursor, RunId, RunQuery, RunStatus, RunStore,
-    Timestamp,
+    Error, Inserted, NewRun, Page, Result, Run, RunCursor, RunId, RunQuery, RunStatus, Timestamp,
 };
 
 use super::leases::stored_token;
@@ -71,7 +71,7 @@ macro_rules! move_run {
 
 impl DieselStore {
     /// [`RunStore::set_run_status`], fenced by lease `token` when given
-    /// ([`FencedWrites::set_run_status_fenced`](flowstate_core::FencedWrites::set_run_status_fenced)).
+    /// ([`FencedWrites::set_run_status_fenced`](flowstate_core::ports::FencedWrites::set_run_status_fenced)).
     pub(super) async fn set_run_status_under(
         &self,
         id: RunId,

@@ -80,9 +80,9 @@ macro_rules! unsettled_run {
 }
 
 impl DieselStore {
-    /// [`RunStore::write_state`](flowstate_core::RunStore::write_state),
+    /// [`RunStore::write_state`](flowstate_core::ports::RunStore::write_state),
     /// fenced by lease `token` when given
-    /// ([`FencedWrites::write_state_fenced`](flowstate_core::FencedWrites::write_state_fenced)).
+    /// ([`FencedWrites::write_state_fenced`](flowstate_core::ports::FencedWrites::write_state_fenced)).
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run))]
     pub(super) async fn put_state(
         &self,
@@ -116,7 +116,7 @@ impl DieselStore {
         }))
     }
 
-    /// [`RunStore::read_state`](flowstate_core::RunStore::read_state), in
+    /// [`RunStore::read_state`](flowstate_core::ports::RunStore::read_state), in
     /// one statement: no row is no run, one row with no state is no keys.
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run))]
     pub(super) async fn state_of(&self, run: RunId) -> Result<Map<String, Value>> {

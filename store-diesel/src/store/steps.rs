@@ -6,9 +6,10 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::limits::checked;
+use flowstate_core::ports::{RunStore, StepStore};
 use flowstate_core::{
-    ClaimOutcome, Error, Inserted, NewStep, Result, RetryStart, RunId, RunStore, Step, StepAttempt,
-    StepClaim, StepId, StepStatus, StepStore, StepTransition, Timestamp,
+    ClaimOutcome, Error, Inserted, NewStep, Result, RetryStart, RunId, Step, StepAttempt,
+    StepClaim, StepId, StepStatus, StepTransition, Timestamp,
 };
 
 use super::leases::stored_token;
@@ -100,7 +101,7 @@ impl DieselStore {
 
 impl DieselStore {
     /// [`StepStore::insert_step`], fenced by lease `token` when given
-    /// ([`FencedWrites::insert_step_fenced`](flowstate_core::FencedWrites::insert_step_fenced)).
+    /// ([`FencedWrites::insert_step_fenced`](flowstate_core::ports::FencedWrites::insert_step_fenced)).
     pub(super) async fn insert_step_under(
         &self,
         step: NewStep,

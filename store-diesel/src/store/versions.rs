@@ -5,9 +5,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::limits::checked;
-use flowstate_core::{
-    Error, Inserted, NewWorkflowVersion, Result, VersionId, VersionStore, WorkflowVersion,
-};
+use flowstate_core::ports::VersionStore;
+use flowstate_core::{Error, Inserted, NewWorkflowVersion, Result, VersionId, WorkflowVersion};
 
 use super::runs::IDEMPOTENT_TRIES;
 use super::{DieselStore, on_connection};

@@ -16,9 +16,10 @@ use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use serde_json::Value;
 
+use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::{
-    Error, NewSchedule, Result, Schedule, ScheduleStore, Timestamp, TranscriptPage, VirtualUserRun,
-    VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus, VirtualUserRunStore,
+    Error, NewSchedule, Result, Schedule, Timestamp, TranscriptPage, VirtualUserRun,
+    VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
 };
 
 use super::{DieselStore, Pools, by_returning, leased, on_connection};

@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use flowstate_core::backend::decode_json;
 use flowstate_core::lease::lease_micros;
-use flowstate_core::{Error, Result, RunId, RunWaitStore, Wait};
+use flowstate_core::ports::RunWaitStore;
+use flowstate_core::{Error, Result, RunId, Wait};
 
 use super::leases::{held, stored_token};
 use super::{DieselStore, by_returning, db_time, leasable_texts, on_connection};

@@ -6,9 +6,10 @@
 
 use std::sync::Arc;
 
+use flowstate_core::ports::{BatchStepStore, RunStore, StepStore, VersionStore};
 use flowstate_core::{
-    BatchClaim, BatchStepStore, Completion, NewRun, NewStep, NewWorkflowVersion, RetryPolicy,
-    RetryStart, RunId, RunStatus, RunStore, StepStore, StepTransition, VersionStore,
+    BatchClaim, Completion, NewRun, NewStep, NewWorkflowVersion, RetryPolicy, RetryStart, RunId,
+    RunStatus, StepTransition,
 };
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
 use serde_json::json;

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flowstate_core::backoff::EventDispatchOutcome;
-use flowstate_core::{Dispatch, EventQueueStore, EventStore, NewEvent, NextDispatch};
+use flowstate_core::ports::{EventQueueStore, EventStore};
+use flowstate_core::{Dispatch, NewEvent, NextDispatch};
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
 

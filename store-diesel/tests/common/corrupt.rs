@@ -3,9 +3,8 @@
 //! wrong value, and only the calls that read that row fail. Written once,
 //! run on every dialect.
 
-use flowstate_core::{
-    Error, NewRun, NewStep, NewWorkflowVersion, Run, RunQuery, RunStore, StepStore, VersionStore,
-};
+use flowstate_core::ports::{RunStore, StepStore, VersionStore};
+use flowstate_core::{Error, NewRun, NewStep, NewWorkflowVersion, Run, RunQuery};
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use serde_json::json;
 

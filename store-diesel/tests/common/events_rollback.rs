@@ -9,10 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flowstate_core::backoff::EventDispatchOutcome;
-use flowstate_core::{
-    Dispatch, EventId, EventQueueStore, EventStore, NewEvent, NextDispatch, PendingEvent, RunQuery,
-    RunStore,
-};
+use flowstate_core::ports::{EventQueueStore, EventStore, RunStore};
+use flowstate_core::{Dispatch, EventId, NewEvent, NextDispatch, PendingEvent, RunQuery};
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use flowstate_testkit::ManualClock;
 use serde_json::json;

@@ -12,7 +12,8 @@ use diesel::QueryableByName;
 use diesel::result::Error as DieselError;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, AsyncPgConnection, RunQueryDsl};
-use flowstate_core::{Error, NewRun, NewStep, Run, RunStore, StepStatus, StepStore};
+use flowstate_core::ports::{RunStore, StepStore};
+use flowstate_core::{Error, NewRun, NewStep, Run, StepStatus};
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
 use serde_json::json;
 

@@ -2,9 +2,8 @@
 //! (`sql_listed::MAX_LISTED`, 500 steps, on MySQL and SQLite) and a batch
 //! whose moves are partly refused. Written once, run on every dialect.
 
-use flowstate_core::{
-    BatchClaim, BatchStepStore, Completion, NewStep, RetryPolicy, StepStatus, StepStore,
-};
+use flowstate_core::ports::{BatchStepStore, StepStore};
+use flowstate_core::{BatchClaim, Completion, NewStep, RetryPolicy, StepStatus};
 use flowstate_store_diesel::{Dialect, StoreConfig};
 use serde_json::json;
 

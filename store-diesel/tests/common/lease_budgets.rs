@@ -6,10 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flowstate_core::{
-    ChildRunStore, EffectBegin, EffectJournal, NewChild, NewRun, Release, RunLeaseStore,
-    RunOutcome, RunStore, RunWaitStore, Wait,
-};
+use flowstate_core::ports::{ChildRunStore, EffectJournal, RunLeaseStore, RunStore, RunWaitStore};
+use flowstate_core::{EffectBegin, NewChild, NewRun, Release, RunOutcome, Wait};
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
 

@@ -3,9 +3,10 @@
 //! listening for `app.tick` events, and the pick of `dispatch_next` for the
 //! plan tests.
 
+use flowstate_core::ports::{DefinitionStore, RunStore, StepStore};
 use flowstate_core::{
-    DefinitionStore, NewActivation, NewPublishedVersion, NewRun, NewStep, NewWorkflow,
-    PublishedVersionId, Run, RunId, RunStore, Step, StepStore, WorkflowId,
+    NewActivation, NewPublishedVersion, NewRun, NewStep, NewWorkflow, PublishedVersionId, Run,
+    RunId, Step, WorkflowId,
 };
 use serde_json::{Value, json};
 
@@ -83,7 +84,7 @@ pub async fn activate(
 /// started no run (none was pinned), and answers the SQL of the pick that
 /// locked it.
 pub async fn pick_of_dispatch_next(
-    store: &impl flowstate_core::EventQueueStore,
+    store: &impl flowstate_core::ports::EventQueueStore,
     log: &flowstate_store_diesel::StatementLog,
 ) -> String {
     let (next, sent) = log.capture(store.dispatch_next()).await;

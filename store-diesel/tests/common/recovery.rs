@@ -7,11 +7,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use flowstate_core::ports::{
+    RecoveryStore, RunLeaseStore, RunRecoveryStore, RunStore, RunWaitStore, StepStore,
+};
 use flowstate_core::recovery::{is_stalled, is_undispatched};
 use flowstate_core::{
-    Clock, Error, NewRun, NewStep, RecoveryStore, Release, RetryPolicy, RunId, RunLeaseStore,
-    RunRecoveryStore, RunStatus, RunStore, RunWaitStore, StepStatus, StepStore, StepTransition,
-    Timestamp, Wait,
+    Clock, Error, NewRun, NewStep, Release, RetryPolicy, RunId, RunStatus, StepStatus,
+    StepTransition, Timestamp, Wait,
 };
 use flowstate_store_diesel::{Dialect, DieselStore, LeaseClockOffset, StoreConfig};
 use flowstate_testkit::ManualClock;

@@ -7,9 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flowstate_core::{
-    NewRun, NewStep, RecoveryStore, RunId, RunLeaseStore, RunRecoveryStore, RunStore, StepStore,
-};
+use flowstate_core::ports::{RecoveryStore, RunLeaseStore, RunRecoveryStore, RunStore, StepStore};
+use flowstate_core::{NewRun, NewStep, RunId};
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
 

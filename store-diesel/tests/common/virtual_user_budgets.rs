@@ -6,11 +6,9 @@
 
 use std::sync::Arc;
 
+use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::schedule::Interval;
-use flowstate_core::{
-    NewSchedule, ScheduleStore, Timestamp, VirtualUserRunId, VirtualUserRunQuery,
-    VirtualUserRunStore,
-};
+use flowstate_core::{NewSchedule, Timestamp, VirtualUserRunId, VirtualUserRunQuery};
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
 

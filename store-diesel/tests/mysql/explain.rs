@@ -7,9 +7,8 @@
 
 use diesel::sql_types::{Nullable, Text};
 use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
-use flowstate_core::{
-    RunCursor, RunId, RunQuery, RunStatus, RunStore, StepId, StepStore, StepTransition, Timestamp,
-};
+use flowstate_core::ports::{RunStore, StepStore};
+use flowstate_core::{RunCursor, RunId, RunQuery, RunStatus, StepId, StepTransition, Timestamp};
 
 use crate::support;
 
@@ -335,7 +334,7 @@ ANALYZE TABLE flowstate_runs, flowstate_steps;
 
 #[tokio::test]
 async fn the_recovery_queries_use_their_indexes() {
-    use flowstate_core::{RecoveryStore, RunRecoveryStore};
+    use flowstate_core::ports::{RecoveryStore, RunRecoveryStore};
     use std::time::Duration;
 
     let (db, mut conn, log, store) = support::seeded(SEED_RECOVERY).await;

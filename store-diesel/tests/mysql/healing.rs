@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use diesel::result::Error as DieselError;
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, SimpleAsyncConnection};
-use flowstate_core::{NewRun, RunStore};
+use flowstate_core::NewRun;
+use flowstate_core::ports::RunStore;
 use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
 use serde_json::json;
 

@@ -4,7 +4,7 @@
 //! creation-order index through every settled run before it (which the
 //! optimizer chose, at 77 ms a claim, until the pick named its index).
 
-use flowstate_core::RunLeaseStore;
+use flowstate_core::ports::RunLeaseStore;
 
 use crate::explain::{assert_indexed, plan};
 use crate::support;

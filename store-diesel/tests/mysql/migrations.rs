@@ -4,7 +4,8 @@
 
 use diesel::sql_types::Text;
 use diesel_async::{AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
-use flowstate_core::{NewRun, RunStore, StepStore};
+use flowstate_core::NewRun;
+use flowstate_core::ports::{RunStore, StepStore};
 use flowstate_store_diesel::migrate;
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use serde_json::json;

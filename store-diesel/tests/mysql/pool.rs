@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use flowstate_core::{Error, RunStore};
+use flowstate_core::Error;
+use flowstate_core::ports::RunStore;
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use serde_json::json;
 

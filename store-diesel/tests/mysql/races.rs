@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use diesel::sql_types::Text;
 use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
-use flowstate_core::{NewRun, RunStatus, RunStore, StepStatus, StepStore, StepTransition};
+use flowstate_core::ports::{RunStore, StepStore};
+use flowstate_core::{NewRun, RunStatus, StepStatus, StepTransition};
 use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
 use serde_json::json;
 

@@ -6,9 +6,9 @@
 use diesel::QueryableByName;
 use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
+use flowstate_core::ports::{BatchStepStore, RunStore, StepStore};
 use flowstate_core::{
-    BatchClaim, BatchStepStore, Completion, RunCursor, RunId, RunQuery, RunStatus, RunStore,
-    StepId, StepStore, Timestamp,
+    BatchClaim, Completion, RunCursor, RunId, RunQuery, RunStatus, StepId, Timestamp,
 };
 
 use crate::support;
@@ -394,7 +394,8 @@ ANALYZE;
 
 #[tokio::test]
 async fn the_due_query_and_a_personas_runs_use_their_indexes_on_100k_rows() {
-    use flowstate_core::{ScheduleStore, VirtualUserRunQuery, VirtualUserRunStore};
+    use flowstate_core::VirtualUserRunQuery;
+    use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 
     let (store, log, url) = support::logged_store().await;
     let mut conn = AsyncPgConnection::establish(&url).await.unwrap();

@@ -6,7 +6,8 @@
 //! in the taking order and sorts nothing.
 
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
-use flowstate_core::{Dispatch, EventStore, NewEvent, RunId};
+use flowstate_core::ports::EventStore;
+use flowstate_core::{Dispatch, NewEvent, RunId};
 
 use crate::common::records::pick_of_dispatch_next;
 use crate::explain::{assert_indexed, lit, plan};

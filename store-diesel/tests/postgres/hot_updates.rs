@@ -16,7 +16,8 @@
 
 use std::time::{Duration, Instant};
 
-use flowstate_core::{BatchClaim, BatchStepStore, Completion, NewStep, StepStore, StepTransition};
+use flowstate_core::ports::{BatchStepStore, StepStore};
+use flowstate_core::{BatchClaim, Completion, NewStep, StepTransition};
 use flowstate_store_diesel::{Dialect, StoreConfig};
 use serde_json::json;
 

@@ -9,7 +9,8 @@ use std::time::Duration;
 use diesel::QueryableByName;
 use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
-use flowstate_core::{RunId, RunLeaseStore};
+use flowstate_core::RunId;
+use flowstate_core::ports::RunLeaseStore;
 
 use crate::support;
 

@@ -10,8 +10,9 @@
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use flowstate_core::RunStore;
-use flowstate_core::{NewStep, RetryPolicy, RetryStart, StepStatus, StepStore, StepTransition};
+use flowstate_core::ports::RunStore;
+use flowstate_core::ports::StepStore;
+use flowstate_core::{NewStep, RetryPolicy, RetryStart, StepStatus, StepTransition};
 use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
 use serde_json::json;
 

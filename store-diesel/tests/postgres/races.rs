@@ -7,10 +7,8 @@
 
 use std::sync::Arc;
 
-use flowstate_core::{
-    BatchClaim, BatchStepStore, Completion, Error, RunStatus, RunStore, StepStatus, StepStore,
-    StepTransition,
-};
+use flowstate_core::ports::{BatchStepStore, RunStore, StepStore};
+use flowstate_core::{BatchClaim, Completion, Error, RunStatus, StepStatus, StepTransition};
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use serde_json::json;
 use tokio::sync::Barrier;

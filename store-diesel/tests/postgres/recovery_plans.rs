@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
-use flowstate_core::{RecoveryStore, RunId, RunRecoveryStore};
+use flowstate_core::RunId;
+use flowstate_core::ports::{RecoveryStore, RunRecoveryStore};
 
 use crate::explain::{assert_indexed, lit, plan};
 use crate::support;

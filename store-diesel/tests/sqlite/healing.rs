@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, SqliteConnection};
-use flowstate_core::{NewRun, RunStore};
+use flowstate_core::NewRun;
+use flowstate_core::ports::RunStore;
 use flowstate_store_diesel::StoreConfig;
 use serde_json::json;
 

@@ -245,11 +245,9 @@ async fn every_statement_searches_an_index() {
 
 #[tokio::test]
 async fn every_virtual_user_statement_searches_an_index() {
+    use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
     use flowstate_core::schedule::Interval;
-    use flowstate_core::{
-        NewSchedule, ScheduleStore, Timestamp, VirtualUserRunQuery, VirtualUserRunStatus,
-        VirtualUserRunStore,
-    };
+    use flowstate_core::{NewSchedule, Timestamp, VirtualUserRunQuery, VirtualUserRunStatus};
 
     let (db, store, log) = logged_store().await;
     let now = Timestamp::from_millis(1_000);

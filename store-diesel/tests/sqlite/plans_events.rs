@@ -4,7 +4,8 @@
 
 use diesel::sql_types::Text;
 use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection, sql_query};
-use flowstate_core::{Dispatch, EventQueueStore, EventStore, NewEvent, NextDispatch};
+use flowstate_core::ports::{EventQueueStore, EventStore};
+use flowstate_core::{Dispatch, NewEvent, NextDispatch};
 use serde_json::json;
 
 use crate::common::records::listening;

@@ -7,7 +7,8 @@
 //! many steps (`batch_atomicity`, `expiry_atomicity`), which also fail the
 //! history of one step alone (`Fault::Of`).
 
-use flowstate_core::{NewStep, RetryStart, RunId, StepId, StepStatus, StepStore, StepTransition};
+use flowstate_core::ports::StepStore;
+use flowstate_core::{NewStep, RetryStart, RunId, StepId, StepStatus, StepTransition};
 use serde_json::json;
 
 use super::support::{

@@ -5,9 +5,10 @@
 
 use flowstate_core::error::InvalidInput;
 use flowstate_core::limits::dismantle_json;
+use flowstate_core::ports::{RunStore, StepStore, VersionStore};
 use flowstate_core::{
-    Error, InputLimits, NewRun, NewStep, NewWorkflowVersion, Result, RunId, RunQuery, RunStore,
-    StepId, StepStatus, StepStore, StepTransition, VersionStore,
+    Error, InputLimits, NewRun, NewStep, NewWorkflowVersion, Result, RunId, RunQuery, StepId,
+    StepStatus, StepTransition,
 };
 use serde_json::{Map, Value, json};
 

@@ -3,9 +3,9 @@
 //! method that takes one.
 
 use flowstate_core::error::InvalidInput;
+use flowstate_core::ports::{RunStore, StepStore, VersionStore};
 use flowstate_core::{
-    Error, InputLimits, NewRun, NewStep, NewWorkflowVersion, Result, RunQuery, RunStore,
-    StepStatus, StepStore, VersionStore,
+    Error, InputLimits, NewRun, NewStep, NewWorkflowVersion, Result, RunQuery, StepStatus,
 };
 use serde_json::json;
 

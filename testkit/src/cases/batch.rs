@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
+use flowstate_core::ports::{BatchStepStore, StepStore};
 use flowstate_core::{
-    BatchClaim, BatchStepStore, Completion, Error, InputLimits, NewStep, RetryPolicy, RunId,
-    StepClaim, StepId, StepStatus, StepStore, StepTransition,
+    BatchClaim, Completion, Error, InputLimits, NewStep, RetryPolicy, RunId, StepClaim, StepId,
+    StepStatus, StepTransition,
 };
 use serde_json::json;
 

@@ -7,7 +7,8 @@
 //! step by step: with every write failing the first step fails already and
 //! nothing is kept either way.
 
-use flowstate_core::{BatchClaim, BatchStepStore, Completion, Error, StepStatus};
+use flowstate_core::ports::BatchStepStore;
+use flowstate_core::{BatchClaim, Completion, Error, StepStatus};
 use serde_json::json;
 
 use super::atomicity::{Fault, refused_under};

@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use flowstate_core::{BatchClaim, BatchStepStore, Completion, StepId, StepStatus, StepStore};
+use flowstate_core::ports::{BatchStepStore, StepStore};
+use flowstate_core::{BatchClaim, Completion, StepId, StepStatus};
 use serde_json::json;
 
 use super::batch::pending_steps;

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use flowstate_core::{Error, StepStatus, StepStore, StepTransition};
+use flowstate_core::ports::StepStore;
+use flowstate_core::{Error, StepStatus, StepTransition};
 use serde_json::json;
 
 use super::support::{

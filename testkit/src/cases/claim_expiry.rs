@@ -8,11 +8,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use flowstate_core::ports::{RecoveryStore, RunRecoveryStore, RunWaitStore, StepStore};
 use flowstate_core::step_claim::{DEFAULT_CLAIM_TIMEOUT, claim_expired_error};
-use flowstate_core::{
-    Error, NewStep, RecoveryStore, RetryPolicy, RunId, RunRecoveryStore, RunWaitStore, StepStatus,
-    StepStore, StepTransition, SystemClock,
-};
+use flowstate_core::{Error, NewStep, RetryPolicy, RunId, StepStatus, StepTransition, SystemClock};
 use flowstate_recovery::{Reason, Sweeper};
 use serde_json::json;
 

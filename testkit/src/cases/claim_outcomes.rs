@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use flowstate_core::{ClaimOutcome, Error, NotClaimable, StepStatus, StepStore, StepTransition};
+use flowstate_core::ports::StepStore;
+use flowstate_core::{ClaimOutcome, Error, NotClaimable, StepStatus, StepTransition};
 use serde_json::json;
 
 use super::support::{FUNCTION, assert_err, new_run, new_step, race, snapshot, step_in};

@@ -1,7 +1,8 @@
 //! [`StepStore::claim_step`] under real concurrency: of any number of
 //! simultaneous claims of one step, exactly one wins.
 
-use flowstate_core::{StepStatus, StepStore, StepTransition};
+use flowstate_core::ports::StepStore;
+use flowstate_core::{StepStatus, StepTransition};
 use serde_json::json;
 
 use super::support::{FUNCTION, history_of, new_run, new_step, race};

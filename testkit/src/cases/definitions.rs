@@ -2,9 +2,10 @@
 //! publishing that makes a version active, enabling and disabling, lists,
 //! and typed answers for unknown ids.
 
+use flowstate_core::ports::{DefinitionStore, EventStore};
 use flowstate_core::{
-    ActivationId, DefinitionStore, Error, EventId, EventStore, NewActivation, NewPublishedVersion,
-    NewWorkflow, PublishedVersionId, WorkflowId,
+    ActivationId, Error, EventId, NewActivation, NewPublishedVersion, NewWorkflow,
+    PublishedVersionId, WorkflowId,
 };
 use serde_json::json;
 

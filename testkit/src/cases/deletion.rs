@@ -2,7 +2,8 @@
 //! behind the ports by the harness), and a deleted run's idempotency key is
 //! free again.
 
-use flowstate_core::{NewRun, RunStore, StepStatus, StepStore, StepTransition};
+use flowstate_core::ports::{RunStore, StepStore};
+use flowstate_core::{NewRun, StepStatus, StepTransition};
 use serde_json::json;
 
 use super::support::{FUNCTION, can_count_rows, new_run, new_step, step_in};

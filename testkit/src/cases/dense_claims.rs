@@ -4,7 +4,8 @@
 //! attempt that was replaced, repeats of one completion), all 512 released
 //! together, then every step and its history read back.
 
-use flowstate_core::{Error, StepClaim, StepStore, StepTransition};
+use flowstate_core::ports::StepStore;
+use flowstate_core::{Error, StepClaim, StepTransition};
 use serde_json::json;
 
 use super::dense_support::{

@@ -10,10 +10,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use flowstate_core::ports::{RecoveryStore, StepStore};
 use flowstate_core::step_claim::claim_expired_error;
-use flowstate_core::{
-    Error, ExpiredClaim, RecoveryStore, Result, StepClaim, StepId, StepStore, StepTransition,
-};
+use flowstate_core::{Error, ExpiredClaim, Result, StepClaim, StepId, StepTransition};
 use serde_json::json;
 
 use super::dense_support::{

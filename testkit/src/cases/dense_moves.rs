@@ -10,7 +10,8 @@
 //! none may leave (among them the target itself) is refused to all 8,
 //! from that source, and is not touched.
 
-use flowstate_core::{Error, StepStatus, StepStore, StepTransition};
+use flowstate_core::ports::StepStore;
+use flowstate_core::{Error, StepStatus, StepTransition};
 use serde_json::json;
 
 use super::dense_support::{

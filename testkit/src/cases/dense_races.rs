@@ -3,7 +3,8 @@
 //! every target is read back from the store and checked exactly (see
 //! `dense_support` for why 64 targets at once).
 
-use flowstate_core::{Error, RetryStart, RunId, RunStatus, RunStore, StepStatus, StepStore};
+use flowstate_core::ports::{RunStore, StepStore};
+use flowstate_core::{Error, RetryStart, RunId, RunStatus, StepStatus};
 
 use super::dense_support::{
     RACERS, Start, TARGETS, boom, dense_runs, dense_steps, one_winner, race_dense, read_back, rows,

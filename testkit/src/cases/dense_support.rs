@@ -12,9 +12,10 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
+use flowstate_core::ports::{RunStore, StepStore};
 use flowstate_core::{
-    NewRun, NewStep, RetryPolicy, RunId, RunStatus, RunStore, Step, StepAttempt, StepId,
-    StepStatus, StepStore, StepTransition,
+    NewRun, NewStep, RetryPolicy, RunId, RunStatus, Step, StepAttempt, StepId, StepStatus,
+    StepTransition,
 };
 use serde_json::{Value, json};
 

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use flowstate_core::{EffectBegin, EffectJournal, Error, RunId, StrandedEffect};
+use flowstate_core::ports::EffectJournal;
+use flowstate_core::{EffectBegin, Error, RunId, StrandedEffect};
 use serde_json::json;
 
 use super::support::{assert_err, new_run, race};

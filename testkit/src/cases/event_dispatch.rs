@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flowstate_core::backoff::{EventDispatchBackoff, EventDispatchOutcome};
-use flowstate_core::{Clock, Dispatch, EventFilter, EventStore, RunQuery, RunStore};
+use flowstate_core::ports::{EventStore, RunStore};
+use flowstate_core::{Clock, Dispatch, EventFilter, RunQuery};
 use flowstate_events::{DispatchReport, dispatch_pending};
 use serde_json::json;
 

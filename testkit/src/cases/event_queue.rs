@@ -9,9 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flowstate_core::backoff::{EventDispatchBackoff, EventDispatchOutcome};
-use flowstate_core::{
-    Clock, Dispatch, EventId, EventQueueStore, EventStore, NextDispatch, RunQuery, RunStore,
-};
+use flowstate_core::ports::{EventQueueStore, EventStore, RunStore};
+use flowstate_core::{Clock, Dispatch, EventId, NextDispatch, RunQuery};
 use flowstate_events::{DispatchReport, Dispatcher, dispatch_queued};
 use serde_json::json;
 

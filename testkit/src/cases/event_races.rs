@@ -5,7 +5,8 @@
 use std::collections::BTreeSet;
 
 use flowstate_core::backoff::EventDispatchBackoff;
-use flowstate_core::{Dispatch, EventStore, RunQuery, RunStore};
+use flowstate_core::ports::{EventStore, RunStore};
+use flowstate_core::{Dispatch, RunQuery};
 use serde_json::json;
 
 use super::event_support::{EventBackend, activate, listening, tick};

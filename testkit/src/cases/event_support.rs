@@ -8,10 +8,11 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use flowstate_core::backoff::EventDispatchOutcome;
+use flowstate_core::ports::{DefinitionStore, EventQueueStore, EventStore, Store};
 use flowstate_core::{
-    Activation, DefinitionStore, Dispatch, Emission, Error, Event, EventFilter, EventId,
-    EventQueueStore, EventStore, NewActivation, NewEvent, NewPublishedVersion, NewWorkflow,
-    NextDispatch, PendingEvent, PublishedVersion, Result, RunCause, RunId, Store, Workflow,
+    Activation, Dispatch, Emission, Error, Event, EventFilter, EventId, NewActivation, NewEvent,
+    NewPublishedVersion, NewWorkflow, NextDispatch, PendingEvent, PublishedVersion, Result,
+    RunCause, RunId, Workflow,
 };
 use flowstate_events::Dispatcher;
 use serde_json::{Value, json};

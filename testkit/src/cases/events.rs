@@ -2,10 +2,8 @@
 //! exactly the matching activations, runs materialised with the event's
 //! data, context and authorization, and their cause readable from the run.
 
-use flowstate_core::{
-    Clock, DefinitionStore, Dispatch, Error, EventFilter, EventStore, NewEvent, NewRun, RunStore,
-    Timestamp,
-};
+use flowstate_core::ports::{DefinitionStore, EventStore, RunStore};
+use flowstate_core::{Clock, Dispatch, Error, EventFilter, NewEvent, NewRun, Timestamp};
 use serde_json::json;
 
 use super::event_support::{EventBackend, TICK, activate, emit, listening, publish, tick};

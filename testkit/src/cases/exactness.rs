@@ -3,7 +3,8 @@
 //! case-insensitive or PAD SPACE collation makes them one, and a backend on
 //! such a column fails these).
 
-use flowstate_core::{Error, NewRun, NewStep, RunQuery, RunStore, StepStatus, StepStore};
+use flowstate_core::ports::{RunStore, StepStore};
+use flowstate_core::{Error, NewRun, NewStep, RunQuery, StepStatus};
 use serde_json::json;
 
 use super::support::{FUNCTION, assert_err, new_run, snapshot};

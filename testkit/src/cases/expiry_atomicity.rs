@@ -7,8 +7,9 @@
 
 use std::time::Duration;
 
+use flowstate_core::StepStatus;
+use flowstate_core::ports::RecoveryStore;
 use flowstate_core::step_claim::claim_expired_error;
-use flowstate_core::{RecoveryStore, StepStatus};
 
 use super::atomicity::{Fault, refused_under};
 use super::dense_support::{Start, dense_steps, read_back};

@@ -3,10 +3,8 @@
 //! taken over writes nothing ([`Error::LeaseLost`]) and the new holder's
 //! run is as the new holder leaves it; and a settled run takes no signal.
 
-use flowstate_core::{
-    Error, FencedWrites, NewStep, RunLeaseStore, RunOutcome, RunStatus, RunStore, RunWaitStore,
-    StepStore,
-};
+use flowstate_core::ports::{FencedWrites, RunLeaseStore, RunStore, RunWaitStore, StepStore};
+use flowstate_core::{Error, NewStep, RunOutcome, RunStatus};
 use serde_json::json;
 
 use super::leases::{PAST_LEASE, claim};

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use flowstate_core::{GraphState, StepStatus, StepStore, StepTransition};
+use flowstate_core::ports::StepStore;
+use flowstate_core::{GraphState, StepStatus, StepTransition};
 use serde_json::{Value, json};
 
 use super::support::{FUNCTION, new_run, new_step, step_in};

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use flowstate_core::{Clock, StepStatus, StepStore, StepTransition};
+use flowstate_core::ports::StepStore;
+use flowstate_core::{Clock, StepStatus, StepTransition};
 use serde_json::json;
 
 use super::support::{FUNCTION, new_run, new_step};

@@ -4,11 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use flowstate_core::ports::{ChildRunStore, RunLeaseStore, RunStore, RunWaitStore};
 use flowstate_core::wait::Wait;
-use flowstate_core::{
-    ChildRunStore, Error, NewChild, RunId, RunLeaseStore, RunOutcome, RunStatus, RunStore,
-    RunWaitStore,
-};
+use flowstate_core::{Error, NewChild, RunId, RunOutcome, RunStatus};
 use serde_json::json;
 
 use super::leases::{LEASE, claim};

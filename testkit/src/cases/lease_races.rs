@@ -4,7 +4,8 @@
 
 use std::collections::BTreeSet;
 
-use flowstate_core::{Error, RunId, RunLeaseStore, RunStatus, RunStore};
+use flowstate_core::ports::{RunLeaseStore, RunStore};
+use flowstate_core::{Error, RunId, RunStatus};
 
 use super::leases::{LEASE, PAST_LEASE};
 use super::support::{assert_err, new_run, race, run_in};

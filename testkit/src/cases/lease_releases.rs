@@ -3,7 +3,8 @@
 //! a requested cancel is carried out by the next claim.
 
 use flowstate_core::lease::MAX_CONSECUTIVE_FAILURES;
-use flowstate_core::{Error, Release, Released, RunLeaseStore, RunOutcome, RunStatus, RunStore};
+use flowstate_core::ports::{RunLeaseStore, RunStore};
+use flowstate_core::{Error, Release, Released, RunOutcome, RunStatus};
 
 use super::leases::{LEASE, PAST_LEASE, claim};
 use super::support::{assert_err, new_run};

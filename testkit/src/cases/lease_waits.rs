@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use flowstate_core::{Error, RunId, RunLeaseStore, RunWaitStore, Wait};
+use flowstate_core::ports::{RunLeaseStore, RunWaitStore};
+use flowstate_core::{Error, RunId, Wait};
 use serde_json::json;
 
 use super::leases::{LEASE, claim};

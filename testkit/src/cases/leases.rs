@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use flowstate_core::error::InvalidInput;
 use flowstate_core::lease::LONGEST_LEASE;
-use flowstate_core::{Error, Release, RunId, RunLeaseStore, RunOutcome, RunStatus, RunStore};
+use flowstate_core::ports::{RunLeaseStore, RunStore};
+use flowstate_core::{Error, Release, RunId, RunOutcome, RunStatus};
 
 use super::support::{assert_err, new_run, run_in};
 use crate::LeaseHarness;

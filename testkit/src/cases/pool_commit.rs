@@ -8,9 +8,8 @@
 use std::sync::Arc;
 use std::task::Poll;
 
-use flowstate_core::{
-    BatchStepStore, Completion, Error, Result, StepClaim, StepId, StepStatus, StepStore,
-};
+use flowstate_core::ports::{BatchStepStore, StepStore};
+use flowstate_core::{Completion, Error, Result, StepClaim, StepId, StepStatus};
 use flowstate_pool::{CommitStats, FlushFailed, GroupCommit, is_closed};
 use serde_json::json;
 

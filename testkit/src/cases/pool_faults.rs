@@ -8,7 +8,8 @@
 
 use std::sync::Arc;
 
-use flowstate_core::{BatchStepStore, RetryPolicy, StepStatus};
+use flowstate_core::ports::BatchStepStore;
+use flowstate_core::{RetryPolicy, StepStatus};
 use flowstate_pool::{PoolStats, WorkerPool};
 use serde_json::json;
 

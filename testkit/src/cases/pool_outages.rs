@@ -9,10 +9,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use flowstate_core::ports::{BatchStepStore, RecoveryStore};
 use flowstate_core::step_claim::claim_expired_error;
-use flowstate_core::{
-    BatchClaim, BatchStepStore, Completion, RecoveryStore, RetryPolicy, Step, StepStatus,
-};
+use flowstate_core::{BatchClaim, Completion, RetryPolicy, Step, StepStatus};
 use flowstate_pool::WorkerPool;
 use serde_json::json;
 use tokio::sync::watch;

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use flowstate_core::{BatchStepStore, Completion, StepStatus, StepStore};
+use flowstate_core::ports::{BatchStepStore, StepStore};
+use flowstate_core::{Completion, StepStatus};
 use flowstate_pool::{CommitStats, DEFAULT_MAX_BATCH, FlushFailed, GroupCommit};
 use serde_json::json;
 

@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use flowstate_core::ports::{BatchStepStore, RunStore, StepStore};
 use flowstate_core::{
-    BatchClaim, BatchStepStore, Completion, NewRun, NewStep, Result, RetryPolicy, RunId, RunStore,
-    Step, StepAttempt, StepClaim, StepId, StepStatus, StepStore,
+    BatchClaim, Completion, NewRun, NewStep, Result, RetryPolicy, RunId, Step, StepAttempt,
+    StepClaim, StepId, StepStatus,
 };
 use flowstate_pool::{FlushRetry, GroupCommit, IdleBackoff, Pending, PoolConfig};
 use serde_json::{Value, json};

@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use flowstate_core::ports::{BatchStepStore, StepStore};
 use flowstate_core::{
-    BatchClaim, BatchStepStore, ClaimOutcome, Completion, Error, GraphState, Inserted, NewStep,
-    Result, RetryStart, RunId, Step, StepAttempt, StepClaim, StepId, StepStore, StepSummary,
-    StepTransition, Timestamp,
+    BatchClaim, ClaimOutcome, Completion, Error, GraphState, Inserted, NewStep, Result, RetryStart,
+    RunId, Step, StepAttempt, StepClaim, StepId, StepSummary, StepTransition, Timestamp,
 };
 use serde_json::Value;
 use tokio::sync::Notify;

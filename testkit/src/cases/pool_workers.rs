@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use flowstate_core::{BatchStepStore, Completion, RetryPolicy, Step, StepStatus, StepStore};
+use flowstate_core::ports::{BatchStepStore, StepStore};
+use flowstate_core::{Completion, RetryPolicy, Step, StepStatus};
 use flowstate_pool::{PoolStats, WorkerPool};
 use serde_json::json;
 use tokio::sync::watch;

@@ -8,9 +8,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use flowstate_core::{
-    RunId, RunLease, RunLeaseStore, RunOutcome, RunRecoveryStore, RunStatus, RunStore,
-};
+use flowstate_core::ports::{RunLeaseStore, RunRecoveryStore, RunStore};
+use flowstate_core::{RunId, RunLease, RunOutcome, RunStatus};
 use flowstate_recovery::{Handled, handle_run_message};
 
 use super::leases::LEASE;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flowstate_core::error::InvalidInput;
-use flowstate_core::{Error, RunId, RunLeaseStore, RunRecoveryStore, RunStatus, RunStore};
+use flowstate_core::ports::{RunLeaseStore, RunRecoveryStore, RunStore};
+use flowstate_core::{Error, RunId, RunStatus};
 
 use super::leases::{LEASE, PAST_LEASE};
 use super::support::{assert_err, new_run, race, run_in};

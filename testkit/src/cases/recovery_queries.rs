@@ -8,10 +8,8 @@
 
 use std::time::Duration;
 
-use flowstate_core::{
-    NewStep, RecoveryStore, RetryPolicy, RunId, RunLeaseStore, RunStatus, RunStore, RunWaitStore,
-    StepStatus, StepStore, StepTransition, Wait,
-};
+use flowstate_core::ports::{RecoveryStore, RunLeaseStore, RunStore, RunWaitStore, StepStore};
+use flowstate_core::{NewStep, RetryPolicy, RunId, RunStatus, StepStatus, StepTransition, Wait};
 use serde_json::json;
 
 use super::support::{FUNCTION, new_run, new_step, run_in, step_in};

@@ -8,9 +8,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use flowstate_core::ports::{
+    RecoveryStore, RunLeaseStore, RunRecoveryStore, RunStore, RunWaitStore, StepStore,
+};
 use flowstate_core::{
-    Clock, RecoveryStore, RedispatchBackoff, RunId, RunLeaseStore, RunRecoveryStore, RunStatus,
-    RunStore, RunWaitStore, StepStatus, StepStore, StepTransition, SystemClock, Wait,
+    Clock, RedispatchBackoff, RunId, RunStatus, StepStatus, StepTransition, SystemClock, Wait,
 };
 use flowstate_recovery::{
     Reason, RedriveReport, SweepOptions, Sweeper, relay_undispatched, sweep_stalled,

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use flowstate_core::{NewRun, Run, RunCursor, RunId, RunQuery, RunStatus, RunStore};
+use flowstate_core::ports::RunStore;
+use flowstate_core::{NewRun, Run, RunCursor, RunId, RunQuery, RunStatus};
 use serde_json::json;
 
 use super::support::new_run;

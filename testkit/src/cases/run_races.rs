@@ -1,7 +1,8 @@
 //! [`RunStore`] under real concurrency: idempotent creates and
 //! status-guarded moves.
 
-use flowstate_core::{Error, NewRun, RunQuery, RunStatus, RunStore};
+use flowstate_core::ports::RunStore;
+use flowstate_core::{Error, NewRun, RunQuery, RunStatus};
 use serde_json::json;
 
 use super::support::{new_run, race};

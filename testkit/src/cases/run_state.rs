@@ -1,7 +1,8 @@
 //! [`RunStore::write_state`] and [`RunStore::read_state`]: one key per
 //! write, JSON types kept, keys taken literally.
 
-use flowstate_core::{RunQuery, RunStore};
+use flowstate_core::RunQuery;
+use flowstate_core::ports::RunStore;
 use serde_json::{Map, Value, json};
 
 use super::support::{new_run, race};

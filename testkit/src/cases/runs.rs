@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use flowstate_core::{Clock, Error, NewRun, RunQuery, RunStatus, RunStore, StepStore};
+use flowstate_core::ports::{RunStore, StepStore};
+use flowstate_core::{Clock, Error, NewRun, RunQuery, RunStatus};
 use serde_json::json;
 
 use super::support::{assert_err, new_run, new_step, run_in, snapshot};

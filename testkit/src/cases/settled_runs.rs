@@ -5,9 +5,9 @@
 //! `None` as in any run: a duplicate delivery of a finished step is a no-op
 //! before and after its run settles.
 
+use flowstate_core::ports::{RunStore, StepStore};
 use flowstate_core::{
-    ClaimOutcome, Error, NewStep, NotClaimable, RunStatus, RunStore, StepStatus, StepStore,
-    StepTransition,
+    ClaimOutcome, Error, NewStep, NotClaimable, RunStatus, StepStatus, StepTransition,
 };
 use serde_json::json;
 
@@ -147,9 +147,10 @@ pub async fn unsettled_runs_and_work_in_flight_go_on<H: Harness>(h: &H) {
 /// and a second claim finds nothing either.
 pub async fn claim_batch_leaves_settled_runs<H: Harness>(h: &H)
 where
-    H::Store: flowstate_core::BatchStepStore,
+    H::Store: flowstate_core::ports::BatchStepStore,
 {
-    use flowstate_core::{BatchClaim, BatchStepStore};
+    use flowstate_core::BatchClaim;
+    use flowstate_core::ports::BatchStepStore;
     let store = h.store();
     let settled = new_run(h).await;
     let left = new_step(h, settled.id, "left", 0).await;

@@ -10,10 +10,11 @@
 use std::time::Duration;
 
 use flowstate_core::error::InvalidInput;
+use flowstate_core::ports::StepStore;
 use flowstate_core::step_claim::DEFAULT_CLAIM_TIMEOUT;
 use flowstate_core::{
-    Error, NewStep, RetryPolicy, RetryStart, Step, StepClaim, StepId, StepStatus, StepStore,
-    StepTransition, Timestamp,
+    Error, NewStep, RetryPolicy, RetryStart, Step, StepClaim, StepId, StepStatus, StepTransition,
+    Timestamp,
 };
 use serde_json::json;
 

@@ -2,9 +2,8 @@
 
 use std::time::Duration;
 
-use flowstate_core::{
-    Clock, Error, NewStep, RetryPolicy, RetryStart, StepStatus, StepStore, StepTransition,
-};
+use flowstate_core::ports::StepStore;
+use flowstate_core::{Clock, Error, NewStep, RetryPolicy, RetryStart, StepStatus, StepTransition};
 use serde_json::json;
 
 use super::support::{FUNCTION, assert_err, history_of, new_run, new_step, race};

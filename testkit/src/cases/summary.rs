@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use flowstate_core::{StepStatus, StepStore, StepSummary, StepTransition};
+use flowstate_core::ports::StepStore;
+use flowstate_core::{StepStatus, StepSummary, StepTransition};
 use serde_json::json;
 
 use super::support::{FUNCTION, new_run, new_step};

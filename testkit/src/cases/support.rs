@@ -4,9 +4,10 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use flowstate_core::ports::{RunStore, StepStore};
 use flowstate_core::{
-    NewRun, NewStep, RetryPolicy, Run, RunId, RunQuery, RunStatus, RunStore, Step, StepAttempt,
-    StepStatus, StepStore, StepTransition,
+    NewRun, NewStep, RetryPolicy, Run, RunId, RunQuery, RunStatus, Step, StepAttempt, StepStatus,
+    StepTransition,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::Barrier;

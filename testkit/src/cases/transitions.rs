@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use flowstate_core::{Error, StepStatus, StepStore, StepTransition};
+use flowstate_core::ports::StepStore;
+use flowstate_core::{Error, StepStatus, StepTransition};
 use serde_json::{Value, json};
 
 use super::support::{assert_err, can_delete_history_row, history_of, new_run, new_step, step_in};

@@ -1,9 +1,9 @@
 //! Unknown ids: every method that takes one answers a typed not-found error
 //! naming it, never an empty success, and writes nothing.
 
+use flowstate_core::ports::{RunStore, StepStore};
 use flowstate_core::{
-    Error, NewRun, NewStep, Result, RetryStart, RunId, RunStatus, RunStore, StepId, StepStore,
-    StepTransition,
+    Error, NewRun, NewStep, Result, RetryStart, RunId, RunStatus, StepId, StepTransition,
 };
 use serde_json::json;
 

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use flowstate_core::{Clock, NewWorkflowVersion, VersionStore};
+use flowstate_core::ports::VersionStore;
+use flowstate_core::{Clock, NewWorkflowVersion};
 use serde_json::{Value, json};
 
 use super::support::race;

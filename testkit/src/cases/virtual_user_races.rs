@@ -6,10 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::schedule::Interval;
-use flowstate_core::{
-    Clock, NewSchedule, Schedule, ScheduleStore, Timestamp, VirtualUserRunId, VirtualUserRunStore,
-};
+use flowstate_core::{Clock, NewSchedule, Schedule, Timestamp, VirtualUserRunId};
 use flowstate_virtual_users::{Runner, SkipReason, TickOptions, tick};
 use rand::SeedableRng;
 use rand::rngs::StdRng;

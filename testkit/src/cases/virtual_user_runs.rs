@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use flowstate_core::error::InvalidInput;
+use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::{
-    Clock, Error, NewSchedule, ScheduleStore, VirtualUserRunId, VirtualUserRunQuery,
-    VirtualUserRunStatus, VirtualUserRunStore,
+    Clock, Error, NewSchedule, VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
 };
 use rand::SeedableRng;
 use rand::rngs::StdRng;

@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
+use flowstate_core::ports::ScheduleStore;
 use flowstate_core::schedule::Interval;
-use flowstate_core::{Clock, NewSchedule, ScheduleStore, Timestamp, VirtualUserRunId};
+use flowstate_core::{Clock, NewSchedule, Timestamp, VirtualUserRunId};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 

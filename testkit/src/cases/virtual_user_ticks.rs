@@ -6,10 +6,11 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::schedule::STALE_RUN_AFTER;
 use flowstate_core::{
-    Clock, Error, NewSchedule, Schedule, ScheduleStore, Timestamp, VirtualUserRunId,
-    VirtualUserRunQuery, VirtualUserRunStatus, VirtualUserRunStore,
+    Clock, Error, NewSchedule, Schedule, Timestamp, VirtualUserRunId, VirtualUserRunQuery,
+    VirtualUserRunStatus,
 };
 use flowstate_virtual_users::{SkipReason, Skipped, TickOptions, TickOutcome, tick};
 use rand::SeedableRng;

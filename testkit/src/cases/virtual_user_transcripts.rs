@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use flowstate_core::{Clock, Error, TranscriptPage, VirtualUserRunId, VirtualUserRunStore};
+use flowstate_core::ports::VirtualUserRunStore;
+use flowstate_core::{Clock, Error, TranscriptPage, VirtualUserRunId};
 use serde_json::{Value, json};
 
 use super::support::{assert_err, race};

@@ -7,9 +7,10 @@
 
 use std::collections::BTreeMap;
 
+use flowstate_core::ports::{RunStore, StepStore};
 use flowstate_core::{
-    Error, NewRun, NewStep, RetryPolicy, RetryStart, RunId, RunQuery, RunStatus, RunStore, Step,
-    StepStatus, StepStore, StepTransition,
+    Error, NewRun, NewStep, RetryPolicy, RetryStart, RunId, RunQuery, RunStatus, Step, StepStatus,
+    StepTransition,
 };
 use serde_json::json;
 

@@ -4,9 +4,10 @@
 
 use flowstate_core::batch::repeated_items;
 use flowstate_core::limits::{Dismantle, checked};
+use flowstate_core::ports::BatchStepStore;
 use flowstate_core::{
-    BatchClaim, BatchStepStore, ClaimDecision, ClaimInput, Completion, Result, Step, StepClaim,
-    StepStatus, StepTransition,
+    BatchClaim, ClaimDecision, ClaimInput, Completion, Result, Step, StepClaim, StepStatus,
+    StepTransition,
 };
 
 use super::MemoryStore;

@@ -3,9 +3,10 @@
 //! version, and activations.
 
 use flowstate_core::limits::checked;
+use flowstate_core::ports::DefinitionStore;
 use flowstate_core::{
-    Activation, ActivationId, DefinitionStore, Error, Inserted, NewActivation, NewPublishedVersion,
-    NewWorkflow, PublishedVersion, PublishedVersionId, Result, Workflow, WorkflowId,
+    Activation, ActivationId, Error, Inserted, NewActivation, NewPublishedVersion, NewWorkflow,
+    PublishedVersion, PublishedVersionId, Result, Workflow, WorkflowId,
 };
 
 use super::MemoryStore;

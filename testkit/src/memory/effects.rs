@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use flowstate_core::{EffectBegin, EffectJournal, Error, Result, RunId, StrandedEffect, Timestamp};
+use flowstate_core::ports::EffectJournal;
+use flowstate_core::{EffectBegin, Error, Result, RunId, StrandedEffect, Timestamp};
 use serde_json::Value;
 
 use super::MemoryStore;

@@ -9,10 +9,11 @@ use std::collections::HashMap;
 
 use flowstate_core::backoff::EventDispatchOutcome;
 use flowstate_core::limits::checked;
+use flowstate_core::ports::{EventQueueStore, EventStore};
 use flowstate_core::{
     Activation, ActivationId, Delivery, Dispatch, Emission, Error, Event, EventFilter, EventId,
-    EventQueueStore, EventStore, NewEvent, NextDispatch, PendingEvent, PublishedVersion,
-    PublishedVersionId, Result, RunCause, RunId, Timestamp, Workflow, WorkflowId,
+    NewEvent, NextDispatch, PendingEvent, PublishedVersion, PublishedVersionId, Result, RunCause,
+    RunId, Timestamp, Workflow, WorkflowId,
 };
 
 use super::{MemoryStore, Tables};

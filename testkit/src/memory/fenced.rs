@@ -2,9 +2,8 @@
 //! one lock, after the lease of the token is checked on the lease clock.
 
 use flowstate_core::limits::checked;
-use flowstate_core::{
-    Error, FencedWrites, Inserted, NewStep, Result, Run, RunId, RunStatus, Step, Timestamp,
-};
+use flowstate_core::ports::FencedWrites;
+use flowstate_core::{Error, Inserted, NewStep, Result, Run, RunId, RunStatus, Step, Timestamp};
 
 use super::runs::{set_run_status_in, write_state_in};
 use super::steps::insert_step_in;

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flowstate_core::lease::{fails_run, leasable_statuses};
+use flowstate_core::ports::{ChildRunStore, RunLeaseStore, RunWaitStore};
 use flowstate_core::wait::CHILDREN;
 use flowstate_core::{
-    ChildRunStore, Clock, Error, Inserted, LeaseState, NewChild, Release, Released, Result, Run,
-    RunId, RunLease, RunLeaseStore, RunOutcome, RunStatus, RunWaitStore, Timestamp, Wait,
+    Clock, Error, Inserted, LeaseState, NewChild, Release, Released, Result, Run, RunId, RunLease,
+    RunOutcome, RunStatus, Timestamp, Wait,
 };
 use serde_json::Value;
 

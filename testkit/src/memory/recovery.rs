@@ -7,13 +7,14 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use flowstate_core::ports::{RecoveryStore, RunRecoveryStore};
 use flowstate_core::recovery::{
     effective_limit, idle_cutoff, is_stalled, is_undispatched, stalled_run,
 };
 use flowstate_core::step_claim::{claim_expired_error, is_expired};
 use flowstate_core::{
-    ExpiredClaim, RecoveryStore, Result, RunId, RunLease, RunRecoveryStore, StalledRun, Step,
-    StepId, StepStatus, Timestamp, UndispatchedStep,
+    ExpiredClaim, Result, RunId, RunLease, StalledRun, Step, StepId, StepStatus, Timestamp,
+    UndispatchedStep,
 };
 
 use super::MemoryStore;

@@ -4,9 +4,9 @@ use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 use flowstate_core::limits::checked;
+use flowstate_core::ports::RunStore;
 use flowstate_core::{
-    Error, Inserted, NewRun, Page, Result, Run, RunCursor, RunId, RunQuery, RunStatus, RunStore,
-    Timestamp,
+    Error, Inserted, NewRun, Page, Result, Run, RunCursor, RunId, RunQuery, RunStatus, Timestamp,
 };
 use serde_json::{Map, Value};
 

@@ -1,10 +1,11 @@
 //! [`StepStore`] for [`MemoryStore`]: steps, transitions, claims, history.
 
 use flowstate_core::limits::checked;
+use flowstate_core::ports::StepStore;
 use flowstate_core::step_claim::claimed_targets;
 use flowstate_core::{
     ClaimDecision, ClaimInput, Error, Inserted, NewStep, Result, RetryStart, RunId, Step,
-    StepAttempt, StepClaim, StepId, StepStatus, StepStore, StepTransition, Timestamp,
+    StepAttempt, StepClaim, StepId, StepStatus, StepTransition, Timestamp,
 };
 
 use super::{MemoryStore, Tables};

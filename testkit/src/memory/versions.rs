@@ -2,9 +2,8 @@
 //! (workflow, hash).
 
 use flowstate_core::limits::checked;
-use flowstate_core::{
-    Inserted, NewWorkflowVersion, Result, VersionId, VersionStore, WorkflowVersion,
-};
+use flowstate_core::ports::VersionStore;
+use flowstate_core::{Inserted, NewWorkflowVersion, Result, VersionId, WorkflowVersion};
 
 use super::MemoryStore;
 

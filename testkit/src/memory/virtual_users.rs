@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
+use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::{
-    Error, NewSchedule, Result, Schedule, ScheduleStore, Timestamp, TranscriptEntry,
-    TranscriptPage, VirtualUserRun, VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
-    VirtualUserRunStore,
+    Error, NewSchedule, Result, Schedule, Timestamp, TranscriptEntry, TranscriptPage,
+    VirtualUserRun, VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
 };
 use serde_json::Value;
 

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use flowstate_core::ports::{BatchStepStore, RecoveryStore, RunStore, StepStore};
 use flowstate_core::step_claim::is_expired;
 use flowstate_core::{
-    BatchClaim, BatchStepStore, Inserted, NewRun, NewStep, RecoveryStore, Result, RetryPolicy,
-    RunStore, StepClaim, StepStore, Timestamp,
+    BatchClaim, Inserted, NewRun, NewStep, Result, RetryPolicy, StepClaim, Timestamp,
 };
 use serde_json::json;
 

@@ -28,7 +28,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use flowstate_core::{Completion, RunId, Step, StepStore};
+use flowstate_core::ports::StepStore;
+use flowstate_core::{Completion, RunId, Step};
 use flowstate_pool::{IdleBackoff, PoolConfig, WorkerPool};
 use flowstate_store_diesel::{DieselStore, StatementLog, StoreConfig};
 use serde_json::json;
