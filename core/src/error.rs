@@ -7,8 +7,7 @@
 use crate::ids::{
     ActivationId, EventId, PublishedVersionId, RunId, StepId, VirtualUserRunId, WorkflowId,
 };
-use crate::status::{RunStatus, StatusKind, StepStatus, UnknownStatus};
-use crate::virtual_users::VirtualUserRunStatus;
+use crate::status::{RunStatus, StatusKind, StepStatus, UnknownStatus, VirtualUserRunStatus};
 
 /// `Result` with flowstate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -15,7 +15,7 @@
 //! | module | what it decides or describes |
 //! | --- | --- |
 //! | [`ids`], [`time`] | uuid v7 ids, microsecond UTC timestamps, the clock port |
-//! | [`status`] | run and step status machines, one transition table each |
+//! | [`status`] | run and step status machines, one transition table each; virtual-user run statuses |
 //! | [`claim`] | what a claim does for each step status ([`ClaimDecision`]) |
 //! | [`step_claim`] | claims that expire: deadlines, the [`StepClaim`] fence, what recovery takes back |
 //! | [`retry`] | retry policy per step, attempt numbering |
@@ -83,11 +83,10 @@ pub use records::{
 };
 pub use recovery::{StalledRun, UndispatchedStep};
 pub use retry::RetryPolicy;
-pub use status::{RetryStart, RunStatus, StatusKind, StepStatus};
+pub use status::{RetryStart, RunStatus, StatusKind, StepStatus, VirtualUserRunStatus};
 pub use step_claim::{ExpiredClaim, StepClaim};
 pub use time::{Clock, SystemClock, Timestamp};
 pub use virtual_users::{
     NewSchedule, Schedule, TranscriptEntry, TranscriptPage, VirtualUserRun, VirtualUserRunQuery,
-    VirtualUserRunStatus,
 };
 pub use wait::Wait;

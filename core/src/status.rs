@@ -1,4 +1,4 @@
-//! The run and step status machines.
+//! The run and step status machines, and the statuses of virtual-user runs.
 //!
 //! Each machine is one table ([`RunStatus::TRANSITIONS`],
 //! [`StepStatus::TRANSITIONS`]) that the code consults and the docs print, so
@@ -216,6 +216,43 @@ impl fmt::Display for RetryStart {
     }
 }
 
+/// Where a virtual-user run stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VirtualUserRunStatus {
+    /// Started and not finished: its persona is in flight.
+    Running,
+    /// Finished, with findings.
+    Completed,
+    /// Finished with a reason: it failed, or was reaped.
+    Failed,
+}
+
+impl VirtualUserRunStatus {
+    /// Every status, in declaration order.
+    pub const ALL: &'static [Self] = &[Self::Running, Self::Completed, Self::Failed];
+
+    /// The stored text of this status.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// The status stored as `text`, if any.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|s| s.as_str() == text)
+    }
+}
+
+impl fmt::Display for VirtualUserRunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 fn sources<S: Copy + PartialEq>(table: &[(S, S)], to: S) -> Vec<S> {
     table
         .iter()
@@ -227,6 +264,14 @@ fn sources<S: Copy + PartialEq>(table: &[(S, S)], to: S) -> Vec<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statuses_round_trip_through_their_text() {
+        for status in VirtualUserRunStatus::ALL {
+            assert_eq!(VirtualUserRunStatus::parse(status.as_str()), Some(*status));
+        }
+        assert_eq!(VirtualUserRunStatus::parse("paused"), None);
+    }
 
     fn check_run(from: RunStatus, to: RunStatus, legal: bool) {
         assert_eq!(from.can_transition_to(to), legal, "{from} -> {to}");

@@ -8,7 +8,6 @@
 //! adds what the claim needs on top ([`claimed_next_run_at`]) and the
 //! message a reaped run is failed with ([`reap_message`]).
 
-use std::fmt;
 use std::time::Duration;
 
 use rand::Rng;
@@ -19,6 +18,7 @@ use crate::error::{Error, InvalidInput};
 use crate::ids::VirtualUserRunId;
 use crate::limits::InputLimits;
 use crate::schedule::{Interval, next_run_at};
+use crate::status::VirtualUserRunStatus;
 use crate::time::Timestamp;
 
 /// A persona's schedule to write (insert, or replace the one it has).
@@ -89,43 +89,6 @@ impl Schedule {
     /// 100, more than 1000 as 1000.
     pub fn due_limit(limit: u32) -> u32 {
         effective(limit, 100, 1_000)
-    }
-}
-
-/// Where a virtual-user run stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum VirtualUserRunStatus {
-    /// Started and not finished: its persona is in flight.
-    Running,
-    /// Finished, with findings.
-    Completed,
-    /// Finished with a reason: it failed, or was reaped.
-    Failed,
-}
-
-impl VirtualUserRunStatus {
-    /// Every status, in declaration order.
-    pub const ALL: &'static [Self] = &[Self::Running, Self::Completed, Self::Failed];
-
-    /// The stored text of this status.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Running => "running",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-        }
-    }
-
-    /// The status stored as `text`, if any.
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|s| s.as_str() == text)
-    }
-}
-
-impl fmt::Display for VirtualUserRunStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -377,14 +340,6 @@ mod tests {
             let message = reap_message(ran_for);
             assert!(message.contains(expected), "{ran_for:?}: {message}");
         }
-    }
-
-    #[test]
-    fn statuses_round_trip_through_their_text() {
-        for status in VirtualUserRunStatus::ALL {
-            assert_eq!(VirtualUserRunStatus::parse(status.as_str()), Some(*status));
-        }
-        assert_eq!(VirtualUserRunStatus::parse("paused"), None);
     }
 
     #[test]
