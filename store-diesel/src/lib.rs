@@ -92,6 +92,7 @@ compile_error!("flowstate-store-diesel needs at least one of the features postgr
 
 mod cached;
 pub mod config;
+mod dialect;
 pub mod error;
 mod guard;
 mod health;

@@ -138,6 +138,29 @@ pub(crate) struct TranscriptRow {
     pub at: i64,
 }
 
+/// The rows of a transcript chunk appended to run `run` at `now`: `entries`
+/// (JSON text) numbered below `len`, the length the admitting `UPDATE`
+/// answered (the servers' appends; SQLite's numbers its own in its hop).
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn transcript_rows(
+    run: &str,
+    entries: &[String],
+    len: i64,
+    now: i64,
+) -> Vec<TranscriptRow> {
+    let n = entries.len() as i64;
+    entries
+        .iter()
+        .zip(len - n..)
+        .map(|(entry, seq)| TranscriptRow {
+            run_id: run.to_owned(),
+            seq,
+            entry: JsonText(entry.clone()),
+            at: now,
+        })
+        .collect()
+}
+
 /// One transcript entry read back, by its run's id (for errors).
 pub(crate) fn transcript_entry(
     run: &str,

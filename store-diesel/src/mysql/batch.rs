@@ -95,7 +95,7 @@ async fn upsert_history(
 
 /// [`BatchStepStore::claim_batch`](flowstate_core::ports::BatchStepStore::claim_batch),
 /// its function already checked and `limit` at least 1.
-pub(crate) async fn claim_batch(
+pub(super) async fn claim_batch(
     pool: &Pool,
     config: &StoreConfig,
     limit: u32,
@@ -190,7 +190,7 @@ fn claimed(mut row: StepRow, now: i64, lease_now: i64, default_us: i64) -> StepR
 
 /// [`BatchStepStore::complete_batch`](flowstate_core::ports::BatchStepStore::complete_batch)
 /// of `items` (checked, encoded, each step once): the ids that moved.
-pub(crate) async fn complete_batch(
+pub(super) async fn complete_batch(
     pool: &Pool,
     config: &StoreConfig,
     items: &[BatchItem],

@@ -24,7 +24,7 @@ use crate::store::{ExpiredRow, expired_claims, expired_first, fail_expired, free
 /// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::ports::RunRecoveryStore::reap_expired_leases)
 /// of at most `limit` runs (already the effective limit): each run reaped
 /// and its old expiry.
-pub(crate) async fn reap_expired_leases(
+pub(super) async fn reap_expired_leases(
     pool: &Pool,
     config: &StoreConfig,
     limit: u32,
@@ -51,7 +51,7 @@ pub(crate) async fn reap_expired_leases(
 /// the expired claims picked `FOR UPDATE SKIP LOCKED` first deadline first
 /// (a locking read sees the latest committed row and skips one a claimer
 /// holds), then those steps failed and their history rows with them.
-pub(crate) async fn expire_step_claims(
+pub(super) async fn expire_step_claims(
     pool: &Pool,
     config: &StoreConfig,
     limit: u32,

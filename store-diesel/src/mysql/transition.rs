@@ -20,7 +20,7 @@ use crate::sql::Move;
 /// A transition, retry or claimer's move of step `id`, its payload already
 /// encoded by core (`attempt`: the claim's, for a fenced move), as one
 /// transaction (run again after a lock conflict).
-pub(crate) async fn guarded_move(
+pub(super) async fn guarded_move(
     pool: &Pool,
     config: &StoreConfig,
     id: StepId,

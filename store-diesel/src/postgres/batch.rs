@@ -129,7 +129,7 @@ const ORDERED_PICK: &str = "SET LOCAL enable_bitmapscan = off";
 /// [`BatchStepStore::claim_batch`](flowstate_core::ports::BatchStepStore::claim_batch),
 /// its function already checked and `limit` at least 1: one transaction,
 /// [`ORDERED_PICK`] then the claim.
-pub(crate) async fn claim_batch(
+pub(super) async fn claim_batch(
     pool: &Pool,
     config: &StoreConfig,
     limit: u32,
@@ -160,7 +160,7 @@ pub(crate) async fn claim_batch(
 
 /// [`BatchStepStore::complete_batch`](flowstate_core::ports::BatchStepStore::complete_batch)
 /// of `items` (checked, encoded, each step once): the ids that moved.
-pub(crate) async fn complete_batch(
+pub(super) async fn complete_batch(
     pool: &Pool,
     config: &StoreConfig,
     items: &[BatchItem],

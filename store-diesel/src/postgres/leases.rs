@@ -53,7 +53,7 @@ static CLAIM_RUNS: LazyLock<String> = LazyLock::new(|| {
 
 /// [`RunLeaseStore::claim_runs`](flowstate_core::ports::RunLeaseStore::claim_runs),
 /// its input already checked: the runs it leased, as written.
-pub(crate) async fn claim_runs(
+pub(super) async fn claim_runs(
     pool: &Pool,
     config: &StoreConfig,
     worker: &str,

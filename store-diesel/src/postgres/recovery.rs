@@ -60,7 +60,7 @@ struct Reaped {
 /// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::ports::RunRecoveryStore::reap_expired_leases)
 /// of at most `limit` runs (already the effective limit): each run reaped
 /// and its old expiry, in no order.
-pub(crate) async fn reap_expired_leases(
+pub(super) async fn reap_expired_leases(
     pool: &Pool,
     config: &StoreConfig,
     limit: u32,
@@ -116,7 +116,7 @@ static EXPIRE: LazyLock<String> = LazyLock::new(|| {
 /// [`RecoveryStore::expire_step_claims`](flowstate_core::ports::RecoveryStore::expire_step_claims)
 /// of at most `limit` steps (already the effective limit): each step taken
 /// back, in no order.
-pub(crate) async fn expire_step_claims(
+pub(super) async fn expire_step_claims(
     pool: &Pool,
     config: &StoreConfig,
     limit: u32,

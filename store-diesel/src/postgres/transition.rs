@@ -38,7 +38,7 @@ struct MoveRow {
 
 /// A transition, retry or claimer's move of step `id`, its payload already
 /// encoded by core; `attempt` is the claim's, for a fenced move.
-pub(crate) async fn guarded_move(
+pub(super) async fn guarded_move(
     pool: &Pool,
     config: &StoreConfig,
     id: StepId,

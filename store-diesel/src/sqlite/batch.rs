@@ -48,7 +48,7 @@ static CLAIM_BATCH: LazyLock<[String; 2]> =
 
 /// [`BatchStepStore::claim_batch`](flowstate_core::ports::BatchStepStore::claim_batch),
 /// its function already checked and `limit` at least 1.
-pub(crate) async fn claim_batch(
+pub(super) async fn claim_batch(
     pool: &Pool,
     config: &StoreConfig,
     limit: u32,
@@ -92,7 +92,7 @@ fn write_history(
 
 /// [`BatchStepStore::complete_batch`](flowstate_core::ports::BatchStepStore::complete_batch)
 /// of `items` (checked, encoded, each step once): the ids that moved.
-pub(crate) async fn complete_batch(
+pub(super) async fn complete_batch(
     pool: &Pool,
     config: &StoreConfig,
     items: &[BatchItem],

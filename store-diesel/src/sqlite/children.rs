@@ -5,13 +5,15 @@
 use diesel::prelude::*;
 
 use super::{Pool, TxError, write};
+use crate::config::StoreConfig;
 use crate::rows::RunRow;
 use crate::schema::flowstate_runs as runs;
 
 /// Inserts every child row of `parent` not already stored under its key;
 /// a missing parent is [`flowstate_core::Error::RunNotFound`].
-pub(crate) async fn insert_children(
+pub(super) async fn insert_children(
     pool: &Pool,
+    _config: &StoreConfig,
     parent: flowstate_core::RunId,
     rows: Vec<RunRow>,
 ) -> flowstate_core::Result<usize> {

@@ -23,7 +23,7 @@ use crate::sql::Move;
 
 /// [`StepStore::claim_step_outcome`](flowstate_core::ports::StepStore::claim_step_outcome), its
 /// name and function already checked.
-pub(crate) async fn claim(
+pub(super) async fn claim(
     pool: &Pool,
     config: &StoreConfig,
     run: RunId,

@@ -21,7 +21,7 @@ use crate::store::{ExpiredRow, expired_claims, expired_first, fail_expired, free
 /// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::ports::RunRecoveryStore::reap_expired_leases)
 /// of at most `limit` runs (already the effective limit): each run reaped
 /// and its old expiry.
-pub(crate) async fn reap_expired_leases(
+pub(super) async fn reap_expired_leases(
     pool: &Pool,
     config: &StoreConfig,
     limit: u32,
@@ -43,7 +43,7 @@ pub(crate) async fn reap_expired_leases(
 /// IMMEDIATE` transaction: the expired claims read first deadline first
 /// under the write lock, then those steps failed and their history rows
 /// with them.
-pub(crate) async fn expire_step_claims(
+pub(super) async fn expire_step_claims(
     pool: &Pool,
     config: &StoreConfig,
     limit: u32,

@@ -22,7 +22,7 @@ use crate::store::{Inserting, holder};
 /// settled (and, with `token`, whose lease the token holds): whether this
 /// call inserted it, the step that already holds its name, or neither (the
 /// run refused it).
-pub(crate) async fn insert_step(
+pub(super) async fn insert_step(
     pool: &Pool,
     config: &StoreConfig,
     run: RunId,

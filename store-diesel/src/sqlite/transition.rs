@@ -19,7 +19,7 @@ use crate::sql::Move;
 
 /// A transition, retry or claimer's move of step `id`, its payload already
 /// encoded by core (`attempt`: the claim's, for a fenced move).
-pub(crate) async fn guarded_move(
+pub(super) async fn guarded_move(
     pool: &Pool,
     config: &StoreConfig,
     id: StepId,

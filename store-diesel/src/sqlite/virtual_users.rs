@@ -19,7 +19,7 @@ use crate::schema::{
 /// Appends `entries` (JSON text) to running run `id` at `now`: the new
 /// transcript length, or `None` if no running run `id` matched.
 #[tracing::instrument(level = "debug", skip_all, fields(run = %id))]
-pub(crate) async fn append_transcript(
+pub(super) async fn append_transcript(
     pool: &Pool,
     _config: &StoreConfig,
     id: String,

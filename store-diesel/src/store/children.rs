@@ -1,7 +1,8 @@
 //! [`ChildRunStore`] for [`DieselStore`]: the children inserted skipping
 //! the keys already taken (`ON CONFLICT (idempotency_key) DO NOTHING`,
 //! MySQL's `ON DUPLICATE KEY UPDATE id = id`; one multi-row `INSERT` on the
-//! servers, one `BEGIN IMMEDIATE` write on SQLite, in `sqlite/children.rs`),
+//! servers, one `BEGIN IMMEDIATE` write on SQLite: each dialect's
+//! `children.rs`, through [`by_dialect!`]),
 //! then one `SELECT` of the children by key, so any number of racing calls
 //! create each child once and all answer the same runs.
 
@@ -13,8 +14,7 @@ use diesel_async::RunQueryDsl;
 use flowstate_core::ports::ChildRunStore;
 use flowstate_core::{Error, Inserted, NewChild, Result, Run, RunId, Timestamp};
 
-use super::{DieselStore, Pools, leased, on_connection};
-use crate::error::or_missing_run;
+use super::{DieselStore, by_dialect, on_connection};
 use crate::rows::RunRow;
 use crate::schema::flowstate_runs as runs;
 
@@ -41,28 +41,7 @@ impl ChildRunStore for DieselStore {
             .iter()
             .map(|run| run.idempotency_key.clone().expect("children are keyed"))
             .collect();
-        let _inserted: usize = match &self.pools {
-            #[cfg(feature = "postgres")]
-            Pools::Postgres(pool) => leased!(pool, op, |conn| diesel::insert_into(runs::table)
-                .values(&rows)
-                .on_conflict(runs::idempotency_key)
-                .do_nothing()
-                .execute(conn)
-                .await)
-            .map_err(|err| or_missing_run(op, parent, err))?,
-            #[cfg(feature = "mysql")]
-            Pools::Mysql(pool) => leased!(pool, op, |conn| diesel::insert_into(runs::table)
-                .values(&rows)
-                // `INSERT IGNORE` would also turn a missing parent into a warning.
-                .on_conflict(diesel::dsl::DuplicatedKeys)
-                .do_update()
-                .set(runs::id.eq(runs::id))
-                .execute(conn)
-                .await)
-            .map_err(|err| or_missing_run(op, parent, err))?,
-            #[cfg(feature = "sqlite")]
-            Pools::Sqlite(pool) => crate::sqlite::insert_children(pool, parent, rows).await?,
-        };
+        let _inserted: usize = by_dialect!(self, insert_children(parent, rows))?;
         let stored: Vec<RunRow> = on_connection!(self, op, |conn| runs::table
             .filter(runs::idempotency_key.eq_any(&keys))
             .select(RunRow::as_select())

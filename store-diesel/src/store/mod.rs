@@ -6,9 +6,10 @@
 //! [`on_connection!`], which binds a pooled connection of whichever dialect
 //! the store speaks and monomorphises the same diesel DSL for each. Only the
 //! hot writes that truly differ (claim, transition, retry, insert_step) are
-//! handed to the dialect modules, through [`by_dialect!`]; each of those
-//! modules has the same files (`claim.rs`, `transition.rs`, `steps.rs`,
-//! `sql.rs`).
+//! handed to the dialect modules through the one seam, the
+//! `crate::dialect::Dialect` trait, which [`by_dialect!`] dispatches
+//! on; each of those modules has the same files. No file here names a
+//! dialect module, except the [`Pools`] enum naming each dialect's type.
 
 mod batch;
 pub(crate) use batch::BatchItem;
@@ -35,8 +36,8 @@ mod versions;
 mod virtual_users;
 
 use crate::config::StoreConfig;
+use crate::dialect::PoolOf;
 use crate::error::{Error, Result};
-use crate::pool::ConnectionPool;
 use crate::url::{DatabaseUrl, Dialect};
 
 /// A flowstate store on PostgreSQL, MySQL/MariaDB or SQLite.
@@ -56,13 +57,13 @@ pub struct DieselStore {
 pub(crate) enum Pools {
     /// PostgreSQL.
     #[cfg(feature = "postgres")]
-    Postgres(ConnectionPool<diesel_async::AsyncPgConnection>),
+    Postgres(PoolOf<crate::postgres::Postgres>),
     /// MySQL or MariaDB.
     #[cfg(feature = "mysql")]
-    Mysql(ConnectionPool<diesel_async::AsyncMysqlConnection>),
+    Mysql(PoolOf<crate::mysql::Mysql>),
     /// SQLite.
     #[cfg(feature = "sqlite")]
-    Sqlite(ConnectionPool<crate::sqlite::SqliteConn>),
+    Sqlite(PoolOf<crate::sqlite::Sqlite>),
 }
 
 /// Runs `$body` (an expression of type `QueryResult<T>`, typically one
@@ -179,22 +180,33 @@ macro_rules! transacted {
 }
 pub(crate) use transacted;
 
-/// Calls `$function` of the store's dialect module with its pool and the
-/// store's config, then `$args`.
+/// The one dispatch macro: calls operation `$op` of the [`Dialect`] trait
+/// (`crate::dialect::Dialect`) on the dialect whose pool the store holds,
+/// with that pool and the store's config, then `$args`, and awaits it. The
+/// shared code reaches a dialect's own SQL only through here; it stands in
+/// for diesel's `MultiConnection`, which diesel-async lacks.
+///
+/// [`Dialect`]: crate::dialect::Dialect
 macro_rules! by_dialect {
-    ($store:expr, $function:ident($($arg:expr),* $(,)?)) => {
+    ($store:expr, $op:ident($($arg:expr),* $(,)?)) => {
         match &$store.pools {
             #[cfg(feature = "postgres")]
             $crate::store::Pools::Postgres(pool) => {
-                $crate::postgres::$function(pool, &$store.config, $($arg),*).await
+                <$crate::postgres::Postgres as $crate::dialect::Dialect>::$op(
+                    pool, &$store.config, $($arg),*
+                ).await
             }
             #[cfg(feature = "mysql")]
             $crate::store::Pools::Mysql(pool) => {
-                $crate::mysql::$function(pool, &$store.config, $($arg),*).await
+                <$crate::mysql::Mysql as $crate::dialect::Dialect>::$op(
+                    pool, &$store.config, $($arg),*
+                ).await
             }
             #[cfg(feature = "sqlite")]
             $crate::store::Pools::Sqlite(pool) => {
-                $crate::sqlite::$function(pool, &$store.config, $($arg),*).await
+                <$crate::sqlite::Sqlite as $crate::dialect::Dialect>::$op(
+                    pool, &$store.config, $($arg),*
+                ).await
             }
         }
     };
@@ -213,15 +225,29 @@ impl DieselStore {
         let mut config = config;
         let pools = match parsed.dialect {
             #[cfg(feature = "postgres")]
-            Dialect::Postgres => {
-                Pools::Postgres(crate::postgres::connect(&parsed.target, &config).await?)
-            }
+            Dialect::Postgres => Pools::Postgres(
+                <crate::postgres::Postgres as crate::dialect::Dialect>::connect(
+                    &parsed.target,
+                    &mut config,
+                )
+                .await?,
+            ),
             #[cfg(feature = "mysql")]
-            Dialect::Mysql => Pools::Mysql(crate::mysql::connect(&parsed.target, &config).await?),
+            Dialect::Mysql => Pools::Mysql(
+                <crate::mysql::Mysql as crate::dialect::Dialect>::connect(
+                    &parsed.target,
+                    &mut config,
+                )
+                .await?,
+            ),
             #[cfg(feature = "sqlite")]
-            Dialect::Sqlite => {
-                Pools::Sqlite(crate::sqlite::connect(&parsed.target, &mut config).await?)
-            }
+            Dialect::Sqlite => Pools::Sqlite(
+                <crate::sqlite::Sqlite as crate::dialect::Dialect>::connect(
+                    &parsed.target,
+                    &mut config,
+                )
+                .await?,
+            ),
             #[allow(unreachable_patterns)]
             other => {
                 return Err(Error::UnsupportedUrl {

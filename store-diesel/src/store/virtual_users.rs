@@ -9,11 +9,13 @@
 //! `UPDATE` that admits it, in one transaction with the entries' insert, so
 //! two appends can never number the same position. Only the spelling of an
 //! upsert and the lack of `RETURNING` set MySQL apart ([`by_returning!`]),
-//! and SQLite's append runs on its blocking connection
-//! (`sqlite/virtual_users.rs`), where diesel builds a multi-row insert.
+//! and the append, whose admitting `UPDATE` answers the new length
+//! differently on each (and whose multi-row insert diesel builds for SQLite
+//! only on its blocking connection), is each dialect's
+//! `virtual_users.rs`, through [`by_dialect!`].
 
 use diesel::prelude::*;
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use serde_json::Value;
 
 use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
@@ -22,12 +24,11 @@ use flowstate_core::{
     VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
 };
 
-use super::{DieselStore, Pools, by_returning, leased, on_connection};
+use super::{DieselStore, by_dialect, by_returning, on_connection};
 use crate::cached::CacheExt;
-use crate::error::backend;
 use crate::rows::convert;
 use crate::rows_virtual_users::{
-    RUNNING, ScheduleRow, TranscriptRow, VirtualUserRunRow, position, transcript_entry,
+    RUNNING, ScheduleRow, VirtualUserRunRow, position, transcript_entry,
 };
 use crate::schema::{
     JsonText, flowstate_virtual_user_runs as runs, flowstate_virtual_user_schedules as schedules,
@@ -267,94 +268,11 @@ impl VirtualUserRunStore for DieselStore {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %id, entries = entries.len()))]
-    #[cfg_attr(
-        not(any(feature = "postgres", feature = "mysql")),
-        allow(unused_variables)
-    )]
     async fn append_transcript(&self, id: VirtualUserRunId, entries: &[Value]) -> Result<u64> {
         let encoded = self.config.limits.encode_transcript(entries)?;
-        let op = "append_transcript";
         let id_text = id.to_string();
         let now = self.now();
-        let n = encoded.len() as i64;
-        let admit = || {
-            diesel::update(
-                runs::table
-                    .filter(runs::id.eq(&id_text))
-                    .filter(runs::status.eq(RUNNING)),
-            )
-            .set((
-                runs::transcript_len.eq(runs::transcript_len + n),
-                runs::updated_at.eq(now),
-            ))
-        };
-        // The entries, numbered below the length the update answered.
-        let rows = |len: i64| -> Vec<TranscriptRow> {
-            encoded
-                .iter()
-                .zip(len - n..)
-                .map(|(entry, seq)| TranscriptRow {
-                    run_id: id_text.clone(),
-                    seq,
-                    entry: JsonText(entry.clone()),
-                    at: now,
-                })
-                .collect()
-        };
-        let fail = |err| backend(op, err);
-        let len: Option<i64> = match &self.pools {
-            #[cfg(feature = "postgres")]
-            Pools::Postgres(pool) => leased!(pool, op, |conn| conn
-                .transaction(async |conn| {
-                    let Some(len) = admit()
-                        .returning(runs::transcript_len)
-                        .get_result::<i64>(conn)
-                        .await
-                        .optional()?
-                    else {
-                        return Ok(None);
-                    };
-                    diesel::insert_into(transcript::table)
-                        .values(rows(len))
-                        .execute(conn)
-                        .await?;
-                    Ok(Some(len))
-                })
-                .await)
-            .map_err(fail)?,
-            // No `RETURNING`: the row the update locked is read back in the
-            // same transaction.
-            #[cfg(feature = "mysql")]
-            Pools::Mysql(pool) => leased!(pool, op, |conn| conn
-                .transaction(async |conn| {
-                    if admit().execute(conn).await? == 0 {
-                        return Ok(None);
-                    }
-                    let len = runs::table
-                        .find(&id_text)
-                        .select(runs::transcript_len)
-                        .first::<i64>(conn)
-                        .await?;
-                    diesel::insert_into(transcript::table)
-                        .values(rows(len))
-                        .execute(conn)
-                        .await?;
-                    Ok(Some(len))
-                })
-                .await)
-            .map_err(fail)?,
-            #[cfg(feature = "sqlite")]
-            Pools::Sqlite(pool) => {
-                crate::sqlite::append_transcript(
-                    pool,
-                    &self.config,
-                    id_text.clone(),
-                    encoded.clone(),
-                    now,
-                )
-                .await?
-            }
-        };
+        let len = by_dialect!(self, append_transcript(id_text, encoded, now))?;
         match len {
             Some(len) => position("virtual-user transcript length", &id.to_string(), len),
             None => Err(self.not_running(id).await),

@@ -1,0 +1,32 @@
+//! Children on MySQL: one multi-row `INSERT ... ON DUPLICATE KEY UPDATE
+//! id = id`, so a child already stored under its key is skipped.
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use super::Pool;
+use crate::config::StoreConfig;
+use crate::error::or_missing_run;
+use crate::rows::RunRow;
+use crate::schema::flowstate_runs as runs;
+use crate::store::leased;
+
+/// Inserts every child row of `parent` not already stored under its key;
+/// a missing parent is [`flowstate_core::Error::RunNotFound`].
+pub(super) async fn insert_children(
+    pool: &Pool,
+    _config: &StoreConfig,
+    parent: flowstate_core::RunId,
+    rows: Vec<RunRow>,
+) -> flowstate_core::Result<usize> {
+    let op = "create_children";
+    leased!(pool, op, |conn| diesel::insert_into(runs::table)
+        .values(&rows)
+        // `INSERT IGNORE` would also turn a missing parent into a warning.
+        .on_conflict(diesel::dsl::DuplicatedKeys)
+        .do_update()
+        .set(runs::id.eq(runs::id))
+        .execute(conn)
+        .await)
+    .map_err(|err| or_missing_run(op, parent, err))
+}
