@@ -22,6 +22,13 @@
 //! structs [`crate::postgres::Postgres`], [`crate::mysql::Mysql`] and
 //! [`crate::sqlite::Sqlite`] implement it.
 //!
+//! A dialect implements it with [`wire_dialect!`], in its `mod.rs`: each
+//! method is the function of the same name in the dialect's file of the
+//! same family (`claim::claim`, `batch::claim_batch`, ...), so the
+//! signatures are written here, once, and the three folders hold the same
+//! files with the same function names; a function missing from a folder is
+//! a compile error naming it.
+//!
 //! The trait is never used as `dyn` or as a generic bound on the store:
 //! `by_dialect!` (in `store/mod.rs`) is the one dispatch macro, matching
 //! the store's pool and calling `<D as Dialect>::op` on the dialect it
@@ -152,3 +159,119 @@ where
         now: i64,
     ) -> Result<Option<i64>>;
 }
+
+/// Implements [`Dialect`] for the unit struct `$dialect` with connections of
+/// type `$conn`, each method calling the function of the same name in the
+/// invoking dialect module's files: `connect`, `claim::claim`,
+/// `batch::{claim_batch, complete_batch}`, `leases::claim_runs`,
+/// `recovery::{expire_step_claims, reap_expired_leases}`,
+/// `steps::insert_step`, `transition::guarded_move`,
+/// `children::insert_children`, `virtual_users::append_transcript`.
+macro_rules! wire_dialect {
+    ($dialect:ty, $conn:ty) => {
+        impl $crate::dialect::Dialect for $dialect {
+            type Conn = $conn;
+
+            async fn connect(
+                url: &str,
+                config: &mut $crate::config::StoreConfig,
+            ) -> $crate::Result<$crate::dialect::PoolOf<Self>> {
+                connect(url, config).await
+            }
+
+            async fn claim(
+                pool: &$crate::dialect::PoolOf<Self>,
+                config: &$crate::config::StoreConfig,
+                run: flowstate_core::RunId,
+                name: &str,
+                function: &str,
+            ) -> flowstate_core::Result<flowstate_core::ClaimOutcome> {
+                claim::claim(pool, config, run, name, function).await
+            }
+
+            async fn claim_batch(
+                pool: &$crate::dialect::PoolOf<Self>,
+                config: &$crate::config::StoreConfig,
+                limit: u32,
+                function: Option<&str>,
+            ) -> flowstate_core::Result<Vec<$crate::rows::StepRow>> {
+                batch::claim_batch(pool, config, limit, function).await
+            }
+
+            async fn complete_batch(
+                pool: &$crate::dialect::PoolOf<Self>,
+                config: &$crate::config::StoreConfig,
+                items: &[$crate::store::BatchItem],
+            ) -> flowstate_core::Result<std::collections::HashSet<String>> {
+                batch::complete_batch(pool, config, items).await
+            }
+
+            async fn claim_runs(
+                pool: &$crate::dialect::PoolOf<Self>,
+                config: &$crate::config::StoreConfig,
+                worker: &str,
+                n: u32,
+                lease_for: std::time::Duration,
+            ) -> flowstate_core::Result<Vec<$crate::rows_leases::LeasedRunRow>> {
+                leases::claim_runs(pool, config, worker, n, lease_for).await
+            }
+
+            async fn expire_step_claims(
+                pool: &$crate::dialect::PoolOf<Self>,
+                config: &$crate::config::StoreConfig,
+                limit: u32,
+            ) -> flowstate_core::Result<Vec<$crate::store::ExpiredRow>> {
+                recovery::expire_step_claims(pool, config, limit).await
+            }
+
+            async fn reap_expired_leases(
+                pool: &$crate::dialect::PoolOf<Self>,
+                config: &$crate::config::StoreConfig,
+                limit: u32,
+            ) -> flowstate_core::Result<Vec<(String, i64)>> {
+                recovery::reap_expired_leases(pool, config, limit).await
+            }
+
+            async fn insert_step(
+                pool: &$crate::dialect::PoolOf<Self>,
+                config: &$crate::config::StoreConfig,
+                run: flowstate_core::RunId,
+                row: &$crate::rows::StepRow,
+                token: Option<i64>,
+            ) -> flowstate_core::Result<$crate::store::Inserting> {
+                steps::insert_step(pool, config, run, row, token).await
+            }
+
+            async fn guarded_move(
+                pool: &$crate::dialect::PoolOf<Self>,
+                config: &$crate::config::StoreConfig,
+                id: flowstate_core::StepId,
+                step_move: $crate::sql::Move,
+                payload: Option<String>,
+                attempt: Option<u32>,
+            ) -> flowstate_core::Result<$crate::guard::Guarded> {
+                transition::guarded_move(pool, config, id, step_move, payload, attempt).await
+            }
+
+            async fn insert_children(
+                pool: &$crate::dialect::PoolOf<Self>,
+                config: &$crate::config::StoreConfig,
+                parent: flowstate_core::RunId,
+                rows: Vec<$crate::rows::RunRow>,
+            ) -> flowstate_core::Result<usize> {
+                children::insert_children(pool, config, parent, rows).await
+            }
+
+            async fn append_transcript(
+                pool: &$crate::dialect::PoolOf<Self>,
+                config: &$crate::config::StoreConfig,
+                id: String,
+                entries: Vec<String>,
+                now: i64,
+            ) -> flowstate_core::Result<Option<i64>> {
+                virtual_users::append_transcript(pool, config, id, entries, now).await
+            }
+        }
+    };
+}
+pub(crate) use wire_dialect;

@@ -37,9 +37,7 @@ mod steps;
 mod transition;
 mod virtual_users;
 
-use std::collections::HashSet;
 use std::path::Path;
-use std::time::Duration;
 
 use diesel::connection::SimpleConnection;
 use diesel::result::Error as DieselError;
@@ -48,16 +46,9 @@ use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use futures_util::future::BoxFuture;
 
-use flowstate_core::{ClaimOutcome, RunId, StepId};
-
 use crate::config::StoreConfig;
-use crate::dialect::Dialect;
-use crate::guard::Guarded;
 use crate::pool::ConnectionPool;
-use crate::rows::{RunRow, StepRow};
-use crate::rows_leases::LeasedRunRow;
-use crate::sql::Move;
-use crate::store::{BatchItem, ExpiredRow, Inserting, TxError};
+use crate::store::TxError;
 
 /// The dialect's name, as errors and logs print it.
 const DIALECT: &str = "sqlite";
@@ -73,106 +64,7 @@ pub(crate) type Pool = ConnectionPool<SqliteConn>;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Sqlite;
 
-impl Dialect for Sqlite {
-    type Conn = SqliteConn;
-
-    async fn connect(url: &str, config: &mut StoreConfig) -> crate::Result<Pool> {
-        connect(url, config).await
-    }
-
-    async fn claim(
-        pool: &Pool,
-        config: &StoreConfig,
-        run: RunId,
-        name: &str,
-        function: &str,
-    ) -> flowstate_core::Result<ClaimOutcome> {
-        claim::claim(pool, config, run, name, function).await
-    }
-
-    async fn claim_batch(
-        pool: &Pool,
-        config: &StoreConfig,
-        limit: u32,
-        function: Option<&str>,
-    ) -> flowstate_core::Result<Vec<StepRow>> {
-        batch::claim_batch(pool, config, limit, function).await
-    }
-
-    async fn complete_batch(
-        pool: &Pool,
-        config: &StoreConfig,
-        items: &[BatchItem],
-    ) -> flowstate_core::Result<HashSet<String>> {
-        batch::complete_batch(pool, config, items).await
-    }
-
-    async fn claim_runs(
-        pool: &Pool,
-        config: &StoreConfig,
-        worker: &str,
-        n: u32,
-        lease_for: Duration,
-    ) -> flowstate_core::Result<Vec<LeasedRunRow>> {
-        leases::claim_runs(pool, config, worker, n, lease_for).await
-    }
-
-    async fn expire_step_claims(
-        pool: &Pool,
-        config: &StoreConfig,
-        limit: u32,
-    ) -> flowstate_core::Result<Vec<ExpiredRow>> {
-        recovery::expire_step_claims(pool, config, limit).await
-    }
-
-    async fn reap_expired_leases(
-        pool: &Pool,
-        config: &StoreConfig,
-        limit: u32,
-    ) -> flowstate_core::Result<Vec<(String, i64)>> {
-        recovery::reap_expired_leases(pool, config, limit).await
-    }
-
-    async fn insert_step(
-        pool: &Pool,
-        config: &StoreConfig,
-        run: RunId,
-        row: &StepRow,
-        token: Option<i64>,
-    ) -> flowstate_core::Result<Inserting> {
-        steps::insert_step(pool, config, run, row, token).await
-    }
-
-    async fn guarded_move(
-        pool: &Pool,
-        config: &StoreConfig,
-        id: StepId,
-        step_move: Move,
-        payload: Option<String>,
-        attempt: Option<u32>,
-    ) -> flowstate_core::Result<Guarded> {
-        transition::guarded_move(pool, config, id, step_move, payload, attempt).await
-    }
-
-    async fn insert_children(
-        pool: &Pool,
-        config: &StoreConfig,
-        parent: RunId,
-        rows: Vec<RunRow>,
-    ) -> flowstate_core::Result<usize> {
-        children::insert_children(pool, config, parent, rows).await
-    }
-
-    async fn append_transcript(
-        pool: &Pool,
-        config: &StoreConfig,
-        id: String,
-        entries: Vec<String>,
-        now: i64,
-    ) -> flowstate_core::Result<Option<i64>> {
-        virtual_users::append_transcript(pool, config, id, entries, now).await
-    }
-}
+crate::dialect::wire_dialect!(Sqlite, SqliteConn);
 
 /// Opens a pool on the SQLite file `url` (a path, as [`crate::DatabaseUrl`]
 /// leaves it once `sqlite://` is stripped), creating its parent directory
