@@ -44,6 +44,7 @@ macro_rules! __event_cases {
                 dispatch_pending_materialises_due_events,
                 failing_dispatch_backs_off_and_dead_letters,
                 stale_failure_report_writes_nothing,
+                long_dispatch_error_is_cut_on_a_char_boundary,
                 dispatcher_runs_until_shut_down,
             }
             event_races {

@@ -72,7 +72,9 @@ pub trait EventStore: Send + Sync {
     ) -> impl Future<Output = Result<Option<Vec<RunId>>>> + Send;
 
     /// Records a failed dispatch attempt of an event that had `attempts`
-    /// attempts when it was taken: attempts + 1, `error` kept, and per
+    /// attempts when it was taken: attempts + 1, `error` kept, cut to
+    /// 2,000 bytes on a char boundary
+    /// ([`checks::dispatch_error`](super::checks::dispatch_error)), and per
     /// `outcome` either due again after the delay or dead-lettered now.
     /// Guarded by `attempts`, so of two dispatchers reporting the same
     /// attempt one writes; answers whether this one did.

@@ -59,6 +59,7 @@
 //! suite over the reference backend, `MemoryStore`.
 
 mod batch;
+pub mod checks;
 mod children;
 mod definitions;
 mod effects;

@@ -16,7 +16,7 @@ use diesel_async::RunQueryDsl;
 
 use flowstate_core::backoff::EventDispatchOutcome;
 use flowstate_core::limits::checked;
-use flowstate_core::ports::EventStore;
+use flowstate_core::ports::{EventStore, checks};
 use flowstate_core::{
     Delivery, Dispatch, Emission, Error, Event, EventFilter, EventId, InputLimits, NewEvent,
     PendingEvent, Result, RunCause, RunId, Timestamp,
@@ -30,9 +30,6 @@ use crate::schema::{
     flowstate_events as events, flowstate_published_versions as versions, flowstate_runs as runs,
     flowstate_workflows as workflows,
 };
-
-/// The longest dispatch error kept on an event, in bytes.
-const MAX_ERROR_BYTES: usize = 2_000;
 
 /// Locks a pending event for its dispatch, answering its row.
 pub(crate) trait LockPending {
@@ -383,7 +380,7 @@ impl EventStore for DieselStore {
         let op = "record_dispatch_failure";
         let id_text = id.to_string();
         let now = Timestamp::from_micros(self.now());
-        let error = truncate(error, MAX_ERROR_BYTES);
+        let error = checks::dispatch_error(error);
         let seen = i64::from(attempts);
         let (after, dead) = match outcome {
             EventDispatchOutcome::RetryAfter(delay) => (now.plus(delay), None),
@@ -484,13 +481,4 @@ impl EventStore for DieselStore {
         let delivery = Delivery::try_from(delivery)?;
         Ok(Some(delivery.cause(&Event::try_from(event)?)))
     }
-}
-
-/// `text` cut to at most `max` bytes, on a character boundary.
-fn truncate(text: &str, max: usize) -> String {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_owned()
 }

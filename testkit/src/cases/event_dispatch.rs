@@ -177,6 +177,32 @@ where
     );
 }
 
+/// A long dispatch error is kept cut to 2,000 bytes on a char boundary,
+/// the same on every backend: of 10 kB of `x` then `€` (three bytes each),
+/// the first 1,999 bytes, since the 2,000th is inside a `€`.
+pub async fn long_dispatch_error_is_cut_on_a_char_boundary<H: Harness>(h: &H)
+where
+    H::Store: EventBackend,
+{
+    let store = h.store();
+    listening(h, "app", "s", "wf").await;
+    let emitted = emit(h, tick("app", "s", json!({})), Dispatch::Deferred).await;
+    let error = format!("x{}", "€".repeat(3_333));
+    assert_eq!(error.len(), 10_000);
+    let outcome = EventDispatchOutcome::RetryAfter(Duration::from_secs(1));
+    assert!(
+        store
+            .record_dispatch_failure(emitted.event, 0, &error, outcome)
+            .await
+            .unwrap()
+    );
+    let stored = store.get_event(emitted.event).await.unwrap();
+    let kept = stored.last_error.expect("the error is kept");
+    let expected = format!("x{}", "€".repeat(666));
+    assert_eq!(expected.len(), 1_999);
+    assert_eq!(kept, expected);
+}
+
 /// A spawned [`Dispatcher`](flowstate_events::Dispatcher) dispatches what is deferred and stops on
 /// shutdown, its counters saying what it did.
 pub async fn dispatcher_runs_until_shut_down<H: Harness>(h: &H)

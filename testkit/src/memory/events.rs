@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use flowstate_core::backoff::EventDispatchOutcome;
 use flowstate_core::limits::checked;
-use flowstate_core::ports::{EventQueueStore, EventStore};
+use flowstate_core::ports::{EventQueueStore, EventStore, checks};
 use flowstate_core::{
     Activation, ActivationId, Delivery, Dispatch, Emission, Error, Event, EventFilter, EventId,
     NewEvent, NextDispatch, PendingEvent, PublishedVersion, PublishedVersionId, Result, RunCause,
@@ -206,7 +206,7 @@ impl EventStore for MemoryStore {
             return Ok(false);
         }
         event.attempts += 1;
-        event.last_error = Some(error.to_owned());
+        event.last_error = Some(checks::dispatch_error(error));
         match outcome {
             EventDispatchOutcome::RetryAfter(delay) => event.dispatch_after = now.plus(delay),
             EventDispatchOutcome::DeadLetter => event.dead_lettered_at = Some(now),
