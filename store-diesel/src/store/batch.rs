@@ -11,6 +11,7 @@ use diesel_async::RunQueryDsl;
 use flowstate_core::batch::repeated_items;
 use flowstate_core::limits::{Dismantle, checked};
 use flowstate_core::ports::BatchStepStore;
+use flowstate_core::ports::checks;
 use flowstate_core::{BatchClaim, Completion, Error, Result, Step, StepClaim, StepId, StepStatus};
 
 use super::{DieselStore, by_dialect, on_connection};
@@ -51,9 +52,7 @@ impl DieselStore {
 impl BatchStepStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(limit = claim.limit))]
     async fn claim_batch(&self, claim: &BatchClaim) -> Result<Vec<Step>> {
-        if let Some(function) = &claim.function {
-            self.config.limits.check_key("function", function)?;
-        }
+        checks::claim_batch(&self.config.limits, claim)?;
         let limit = claim.effective_limit();
         if limit == 0 {
             return Ok(Vec::new());
@@ -83,7 +82,9 @@ impl BatchStepStore for DieselStore {
                 outcomes.push(Some(Err(error)));
                 continue;
             }
-            match checked(transition, |t| self.config.limits.encode_transition(t)) {
+            match checked(transition, |t| {
+                checks::complete_batch(&self.config.limits, t)
+            }) {
                 Ok((transition, payload)) => {
                     let payload = payload.unwrap_or_else(|| "null".to_owned());
                     let item = BatchItem {

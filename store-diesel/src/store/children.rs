@@ -12,6 +12,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::ports::ChildRunStore;
+use flowstate_core::ports::checks;
 use flowstate_core::{Error, Inserted, NewChild, Result, Run, RunId, Timestamp};
 
 use super::{DieselStore, by_dialect, on_connection};
@@ -26,7 +27,7 @@ impl ChildRunStore for DieselStore {
         children: Vec<NewChild>,
     ) -> Result<Vec<Inserted<Run>>> {
         let op = "create_children";
-        let encoded = self.config.limits.encode_children(parent, children)?;
+        let encoded = checks::create_children(&self.config.limits, parent, children)?;
         let now = Timestamp::from_micros(self.now());
         let records: Vec<Run> = encoded
             .iter()

@@ -12,6 +12,7 @@ use diesel_async::RunQueryDsl;
 
 use flowstate_core::limits::checked;
 use flowstate_core::ports::DefinitionStore;
+use flowstate_core::ports::checks;
 use flowstate_core::{
     Activation, ActivationId, Error, Inserted, NewActivation, NewPublishedVersion, NewWorkflow,
     PublishedVersion, PublishedVersionId, Result, Workflow, WorkflowId,
@@ -52,7 +53,7 @@ impl DefinitionStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(name = %workflow.name))]
     async fn create_workflow(&self, workflow: NewWorkflow) -> Result<Inserted<Workflow>> {
         let op = "create_workflow";
-        self.config.limits.check_workflow(&workflow)?;
+        checks::create_workflow(&self.config.limits, &workflow)?;
         let row = WorkflowRow {
             id: WorkflowId::generate().to_string(),
             app_id: workflow.app_id,
@@ -92,8 +93,7 @@ impl DefinitionStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn list_workflows(&self, app_id: &str, scope_id: &str) -> Result<Vec<Workflow>> {
-        self.config.limits.check_key("app id", app_id)?;
-        self.config.limits.check_key("scope id", scope_id)?;
+        checks::list_workflows(&self.config.limits, app_id, scope_id)?;
         let rows: Vec<WorkflowRow> = on_connection!(self, "list_workflows", |conn| {
             workflows::table
                 .filter(workflows::app_id.eq(app_id))
@@ -127,7 +127,7 @@ impl DefinitionStore for DieselStore {
         version: NewPublishedVersion,
     ) -> Result<Inserted<PublishedVersion>> {
         let (version, definition) =
-            checked(version, |v| self.config.limits.encode_published_version(v))?;
+            checked(version, |v| checks::publish_version(&self.config.limits, v))?;
         let workflow = version.workflow;
         let row = PublishedVersionRow {
             id: PublishedVersionId::generate().to_string(),
@@ -190,8 +190,9 @@ impl DefinitionStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(workflow = %activation.workflow))]
     async fn create_activation(&self, activation: NewActivation) -> Result<Activation> {
         let op = "create_activation";
-        let (activation, authorization) =
-            checked(activation, |a| self.config.limits.encode_activation(a))?;
+        let (activation, authorization) = checked(activation, |a| {
+            checks::create_activation(&self.config.limits, a)
+        })?;
         let row = ActivationRow {
             id: ActivationId::generate().to_string(),
             workflow_id: activation.workflow.to_string(),

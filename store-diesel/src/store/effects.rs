@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use flowstate_core::backend::decode_json;
 use flowstate_core::ports::EffectJournal;
+use flowstate_core::ports::checks;
 use flowstate_core::{EffectBegin, Error, Result, RunId, StrandedEffect, Timestamp};
 
 use super::{DieselStore, by_returning, on_connection};
@@ -32,7 +33,7 @@ struct EffectRow {
 impl EffectJournal for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, key = %key))]
     async fn begin_effect(&self, run: RunId, key: &str) -> Result<EffectBegin> {
-        self.config.limits.check_effect_key(key)?;
+        checks::begin_effect(&self.config.limits, key)?;
         let op = "begin_effect";
         let mine = uuid::Uuid::now_v7().to_string();
         let row = EffectRow {
@@ -74,9 +75,8 @@ impl EffectJournal for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, key = %key))]
     async fn settle_effect(&self, run: RunId, key: &str, outcome: &Value) -> Result<()> {
-        self.config.limits.check_effect_key(key)?;
         let op = "settle_effect";
-        let outcome = JsonText(self.config.limits.encode("effect outcome", outcome)?);
+        let outcome = JsonText(checks::settle_effect(&self.config.limits, key, outcome)?);
         let (id, now) = (run.to_string(), self.now());
         let settled = on_connection!(self, op, |conn| diesel::update(
             effects::table

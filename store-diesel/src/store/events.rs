@@ -196,7 +196,7 @@ impl EventStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(event_type = %event.event_type))]
     async fn emit(&self, event: NewEvent, dispatch: Dispatch) -> Result<Emission> {
         let limits = self.config.limits;
-        let (event, encoded) = checked(event, |event| limits.encode_event(event))?;
+        let (event, encoded) = checked(event, |event| checks::emit(&limits, event))?;
         let now = Timestamp::from_micros(self.now());
         let base = event.into_event(EventId::generate(), now);
         let target = base.target_workflow.map(|t| t.to_string());

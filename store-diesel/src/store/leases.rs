@@ -15,6 +15,7 @@ use diesel_async::RunQueryDsl;
 
 use flowstate_core::lease::{leasable_statuses, lease_micros};
 use flowstate_core::ports::RunLeaseStore;
+use flowstate_core::ports::checks;
 use flowstate_core::{
     Error, LeaseState, Release, Released, Result, RunId, RunLease, RunOutcome, RunStatus,
 };
@@ -133,20 +134,20 @@ impl DieselStore {
 impl RunLeaseStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(worker = %worker))]
     async fn claim_run(&self, worker: &str, lease_for: Duration) -> Result<Option<RunLease>> {
-        self.config.limits.check_lease(worker, lease_for)?;
+        checks::claim_run(&self.config.limits, worker, lease_for)?;
         let leases = self.leased_runs(worker, 1, lease_for).await?;
         Ok(leases.into_iter().next())
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(worker = %worker, n))]
     async fn claim_runs(&self, worker: &str, n: u32, lease_for: Duration) -> Result<Vec<RunLease>> {
-        self.config.limits.check_claim_batch(worker, n, lease_for)?;
+        checks::claim_runs(&self.config.limits, worker, n, lease_for)?;
         self.leased_runs(worker, n, lease_for).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]
     async fn renew(&self, run: RunId, token: u64, lease_for: Duration) -> Result<()> {
-        self.config.limits.check_lease_for(lease_for)?;
+        checks::renew(&self.config.limits, lease_for)?;
         let (id, offset) = (run.to_string(), self.lease_offset());
         let until = offset.saturating_add(lease_micros(lease_for));
         let renewed = on_connection!(self, "renew", |conn| diesel::update(held!(
@@ -166,9 +167,7 @@ impl RunLeaseStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]
     async fn finish(&self, run: RunId, token: u64, outcome: RunOutcome) -> Result<()> {
-        if let Some(reason) = outcome.reason() {
-            self.config.limits.check_reason(reason)?;
-        }
+        checks::finish(&self.config.limits, &outcome)?;
         let (id, offset, now) = (run.to_string(), self.lease_offset(), self.now());
         let finished = on_connection!(self, "finish", |conn| diesel::update(held!(
             conn,
@@ -194,6 +193,7 @@ impl RunLeaseStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]
     async fn release(&self, run: RunId, token: u64, release: Release) -> Result<Released> {
+        checks::release(&self.config.limits, &release)?;
         let (id, offset, now) = (run.to_string(), self.lease_offset(), self.now());
         let stored = stored_token(token);
         // The held-guarded release with `$set`, answering the run's status
@@ -223,7 +223,6 @@ impl RunLeaseStore for DieselStore {
             };
         }
         let released: Option<(String, i64)> = if let Release::Failure { reason, limit } = release {
-            self.config.limits.check_reason(&reason)?;
             // `fails_run` in SQL: the failures after this one reach the
             // limit (a limit of 0 reads as 1). Status first: MySQL
             // assigns left to right, so it must see the old count.

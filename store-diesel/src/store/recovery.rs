@@ -20,6 +20,7 @@ use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::lease::lease_micros;
+use flowstate_core::ports::checks;
 use flowstate_core::ports::{RecoveryStore, RunLeaseStore, RunRecoveryStore};
 use flowstate_core::recovery::effective_limit;
 use flowstate_core::{
@@ -365,7 +366,7 @@ impl RunRecoveryStore for DieselStore {
         lease_for: Duration,
     ) -> Result<Option<RunLease>> {
         let op = "lease_run";
-        self.config.limits.check_lease(worker, lease_for)?;
+        checks::lease_run(&self.config.limits, worker, lease_for)?;
         let (id, offset, now) = (run.to_string(), self.lease_offset(), self.now());
         let until = offset.saturating_add(lease_micros(lease_for));
         let leased: Leased = by_returning!(self, op, |conn| {

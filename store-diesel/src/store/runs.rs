@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use flowstate_core::limits::checked;
 use flowstate_core::ports::RunStore;
+use flowstate_core::ports::checks;
 use flowstate_core::{
     Error, Inserted, NewRun, Page, Result, Run, RunCursor, RunId, RunQuery, RunStatus, Timestamp,
 };
@@ -212,7 +213,7 @@ impl InsertKeyedRun for diesel_async::AsyncMysqlConnection {
 impl RunStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(workflow = %run.workflow))]
     async fn create_run(&self, run: NewRun) -> Result<Inserted<Run>> {
-        let (run, input) = checked(run, |run| self.config.limits.encode_run(run))?;
+        let (run, input) = checked(run, |run| checks::create_run(&self.config.limits, run))?;
         let record = run.into_run(RunId::generate(), Timestamp::from_micros(self.now()));
         let row = RunRow::new(&record, input);
         let Some(key) = record.idempotency_key.as_deref() else {
@@ -266,9 +267,7 @@ impl RunStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn list_runs(&self, query: &RunQuery) -> Result<Page<Run>> {
-        if let Some(workflow) = &query.workflow {
-            self.config.limits.check_key("workflow", workflow)?;
-        }
+        checks::list_runs(&self.config.limits, query)?;
         let limit = query.effective_limit();
         let parent = query.parent.map(|p| p.to_string());
         let cursor = query

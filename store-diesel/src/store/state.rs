@@ -15,6 +15,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use serde_json::{Map, Value};
 
+use flowstate_core::ports::checks;
 use flowstate_core::{Error, Result, RunId};
 
 use super::leases::stored_token;
@@ -91,11 +92,11 @@ impl DieselStore {
         value: &Value,
         token: Option<u64>,
     ) -> Result<()> {
-        self.config.limits.check_key("state key", key)?;
+        let value = checks::write_state(&self.config.limits, key, value)?;
         let row = StateRow {
             run_id: run.to_string(),
             state_key: key.to_owned(),
-            value: JsonText(self.config.limits.encode("state value", value)?),
+            value: JsonText(value),
         };
         let op = "write_state";
         let (id, offset) = (&row.run_id, self.lease_offset());

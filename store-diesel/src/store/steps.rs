@@ -6,6 +6,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::limits::checked;
+use flowstate_core::ports::checks;
 use flowstate_core::ports::{RunStore, StepStore};
 use flowstate_core::{
     ClaimOutcome, Error, Inserted, NewStep, Result, RetryStart, RunId, Step, StepAttempt,
@@ -107,7 +108,7 @@ impl DieselStore {
         step: NewStep,
         token: Option<u64>,
     ) -> Result<Inserted<Step>> {
-        let (step, encoded) = checked(step, |step| self.config.limits.encode_step(step))?;
+        let (step, encoded) = checked(step, |step| checks::insert_step(&self.config.limits, step))?;
         let record = step.into_step(StepId::generate(), Timestamp::from_micros(self.now()))?;
         let row = StepRow::new(&record, encoded.input, encoded.retry_delay_ms);
         let stored = token.map(stored_token);
@@ -213,7 +214,7 @@ impl StepStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, name = %name))]
     async fn find_step(&self, run: RunId, name: &str) -> Result<Step> {
-        self.config.limits.check_key("step name", name)?;
+        checks::find_step(&self.config.limits, name)?;
         self.step_by_name("find_step", run, name)
             .await?
             .ok_or_else(|| Error::StepNameNotFound {
@@ -238,8 +239,9 @@ impl StepStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(step = %id, to = %transition.target()))]
     async fn transition_step(&self, id: StepId, transition: StepTransition) -> Result<()> {
-        let (transition, payload) =
-            checked(transition, |t| self.config.limits.encode_transition(t))?;
+        let (transition, payload) = checked(transition, |t| {
+            checks::transition_step(&self.config.limits, t)
+        })?;
         let step_move = Move::Transition(transition.target());
         let written = by_dialect!(self, guarded_move(id, step_move, payload, None))?;
         self.moved_or_refused(id, written, step_move.target()).await
@@ -247,8 +249,9 @@ impl StepStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(step = %claim.step, attempt = claim.attempt, to = %transition.target()))]
     async fn transition_claimed(&self, claim: StepClaim, transition: StepTransition) -> Result<()> {
-        let (transition, payload) =
-            checked(transition, |t| self.config.limits.encode_transition(t))?;
+        let (transition, payload) = checked(transition, |t| {
+            checks::transition_step(&self.config.limits, t)
+        })?;
         let step_move = Move::Claimed(transition.target());
         let written = by_dialect!(
             self,
@@ -343,7 +346,7 @@ impl StepStore for DieselStore {
         name: &str,
         function: &str,
     ) -> Result<ClaimOutcome> {
-        self.config.limits.check_claim(name, function)?;
+        checks::claim_step(&self.config.limits, name, function)?;
         by_dialect!(self, claim(run, name, function))
     }
 
@@ -364,7 +367,7 @@ impl StepStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(step = %id))]
     async fn set_branch_taken(&self, id: StepId, branch: &str) -> Result<()> {
-        self.config.limits.check_key("branch", branch)?;
+        checks::set_branch_taken(&self.config.limits, branch)?;
         let id_text = id.to_string();
         let now = self.now();
         // On MySQL the count is of matched rows (`CLIENT_FOUND_ROWS`), so a

@@ -6,6 +6,7 @@ use diesel_async::RunQueryDsl;
 
 use flowstate_core::limits::checked;
 use flowstate_core::ports::VersionStore;
+use flowstate_core::ports::checks;
 use flowstate_core::{Error, Inserted, NewWorkflowVersion, Result, VersionId, WorkflowVersion};
 
 use super::runs::IDEMPOTENT_TRIES;
@@ -32,7 +33,8 @@ impl VersionStore for DieselStore {
         &self,
         version: NewWorkflowVersion,
     ) -> Result<Inserted<WorkflowVersion>> {
-        let (version, graph) = checked(version, |v| self.config.limits.encode_version(v))?;
+        let (version, graph) =
+            checked(version, |v| checks::upsert_version(&self.config.limits, v))?;
         for _ in 0..IDEMPOTENT_TRIES {
             let row = VersionRow {
                 id: VersionId::generate().to_string(),
@@ -83,8 +85,7 @@ impl VersionStore for DieselStore {
         graph_hash: &str,
     ) -> Result<Option<WorkflowVersion>> {
         let limits = &self.config.limits;
-        limits.check_key("workflow", workflow)?;
-        limits.check_key("graph hash", graph_hash)?;
+        checks::get_version(limits, workflow, graph_hash)?;
         self.version_row(workflow, graph_hash)
             .await?
             .map(WorkflowVersion::try_from)

@@ -18,6 +18,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use serde_json::Value;
 
+use flowstate_core::ports::checks;
 use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::{
     Error, NewSchedule, Result, Schedule, Timestamp, TranscriptPage, VirtualUserRun,
@@ -82,7 +83,7 @@ impl DieselStore {
 impl ScheduleStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(persona = %schedule.persona))]
     async fn upsert_schedule(&self, schedule: NewSchedule) -> Result<()> {
-        self.config.limits.check_persona(&schedule.persona)?;
+        checks::upsert_schedule(&self.config.limits, &schedule)?;
         let row = ScheduleRow {
             persona: schedule.persona,
             enabled: schedule.enabled,
@@ -120,7 +121,7 @@ impl ScheduleStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(persona = %persona))]
     async fn get_schedule(&self, persona: &str) -> Result<Option<Schedule>> {
-        self.config.limits.check_persona(persona)?;
+        checks::get_schedule(&self.config.limits, persona)?;
         let row = on_connection!(self, "get_schedule", |conn| schedules::table
             .find(persona)
             .select(ScheduleRow::as_select())
@@ -155,7 +156,7 @@ impl ScheduleStore for DieselStore {
         next: Timestamp,
         run: Option<VirtualUserRunId>,
     ) -> Result<bool> {
-        self.config.limits.check_persona(persona)?;
+        checks::claim_schedule(&self.config.limits, persona)?;
         let run = run.map(|r| r.to_string());
         let now = self.now();
         let claimed = on_connection!(self, "claim_schedule", |conn| diesel::update(
@@ -178,7 +179,7 @@ impl ScheduleStore for DieselStore {
 impl VirtualUserRunStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(persona = %persona))]
     async fn start_virtual_user_run(&self, persona: &str) -> Result<VirtualUserRun> {
-        self.config.limits.check_persona(persona)?;
+        checks::start_virtual_user_run(&self.config.limits, persona)?;
         let run = VirtualUserRun::started(
             VirtualUserRunId::generate(),
             persona.to_owned(),
@@ -214,9 +215,7 @@ impl VirtualUserRunStore for DieselStore {
         &self,
         query: &VirtualUserRunQuery,
     ) -> Result<Vec<VirtualUserRun>> {
-        if let Some(persona) = &query.persona {
-            self.config.limits.check_persona(persona)?;
-        }
+        checks::list_virtual_user_runs(&self.config.limits, query)?;
         let limit = i64::from(query.effective_limit());
         let rows: Vec<VirtualUserRunRow> =
             on_connection!(self, "list_virtual_user_runs", |conn| {
@@ -247,7 +246,10 @@ impl VirtualUserRunStore for DieselStore {
         id: VirtualUserRunId,
         findings: &Value,
     ) -> Result<()> {
-        let findings = JsonText(self.config.limits.encode("findings", findings)?);
+        let findings = JsonText(checks::complete_virtual_user_run(
+            &self.config.limits,
+            findings,
+        )?);
         let status = VirtualUserRunStatus::Completed;
         self.settle(
             "complete_virtual_user_run",
@@ -261,7 +263,7 @@ impl VirtualUserRunStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %id))]
     async fn fail_virtual_user_run(&self, id: VirtualUserRunId, reason: &str) -> Result<()> {
-        self.config.limits.check_failure_reason(reason)?;
+        checks::fail_virtual_user_run(&self.config.limits, reason)?;
         let status = VirtualUserRunStatus::Failed;
         self.settle("fail_virtual_user_run", id, status, None, Some(reason))
             .await
@@ -269,7 +271,7 @@ impl VirtualUserRunStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %id, entries = entries.len()))]
     async fn append_transcript(&self, id: VirtualUserRunId, entries: &[Value]) -> Result<u64> {
-        let encoded = self.config.limits.encode_transcript(entries)?;
+        let encoded = checks::append_transcript(&self.config.limits, entries)?;
         let id_text = id.to_string();
         let now = self.now();
         let len = by_dialect!(self, append_transcript(id_text, encoded, now))?;

@@ -11,6 +11,7 @@ use serde_json::Value;
 use flowstate_core::backend::decode_json;
 use flowstate_core::lease::lease_micros;
 use flowstate_core::ports::RunWaitStore;
+use flowstate_core::ports::checks;
 use flowstate_core::{Error, Result, RunId, Wait};
 
 use super::leases::{held, stored_token};
@@ -29,7 +30,7 @@ struct SignalRow {
 impl RunWaitStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]
     async fn wait(&self, run: RunId, token: u64, wait: Wait) -> Result<()> {
-        self.config.limits.check_wait(&wait)?;
+        checks::wait(&self.config.limits, &wait)?;
         let (id, offset) = (run.to_string(), self.lease_offset());
         let stored = stored_token(token);
         let name = wait.waiting_on().map(ToOwned::to_owned);
@@ -64,11 +65,11 @@ impl RunWaitStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, name = %name))]
     async fn signal(&self, run: RunId, name: &str, payload: &Value) -> Result<()> {
-        self.config.limits.check_key("signal name", name)?;
+        let payload = checks::signal(&self.config.limits, name, payload)?;
         let row = SignalRow {
             run_id: run.to_string(),
             name: name.to_owned(),
-            payload: JsonText(self.config.limits.encode("signal payload", payload)?),
+            payload: JsonText(payload),
             sent_at: self.now(),
         };
         // From a `SELECT` of the run's row, so a settled run takes no
@@ -123,7 +124,7 @@ impl RunWaitStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, name = %name))]
     async fn take_signal(&self, run: RunId, token: u64, name: &str) -> Result<Option<Value>> {
-        self.config.limits.check_key("signal name", name)?;
+        checks::take_signal(&self.config.limits, name)?;
         let (id, offset) = (run.to_string(), self.lease_offset());
         let stored = stored_token(token);
         macro_rules! taken {

@@ -5,6 +5,7 @@
 use flowstate_core::batch::repeated_items;
 use flowstate_core::limits::{Dismantle, checked};
 use flowstate_core::ports::BatchStepStore;
+use flowstate_core::ports::checks;
 use flowstate_core::{
     BatchClaim, ClaimDecision, ClaimInput, Completion, Result, Step, StepClaim, StepStatus,
     StepTransition,
@@ -15,9 +16,7 @@ use super::steps::start_attempt;
 
 impl BatchStepStore for MemoryStore {
     async fn claim_batch(&self, claim: &BatchClaim) -> Result<Vec<Step>> {
-        if let Some(function) = &claim.function {
-            self.limits.check_key("function", function)?;
-        }
+        checks::claim_batch(&self.limits, claim)?;
         let now = self.now();
         let mut tables = self.lock();
         let mut taken: Vec<Step> = tables
@@ -68,8 +67,8 @@ impl BatchStepStore for MemoryStore {
                 outcomes.push(Err(error));
                 continue;
             }
-            let outcome = checked(transition, |t| self.limits.encode_transition(t)).and_then(
-                |(transition, _)| {
+            let outcome = checked(transition, |t| checks::complete_batch(&self.limits, t))
+                .and_then(|(transition, _)| {
                     let mut step = tables.step(claim.step)?.clone();
                     if step.status != StepStatus::Running || step.attempt != claim.attempt {
                         return claim.explain_refusal(&step, &transition);
@@ -83,8 +82,7 @@ impl BatchStepStore for MemoryStore {
                     }
                     tables.save_step(step, now);
                     Ok(())
-                },
-            );
+                });
             outcomes.push(outcome);
         }
         Ok(outcomes)

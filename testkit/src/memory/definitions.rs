@@ -4,6 +4,7 @@
 
 use flowstate_core::limits::checked;
 use flowstate_core::ports::DefinitionStore;
+use flowstate_core::ports::checks;
 use flowstate_core::{
     Activation, ActivationId, Error, Inserted, NewActivation, NewPublishedVersion, NewWorkflow,
     PublishedVersion, PublishedVersionId, Result, Workflow, WorkflowId,
@@ -13,7 +14,7 @@ use super::MemoryStore;
 
 impl DefinitionStore for MemoryStore {
     async fn create_workflow(&self, workflow: NewWorkflow) -> Result<Inserted<Workflow>> {
-        self.limits.check_workflow(&workflow)?;
+        checks::create_workflow(&self.limits, &workflow)?;
         let now = self.now();
         let mut tables = self.lock();
         let t = &mut tables.events;
@@ -46,8 +47,7 @@ impl DefinitionStore for MemoryStore {
     }
 
     async fn list_workflows(&self, app_id: &str, scope_id: &str) -> Result<Vec<Workflow>> {
-        self.limits.check_key("app id", app_id)?;
-        self.limits.check_key("scope id", scope_id)?;
+        checks::list_workflows(&self.limits, app_id, scope_id)?;
         let tables = self.lock();
         let mut out: Vec<Workflow> = tables
             .events
@@ -71,7 +71,7 @@ impl DefinitionStore for MemoryStore {
         &self,
         version: NewPublishedVersion,
     ) -> Result<Inserted<PublishedVersion>> {
-        let (version, _) = checked(version, |v| self.limits.encode_published_version(v))?;
+        let (version, _) = checked(version, |v| checks::publish_version(&self.limits, v))?;
         let now = self.now();
         let mut tables = self.lock();
         let t = &mut tables.events;
@@ -112,7 +112,7 @@ impl DefinitionStore for MemoryStore {
     }
 
     async fn create_activation(&self, activation: NewActivation) -> Result<Activation> {
-        let (activation, _) = checked(activation, |a| self.limits.encode_activation(a))?;
+        let (activation, _) = checked(activation, |a| checks::create_activation(&self.limits, a))?;
         let now = self.now();
         let mut tables = self.lock();
         let t = &mut tables.events;

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use flowstate_core::ports::EffectJournal;
+use flowstate_core::ports::checks;
 use flowstate_core::{EffectBegin, Error, Result, RunId, StrandedEffect, Timestamp};
 use serde_json::Value;
 
@@ -17,7 +18,7 @@ pub(super) struct EffectRow {
 
 impl EffectJournal for MemoryStore {
     async fn begin_effect(&self, run: RunId, key: &str) -> Result<EffectBegin> {
-        self.limits.check_effect_key(key)?;
+        checks::begin_effect(&self.limits, key)?;
         let now = self.now();
         let mut tables = self.lock();
         tables.run(run)?;
@@ -38,8 +39,7 @@ impl EffectJournal for MemoryStore {
     }
 
     async fn settle_effect(&self, run: RunId, key: &str, outcome: &Value) -> Result<()> {
-        self.limits.check_effect_key(key)?;
-        self.limits.encode("effect outcome", outcome)?;
+        checks::settle_effect(&self.limits, key, outcome)?;
         let mut tables = self.lock();
         let row = tables
             .effects

@@ -88,7 +88,7 @@ impl Tables {
 
 impl EventStore for MemoryStore {
     async fn emit(&self, event: NewEvent, dispatch: Dispatch) -> Result<Emission> {
-        let (event, _) = checked(event, |event| self.limits.encode_event(event))?;
+        let (event, _) = checked(event, |event| checks::emit(&self.limits, event))?;
         let now = self.now();
         let mut tables = self.lock();
         let dedupe = event.dedupe_key.clone().map(|key| {

@@ -3,6 +3,7 @@
 
 use flowstate_core::limits::checked;
 use flowstate_core::ports::FencedWrites;
+use flowstate_core::ports::checks;
 use flowstate_core::{Error, Inserted, NewStep, Result, Run, RunId, RunStatus, Step, Timestamp};
 
 use super::runs::{set_run_status_in, write_state_in};
@@ -37,7 +38,7 @@ impl FencedWrites for MemoryStore {
         key: &str,
         value: &Value,
     ) -> Result<()> {
-        self.check_state(key, value)?;
+        checks::write_state(&self.limits, key, value)?;
         let now = self.lease_clock.now();
         let mut tables = self.lock();
         Self::fence(&tables, run, token, now)?;
@@ -45,7 +46,7 @@ impl FencedWrites for MemoryStore {
     }
 
     async fn insert_step_fenced(&self, token: u64, step: NewStep) -> Result<Inserted<Step>> {
-        let (step, _) = checked(step, |step| self.limits.encode_step(step))?;
+        let (step, _) = checked(step, |step| checks::insert_step(&self.limits, step))?;
         let (now, lease_now) = (self.now(), self.lease_clock.now());
         let mut tables = self.lock();
         Self::fence(&tables, step.run, token, lease_now)?;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flowstate_core::lease::{fails_run, leasable_statuses};
+use flowstate_core::ports::checks;
 use flowstate_core::ports::{ChildRunStore, RunLeaseStore, RunWaitStore};
 use flowstate_core::wait::CHILDREN;
 use flowstate_core::{
@@ -179,17 +180,17 @@ impl MemoryStore {
 
 impl RunLeaseStore for MemoryStore {
     async fn claim_run(&self, worker: &str, lease_for: Duration) -> Result<Option<RunLease>> {
-        self.limits.check_lease(worker, lease_for)?;
+        checks::claim_run(&self.limits, worker, lease_for)?;
         Ok(self.claim_many(worker, 1, lease_for).pop())
     }
 
     async fn claim_runs(&self, worker: &str, n: u32, lease_for: Duration) -> Result<Vec<RunLease>> {
-        self.limits.check_claim_batch(worker, n, lease_for)?;
+        checks::claim_runs(&self.limits, worker, n, lease_for)?;
         Ok(self.claim_many(worker, n, lease_for))
     }
 
     async fn renew(&self, run: RunId, token: u64, lease_for: Duration) -> Result<()> {
-        self.limits.check_lease_for(lease_for)?;
+        checks::renew(&self.limits, lease_for)?;
         let now = self.lease_clock.now();
         let mut tables = self.lock();
         let row = Self::held(&mut tables, run, token, now)?;
@@ -198,9 +199,7 @@ impl RunLeaseStore for MemoryStore {
     }
 
     async fn finish(&self, run: RunId, token: u64, outcome: RunOutcome) -> Result<()> {
-        if let Some(reason) = outcome.reason() {
-            self.limits.check_reason(reason)?;
-        }
+        checks::finish(&self.limits, &outcome)?;
         let now = self.lease_clock.now();
         let stamp = self.now();
         let mut tables = self.lock();
@@ -215,9 +214,7 @@ impl RunLeaseStore for MemoryStore {
     }
 
     async fn release(&self, run: RunId, token: u64, release: Release) -> Result<Released> {
-        if let Release::Failure { reason, .. } = &release {
-            self.limits.check_reason(reason)?;
-        }
+        checks::release(&self.limits, &release)?;
         let now = self.lease_clock.now();
         let stamp = self.now();
         let mut tables = self.lock();
@@ -265,7 +262,7 @@ impl RunLeaseStore for MemoryStore {
 
 impl RunWaitStore for MemoryStore {
     async fn wait(&self, run: RunId, token: u64, wait: Wait) -> Result<()> {
-        self.limits.check_wait(&wait)?;
+        checks::wait(&self.limits, &wait)?;
         let now = self.lease_clock.now();
         let mut tables = self.lock();
         let row = Self::held(&mut tables, run, token, now)?;
@@ -277,8 +274,7 @@ impl RunWaitStore for MemoryStore {
     }
 
     async fn signal(&self, run: RunId, name: &str, payload: &Value) -> Result<()> {
-        self.limits.check_key("signal name", name)?;
-        self.limits.encode("signal payload", payload)?;
+        checks::signal(&self.limits, name, payload)?;
         let mut tables = self.lock();
         Self::unsettled(&tables, run)?;
         tables
@@ -288,7 +284,7 @@ impl RunWaitStore for MemoryStore {
     }
 
     async fn take_signal(&self, run: RunId, token: u64, name: &str) -> Result<Option<Value>> {
-        self.limits.check_key("signal name", name)?;
+        checks::take_signal(&self.limits, name)?;
         let now = self.lease_clock.now();
         let mut tables = self.lock();
         Self::held(&mut tables, run, token, now)?;
@@ -317,7 +313,7 @@ impl ChildRunStore for MemoryStore {
         parent: RunId,
         children: Vec<NewChild>,
     ) -> Result<Vec<Inserted<Run>>> {
-        let runs = self.limits.encode_children(parent, children)?;
+        let runs = checks::create_children(&self.limits, parent, children)?;
         let now = self.now();
         let mut tables = self.lock();
         tables.run(parent)?;

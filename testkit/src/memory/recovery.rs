@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use flowstate_core::ports::checks;
 use flowstate_core::ports::{RecoveryStore, RunRecoveryStore};
 use flowstate_core::recovery::{
     effective_limit, idle_cutoff, is_stalled, is_undispatched, stalled_run,
@@ -116,7 +117,7 @@ impl RunRecoveryStore for MemoryStore {
         worker: &str,
         lease_for: Duration,
     ) -> Result<Option<RunLease>> {
-        self.limits.check_lease(worker, lease_for)?;
+        checks::lease_run(&self.limits, worker, lease_for)?;
         self.lease_one(run, worker, lease_for)
     }
 

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use flowstate_core::limits::checked;
 use flowstate_core::ports::RunStore;
+use flowstate_core::ports::checks;
 use flowstate_core::{
     Error, Inserted, NewRun, Page, Result, Run, RunCursor, RunId, RunQuery, RunStatus, Timestamp,
 };
@@ -12,17 +13,7 @@ use serde_json::{Map, Value};
 
 use super::{MemoryStore, Tables};
 
-impl MemoryStore {
-    fn check_new_run(&self, run: &NewRun) -> Result<()> {
-        self.limits.encode_run(run).map(drop)
-    }
-
-    /// The checks of a state write's key and value.
-    pub(super) fn check_state(&self, key: &str, value: &Value) -> Result<()> {
-        self.limits.check_key("state key", key)?;
-        self.limits.encode("state value", value).map(drop)
-    }
-}
+impl MemoryStore {}
 
 /// Moves run `id` to `to` if the status machine allows it.
 pub(super) fn set_run_status_in(
@@ -74,7 +65,7 @@ impl super::Tables {
 
 impl RunStore for MemoryStore {
     async fn create_run(&self, run: NewRun) -> Result<Inserted<Run>> {
-        let (run, ()) = checked(run, |run| self.check_new_run(run))?;
+        let (run, ()) = checked(run, |run| checks::create_run(&self.limits, run).map(drop))?;
         let mut tables = self.lock();
         if let Some(existing) = run
             .idempotency_key
@@ -103,9 +94,7 @@ impl RunStore for MemoryStore {
     }
 
     async fn list_runs(&self, query: &RunQuery) -> Result<Page<Run>> {
-        if let Some(workflow) = &query.workflow {
-            self.limits.check_key("workflow", workflow)?;
-        }
+        checks::list_runs(&self.limits, query)?;
         let limit = query.effective_limit() as usize;
         let tables = self.lock();
         let mut items: Vec<Run> = tables
@@ -176,7 +165,7 @@ impl RunStore for MemoryStore {
     }
 
     async fn write_state(&self, run: RunId, key: &str, value: &Value) -> Result<()> {
-        self.check_state(key, value)?;
+        checks::write_state(&self.limits, key, value)?;
         write_state_in(&mut self.lock(), run, key, value)
     }
 

@@ -2,6 +2,7 @@
 
 use flowstate_core::limits::checked;
 use flowstate_core::ports::StepStore;
+use flowstate_core::ports::checks;
 use flowstate_core::step_claim::claimed_targets;
 use flowstate_core::{
     ClaimDecision, ClaimInput, Error, Inserted, NewStep, Result, RetryStart, RunId, Step,
@@ -12,7 +13,7 @@ use super::{MemoryStore, Tables};
 
 impl StepStore for MemoryStore {
     async fn insert_step(&self, step: NewStep) -> Result<Inserted<Step>> {
-        let (step, _) = checked(step, |step| self.limits.encode_step(step))?;
+        let (step, _) = checked(step, |step| checks::insert_step(&self.limits, step))?;
         let now = self.now();
         let mut tables = self.lock();
         Self::unsettled(&tables, step.run)?;
@@ -24,7 +25,7 @@ impl StepStore for MemoryStore {
     }
 
     async fn find_step(&self, run: RunId, name: &str) -> Result<Step> {
-        self.limits.check_key("step name", name)?;
+        checks::find_step(&self.limits, name)?;
         self.lock().step_by_name(run, name).cloned()
     }
 
@@ -42,7 +43,7 @@ impl StepStore for MemoryStore {
     }
 
     async fn transition_step(&self, id: StepId, transition: StepTransition) -> Result<()> {
-        let (transition, _) = checked(transition, |t| self.limits.encode_transition(t))?;
+        let (transition, _) = checked(transition, |t| checks::transition_step(&self.limits, t))?;
         let now = self.now();
         let mut tables = self.lock();
         let step = tables.step(id)?.clone();
@@ -60,7 +61,7 @@ impl StepStore for MemoryStore {
     }
 
     async fn transition_claimed(&self, claim: StepClaim, transition: StepTransition) -> Result<()> {
-        let (transition, _) = checked(transition, |t| self.limits.encode_transition(t))?;
+        let (transition, _) = checked(transition, |t| checks::transition_step(&self.limits, t))?;
         let now = self.now();
         let mut tables = self.lock();
         let step = tables.step(claim.step)?.clone();
@@ -106,7 +107,7 @@ impl StepStore for MemoryStore {
     }
 
     async fn claim_step(&self, run: RunId, name: &str, function: &str) -> Result<Option<Step>> {
-        self.limits.check_claim(name, function)?;
+        checks::claim_step(&self.limits, name, function)?;
         let now = self.now();
         let mut tables = self.lock();
         let mut step = tables.step_by_name(run, name)?.clone();
@@ -155,7 +156,7 @@ impl StepStore for MemoryStore {
     }
 
     async fn set_branch_taken(&self, id: StepId, branch: &str) -> Result<()> {
-        self.limits.check_key("branch", branch)?;
+        checks::set_branch_taken(&self.limits, branch)?;
         let now = self.now();
         let mut tables = self.lock();
         let step = tables.steps.get_mut(&id).ok_or(Error::StepNotFound(id))?;

@@ -3,6 +3,7 @@
 
 use flowstate_core::limits::checked;
 use flowstate_core::ports::VersionStore;
+use flowstate_core::ports::checks;
 use flowstate_core::{Inserted, NewWorkflowVersion, Result, VersionId, WorkflowVersion};
 
 use super::MemoryStore;
@@ -12,7 +13,7 @@ impl VersionStore for MemoryStore {
         &self,
         version: NewWorkflowVersion,
     ) -> Result<Inserted<WorkflowVersion>> {
-        let (version, _) = checked(version, |v| self.limits.encode_version(v))?;
+        let (version, _) = checked(version, |v| checks::upsert_version(&self.limits, v))?;
         let now = self.now();
         let mut tables = self.lock();
         let key = (version.workflow, version.graph_hash);
@@ -41,8 +42,7 @@ impl VersionStore for MemoryStore {
         workflow: &str,
         graph_hash: &str,
     ) -> Result<Option<WorkflowVersion>> {
-        self.limits.check_key("workflow", workflow)?;
-        self.limits.check_key("graph hash", graph_hash)?;
+        checks::get_version(&self.limits, workflow, graph_hash)?;
         let tables = self.lock();
         Ok(tables
             .versions

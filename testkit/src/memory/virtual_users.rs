@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use flowstate_core::ports::checks;
 use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::{
     Error, NewSchedule, Result, Schedule, Timestamp, TranscriptEntry, TranscriptPage,
@@ -41,7 +42,7 @@ impl VirtualUserTables {
 
 impl ScheduleStore for MemoryStore {
     async fn upsert_schedule(&self, schedule: NewSchedule) -> Result<()> {
-        self.limits.check_persona(&schedule.persona)?;
+        checks::upsert_schedule(&self.limits, &schedule)?;
         let now = self.now();
         let mut tables = self.lock();
         let schedules = &mut tables.virtual_users.schedules;
@@ -63,7 +64,7 @@ impl ScheduleStore for MemoryStore {
     }
 
     async fn get_schedule(&self, persona: &str) -> Result<Option<Schedule>> {
-        self.limits.check_persona(persona)?;
+        checks::get_schedule(&self.limits, persona)?;
         Ok(self.lock().virtual_users.schedules.get(persona).cloned())
     }
 
@@ -88,7 +89,7 @@ impl ScheduleStore for MemoryStore {
         next: Timestamp,
         run: Option<VirtualUserRunId>,
     ) -> Result<bool> {
-        self.limits.check_persona(persona)?;
+        checks::claim_schedule(&self.limits, persona)?;
         let now = self.now();
         let mut tables = self.lock();
         let Some(schedule) = tables.virtual_users.schedules.get_mut(persona) else {
@@ -106,7 +107,7 @@ impl ScheduleStore for MemoryStore {
 
 impl VirtualUserRunStore for MemoryStore {
     async fn start_virtual_user_run(&self, persona: &str) -> Result<VirtualUserRun> {
-        self.limits.check_persona(persona)?;
+        checks::start_virtual_user_run(&self.limits, persona)?;
         let run =
             VirtualUserRun::started(VirtualUserRunId::generate(), persona.to_owned(), self.now());
         self.lock().virtual_users.runs.insert(run.id, run.clone());
@@ -127,9 +128,7 @@ impl VirtualUserRunStore for MemoryStore {
         &self,
         query: &VirtualUserRunQuery,
     ) -> Result<Vec<VirtualUserRun>> {
-        if let Some(persona) = &query.persona {
-            self.limits.check_persona(persona)?;
-        }
+        checks::list_virtual_user_runs(&self.limits, query)?;
         let tables = self.lock();
         let mut runs: Vec<VirtualUserRun> = tables
             .virtual_users
@@ -149,7 +148,7 @@ impl VirtualUserRunStore for MemoryStore {
         id: VirtualUserRunId,
         findings: &Value,
     ) -> Result<()> {
-        self.limits.encode("findings", findings)?;
+        checks::complete_virtual_user_run(&self.limits, findings)?;
         let now = self.now();
         let mut tables = self.lock();
         let run = tables.virtual_users.running(id)?;
@@ -160,7 +159,7 @@ impl VirtualUserRunStore for MemoryStore {
     }
 
     async fn fail_virtual_user_run(&self, id: VirtualUserRunId, reason: &str) -> Result<()> {
-        self.limits.check_failure_reason(reason)?;
+        checks::fail_virtual_user_run(&self.limits, reason)?;
         let now = self.now();
         let mut tables = self.lock();
         let run = tables.virtual_users.running(id)?;
@@ -171,7 +170,7 @@ impl VirtualUserRunStore for MemoryStore {
     }
 
     async fn append_transcript(&self, id: VirtualUserRunId, entries: &[Value]) -> Result<u64> {
-        self.limits.encode_transcript(entries)?;
+        checks::append_transcript(&self.limits, entries)?;
         let now = self.now();
         let mut tables = self.lock();
         let run = tables.virtual_users.running(id)?;
