@@ -313,6 +313,24 @@ impl Event {
     pub fn is_undispatched(&self) -> bool {
         self.matched == 0 || self.dispatched_at.is_none()
     }
+
+    /// Stamps a just-emitted event with what its emit decided, the rule
+    /// every backend's `emit` applies: it matched `matched` activations;
+    /// one that matched nothing is dispatched at `now` (there is nothing to
+    /// start), and one dispatched [`Dispatch::Now`] that matched something
+    /// is dispatched at `now` with its first attempt taken. Answers whether
+    /// the emit starts the runs itself (`Now` and something matched).
+    pub fn stamp_emitted(&mut self, matched: usize, dispatch: Dispatch, now: Timestamp) -> bool {
+        self.matched = u32::try_from(matched).unwrap_or(u32::MAX);
+        let now_dispatch = dispatch == Dispatch::Now && matched > 0;
+        if matched == 0 || now_dispatch {
+            self.dispatched_at = Some(now);
+        }
+        if now_dispatch {
+            self.attempts = 1;
+        }
+        now_dispatch
+    }
 }
 
 /// An event a dispatcher may take, with the attempts it has had: the
@@ -622,5 +640,26 @@ mod tests {
         e.dispatch_after = Timestamp::EPOCH;
         e.dead_lettered_at = Some(Timestamp::EPOCH);
         assert!(!e.is_pending(Timestamp::EPOCH));
+    }
+
+    #[test]
+    fn an_emit_stamps_by_what_matched_and_how_it_dispatches() {
+        let now = Timestamp::from_micros(7);
+        // (matched, dispatch) -> (dispatched at, attempts, starts the runs)
+        let rows = [
+            (0, Dispatch::Now, Some(now), 0, false),
+            (0, Dispatch::Deferred, Some(now), 0, false),
+            (2, Dispatch::Now, Some(now), 1, true),
+            (2, Dispatch::Deferred, None, 0, false),
+        ];
+        for (matched, dispatch, dispatched_at, attempts, starts) in rows {
+            let mut e = event();
+            assert_eq!(e.stamp_emitted(matched, dispatch, now), starts);
+            assert_eq!(
+                (e.matched as usize, e.dispatched_at, e.attempts),
+                (matched, dispatched_at, attempts),
+                "{matched} matched, {dispatch:?}"
+            );
+        }
     }
 }

@@ -229,14 +229,7 @@ impl EventStore for DieselStore {
             let matches: Vec<(String, String, String, String, String, JsonText)> =
                 matching.load(conn).await?;
             let mut record = base.clone();
-            record.matched = matches.len() as u32;
-            let now_dispatch = dispatch == Dispatch::Now && !matches.is_empty();
-            if matches.is_empty() || now_dispatch {
-                record.dispatched_at = Some(now);
-            }
-            if now_dispatch {
-                record.attempts = 1;
-            }
+            let now_dispatch = record.stamp_emitted(matches.len(), dispatch, now);
             let row = EventRow::new(&record, encoded.clone());
             // `INSERT IGNORE` on MySQL: no foreign key on this table, so it
             // hides nothing but the taken key.

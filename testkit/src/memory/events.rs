@@ -128,14 +128,7 @@ impl EventStore for MemoryStore {
             })
             .collect();
         deliveries.sort_by_key(|d| d.activation);
-        stored.matched = deliveries.len() as u32;
-        let now_dispatch = dispatch == Dispatch::Now && !deliveries.is_empty();
-        if deliveries.is_empty() || now_dispatch {
-            stored.dispatched_at = Some(now);
-        }
-        if now_dispatch {
-            stored.attempts = 1;
-        }
+        let now_dispatch = stored.stamp_emitted(deliveries.len(), dispatch, now);
         let id = stored.id;
         for d in &deliveries {
             t.delivery_of_run.insert(d.run, (id, d.activation));
