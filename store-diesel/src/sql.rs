@@ -13,10 +13,17 @@
 
 use std::fmt::Write as _;
 
+use diesel::backend::Backend;
+use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
+use diesel::serialize::ToSql;
+use diesel::sql_types::{BigInt, HasSqlType, Nullable, Text};
+
 use flowstate_core::lease::leasable_statuses;
 use flowstate_core::step_claim::claimed_targets;
 use flowstate_core::{BatchClaim, ClaimDecision, RetryStart, StepStatus};
 
+use crate::rows::StepRow;
+use crate::schema::{Json, JsonText};
 use crate::url::Dialect;
 
 /// `column IN ('a', 'b')` for `statuses`, or a guard that matches nothing
@@ -532,6 +539,31 @@ impl<S: Copy + PartialEq + std::fmt::Debug, T> ByStatus<S, T> {
             None => unreachable!("every status has its entry: {status:?}"),
         }
     }
+}
+
+/// Binds the columns every dialect's step insert (`INSERT_STEP`) starts
+/// with, in its order: id, run id, name, function, input, retries, retry
+/// delay, created at. Each dialect binds what its statement adds after.
+pub(crate) fn bind_new_step<'f, DB>(
+    query: BoxedSqlQuery<'f, DB, SqlQuery>,
+    row: &'f StepRow,
+) -> BoxedSqlQuery<'f, DB, SqlQuery>
+where
+    DB: Backend + HasSqlType<Text> + HasSqlType<BigInt> + HasSqlType<Json>,
+    String: ToSql<Text, DB>,
+    str: ToSql<Text, DB>,
+    i64: ToSql<BigInt, DB>,
+    JsonText: ToSql<Json, DB>,
+{
+    query
+        .bind::<Text, _>(&row.id)
+        .bind::<Text, _>(&row.run_id)
+        .bind::<Text, _>(&row.name)
+        .bind::<Nullable<Text>, _>(row.function_name.as_deref())
+        .bind::<Json, _>(&row.input)
+        .bind::<BigInt, _>(row.retries)
+        .bind::<Nullable<BigInt>, _>(row.retry_delay_ms)
+        .bind::<BigInt, _>(row.created_at)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::or_missing_run;
 use crate::rows::StepRow;
-use crate::schema::Json;
+use crate::sql::bind_new_step;
 use crate::store::{Inserting, holder};
 
 /// Inserts `row` with its first history row, into a run that is not
@@ -35,19 +35,13 @@ pub(super) async fn insert_step(
         // (`CLIENT_FOUND_ROWS`), and a refused run as none, so the affected
         // rows cannot tell an insert from a skip; the row holding the name
         // is read instead, whoever wrote it.
-        let insert = diesel::sql_query(INSERT_STEP[usize::from(token.is_some())].as_str())
-            .into_boxed()
-            .bind::<Text, _>(&row.id)
-            .bind::<Text, _>(&row.run_id)
-            .bind::<Text, _>(&row.name)
-            .bind::<Nullable<Text>, _>(row.function_name.as_deref())
-            .bind::<Json, _>(&row.input)
-            .bind::<BigInt, _>(row.retries)
-            .bind::<Nullable<BigInt>, _>(row.retry_delay_ms)
-            .bind::<BigInt, _>(row.created_at)
-            .bind::<BigInt, _>(row.created_at)
-            .bind::<Nullable<BigInt>, _>(row.claim_timeout_ms)
-            .bind::<Text, _>(&row.run_id);
+        let insert = bind_new_step(
+            diesel::sql_query(INSERT_STEP[usize::from(token.is_some())].as_str()).into_boxed(),
+            row,
+        )
+        .bind::<BigInt, _>(row.created_at)
+        .bind::<Nullable<BigInt>, _>(row.claim_timeout_ms)
+        .bind::<Text, _>(&row.run_id);
         let insert = match token {
             Some(token) => insert.bind::<BigInt, _>(token).bind::<BigInt, _>(offset),
             None => insert,

@@ -14,7 +14,7 @@ use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::{backend, or_missing_run};
 use crate::rows::StepRow;
-use crate::schema::Json;
+use crate::sql::bind_new_step;
 use crate::store::{Inserting, holder};
 
 /// How many steps the insert wrote.
@@ -36,18 +36,12 @@ pub(super) async fn insert_step(
     token: Option<i64>,
 ) -> Result<Inserting> {
     let mut conn = pool.get("insert_step").await?;
-    let query = diesel::sql_query(INSERT_STEP[usize::from(token.is_some())].as_str())
-        .into_boxed()
-        .bind::<Text, _>(&row.id)
-        .bind::<Text, _>(&row.run_id)
-        .bind::<Text, _>(&row.name)
-        .bind::<Nullable<Text>, _>(row.function_name.as_deref())
-        .bind::<Json, _>(&row.input)
-        .bind::<BigInt, _>(row.retries)
-        .bind::<Nullable<BigInt>, _>(row.retry_delay_ms)
-        .bind::<BigInt, _>(row.created_at)
-        .bind::<Text, _>(HistoryId::generate().to_string())
-        .bind::<Nullable<BigInt>, _>(row.claim_timeout_ms);
+    let query = bind_new_step(
+        diesel::sql_query(INSERT_STEP[usize::from(token.is_some())].as_str()).into_boxed(),
+        row,
+    )
+    .bind::<Text, _>(HistoryId::generate().to_string())
+    .bind::<Nullable<BigInt>, _>(row.claim_timeout_ms);
     let query = match token {
         Some(token) => query
             .bind::<BigInt, _>(token)

@@ -14,8 +14,8 @@ use super::{Pool, TxError, write, wrote};
 use crate::config::StoreConfig;
 use crate::error::or_missing_run;
 use crate::rows::StepRow;
-use crate::schema::Json;
 use crate::sql::Move;
+use crate::sql::bind_new_step;
 use crate::store::{Inserting, holder};
 
 /// Inserts `row` with its first history row, into a run that is not
@@ -32,17 +32,11 @@ pub(super) async fn insert_step(
     let row = row.clone();
     let offset = config.lease_offset_us();
     write(pool, "insert_step", move |conn| {
-        let insert = diesel::sql_query(INSERT_STEP[usize::from(token.is_some())].as_str())
-            .into_boxed()
-            .bind::<Text, _>(&row.id)
-            .bind::<Text, _>(&row.run_id)
-            .bind::<Text, _>(&row.name)
-            .bind::<Nullable<Text>, _>(row.function_name.as_deref())
-            .bind::<Json, _>(&row.input)
-            .bind::<BigInt, _>(row.retries)
-            .bind::<Nullable<BigInt>, _>(row.retry_delay_ms)
-            .bind::<BigInt, _>(row.created_at)
-            .bind::<Nullable<BigInt>, _>(row.claim_timeout_ms);
+        let insert = bind_new_step(
+            diesel::sql_query(INSERT_STEP[usize::from(token.is_some())].as_str()).into_boxed(),
+            &row,
+        )
+        .bind::<Nullable<BigInt>, _>(row.claim_timeout_ms);
         let insert = match token {
             Some(token) => insert.bind::<BigInt, _>(token).bind::<BigInt, _>(offset),
             None => insert,
