@@ -316,3 +316,53 @@ pub fn message(err: &DieselError) -> &str {
         other => panic!("expected a database error, got {other:?}"),
     }
 }
+
+/// A store of one connection whose session is demoted to read-only
+/// (`demote`, the dialect's SQL: what a demoted primary looks like to the
+/// session that stays on it) fails the next write retryably, and the call
+/// after it takes the write on a new connection within [`CALL_BOUND`].
+pub async fn read_only_session_is_replaced(dialect: Dialect, demote: &str) {
+    let db = TestDb::migrated(dialect).await;
+    let store = db.warm_store(StoreConfig::default(), 1).await;
+    store.batch_execute(demote).await.unwrap();
+
+    let err = store
+        .create_run(NewRun::new("wf", json!(1)))
+        .await
+        .expect_err("a read-only session refuses the write");
+    assert!(err.is_retryable(), "{err}");
+    let run = tokio::time::timeout(CALL_BOUND, store.create_run(NewRun::new("wf", json!(2))))
+        .await
+        .expect("the next call answers within the bound")
+        .expect("a new connection takes the write")
+        .record;
+    assert_eq!(store.get_run(run.id).await.unwrap(), run);
+    assert_eq!(
+        db.count("SELECT COUNT(*) AS n FROM flowstate_runs").await,
+        1
+    );
+    drop(store);
+    db.drop_database().await;
+}
+
+/// A database of `dialect` holding `t (id, n)` (made by `create`) with rows
+/// 1 and 2, and two connections on it.
+pub async fn two_sessions<C: AsyncConnection>(dialect: Dialect, create: &str) -> (TestDb, C, C) {
+    let db = TestDb::empty(dialect).await;
+    // `TestDb::execute`, not diesel's `RunQueryDsl::execute` in scope here.
+    TestDb::execute(&db, create).await;
+    TestDb::execute(&db, "INSERT INTO t VALUES (1, 0), (2, 0)").await;
+    let a = C::establish(&db.url).await.unwrap();
+    let b = C::establish(&db.url).await.unwrap();
+    (db, a, b)
+}
+
+/// Asserts that `err` is retryable and its message starts as the error
+/// table's row for it says.
+pub fn assert_retryable(err: &DieselError, starts: &str) {
+    assert!(
+        message(err).starts_with(starts),
+        "{err} does not start with {starts:?}"
+    );
+    assert!(flowstate_store_diesel::error::is_retryable(err), "{err}");
+}

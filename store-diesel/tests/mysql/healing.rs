@@ -8,15 +8,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use diesel::result::Error as DieselError;
-use diesel_async::{AsyncConnection, AsyncMysqlConnection, SimpleAsyncConnection};
+use diesel_async::{AsyncMysqlConnection, SimpleAsyncConnection};
 use flowstate_core::NewRun;
 use flowstate_core::ports::RunStore;
 use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
 use serde_json::json;
 
 use crate::common::db::TestDb;
-use crate::common::healing::{self, message};
+use crate::common::healing::{self, assert_retryable};
 
 /// The statement every new pooled connection starts with.
 const SETUP: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
@@ -86,56 +85,18 @@ async fn a_session_killed_mid_statement_fails_retryably_and_is_replaced() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_session_fails_retryably_and_is_replaced() {
-    let db = TestDb::migrated(Dialect::Mysql).await;
-    let store = db.warm_store(StoreConfig::default(), 1).await;
-    // What a demoted primary looks like to the session that stays on it.
-    store
-        .batch_execute("SET SESSION TRANSACTION READ ONLY")
-        .await
-        .unwrap();
-
-    let err = store
-        .create_run(NewRun::new("wf", json!(1)))
-        .await
-        .expect_err("a read-only session refuses the write");
-    assert!(err.is_retryable(), "{err}");
-    let run = tokio::time::timeout(
-        healing::CALL_BOUND,
-        store.create_run(NewRun::new("wf", json!(2))),
-    )
-    .await
-    .expect("the next call answers within the bound")
-    .expect("a new connection takes the write")
-    .record;
-    assert_eq!(store.get_run(run.id).await.unwrap(), run);
-    assert_eq!(
-        db.count("SELECT COUNT(*) AS n FROM flowstate_runs").await,
-        1
-    );
-    drop(store);
-    db.drop_database().await;
+    healing::read_only_session_is_replaced(Dialect::Mysql, "SET SESSION TRANSACTION READ ONLY")
+        .await;
 }
 
 /// A database holding `t (id, n)` with rows 1 and 2, and two connections
 /// on it.
 async fn two_sessions() -> (TestDb, AsyncMysqlConnection, AsyncMysqlConnection) {
-    let db = TestDb::empty(Dialect::Mysql).await;
-    db.execute("CREATE TABLE t (id INT PRIMARY KEY, n INT NOT NULL) ENGINE = InnoDB")
-        .await;
-    db.execute("INSERT INTO t VALUES (1, 0), (2, 0)").await;
-    let a = AsyncMysqlConnection::establish(&db.url).await.unwrap();
-    let b = AsyncMysqlConnection::establish(&db.url).await.unwrap();
-    (db, a, b)
-}
-
-/// Asserts that `err` is retryable and its message starts as the table's
-/// row for it says.
-fn assert_retryable(err: &DieselError, starts: &str) {
-    assert!(
-        message(err).starts_with(starts),
-        "{err} does not start with {starts:?}"
-    );
-    assert!(flowstate_store_diesel::error::is_retryable(err), "{err}");
+    healing::two_sessions(
+        Dialect::Mysql,
+        "CREATE TABLE t (id INT PRIMARY KEY, n INT NOT NULL) ENGINE = InnoDB",
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
