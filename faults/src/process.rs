@@ -258,14 +258,23 @@ impl Group {
         }
     }
 
-    /// [`Self::kill`] without blocking the runtime.
+    /// [`Self::kill`] without blocking the runtime; it also waits (at most a
+    /// few seconds) until no live process is left in the group: a server
+    /// restarted while a killed backend still holds its shared memory
+    /// refuses to start ("pre-existing shared memory block is still in
+    /// use").
     pub async fn kill_now(&mut self) {
         if self.exited.is_some() {
             return;
         }
+        let group = self.pid();
         self.signal("KILL");
         let _ = self.child.kill();
         self.wait_for_exit(Duration::from_secs(5)).await;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while group_has_live_members(group) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// Waits for the leader to exit, at most `timeout`, polling without
@@ -328,4 +337,24 @@ impl Drop for Group {
             self.kill();
         }
     }
+}
+
+/// Whether any process of group `group` is still alive (not a zombie), read
+/// from `/proc/<pid>/stat` (the state is the field after the command's
+/// closing parenthesis, the group the third after it).
+fn group_has_live_members(group: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        let Some((_, after)) = stat.rsplit_once(')') else {
+            return false;
+        };
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        matches!(fields.as_slice(), [state, _ppid, pgrp, ..]
+            if *state != "Z" && pgrp.parse::<u32>() == Ok(group))
+    })
 }
