@@ -7,6 +7,7 @@
 //! racing to) creates each once: the key is per parent, so two parents may
 //! use the same child keys.
 
+use crate::field;
 use serde_json::Value;
 
 use crate::error::{Error, InvalidInput};
@@ -64,7 +65,7 @@ impl InputLimits {
         let (children, ()) = checked(children, |children| {
             if children.is_empty() || children.len() > MAX_CHILDREN_BATCH {
                 return Err(Error::InvalidInput(InvalidInput::OutOfRange {
-                    field: "children",
+                    field: field::CHILDREN,
                     detail: format!(
                         "{} is not between 1 and {MAX_CHILDREN_BATCH}",
                         children.len()
@@ -72,8 +73,8 @@ impl InputLimits {
                 }));
             }
             for child in children {
-                self.check_key("child key", &child.key)?;
-                self.check_depth("child input", &child.input)?;
+                self.check_key(field::CHILD_KEY, &child.key)?;
+                self.check_depth(field::CHILD_INPUT, &child.input)?;
             }
             Ok(())
         })?;

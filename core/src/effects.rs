@@ -3,6 +3,7 @@
 //! of the first attempt instead of performing it again. The records of
 //! [`EffectJournal`](crate::ports::EffectJournal).
 
+use crate::field;
 use serde_json::Value;
 
 use crate::error::Error;
@@ -41,7 +42,7 @@ pub struct StrandedEffect {
 impl InputLimits {
     /// Checks an effect key and, when settling, encodes its outcome.
     pub fn check_effect_key(&self, key: &str) -> Result<(), Error> {
-        self.check_key("effect key", key)
+        self.check_key(field::EFFECT_KEY, key)
     }
 }
 

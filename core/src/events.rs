@@ -12,6 +12,7 @@
 //! ([`effective_authorization`]); the stores carry them out atomically and
 //! `flowstate-events` dispatches what was deferred.
 
+use crate::field;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -483,38 +484,38 @@ pub struct EncodedEvent {
 impl InputLimits {
     /// Checks a workflow to create (app, scope, name).
     pub fn check_workflow(&self, workflow: &NewWorkflow) -> Result<(), Error> {
-        self.check_key("app id", &workflow.app_id)?;
-        self.check_key("scope id", &workflow.scope_id)?;
-        self.check_key("workflow", &workflow.name)
+        self.check_key(field::APP_ID, &workflow.app_id)?;
+        self.check_key(field::SCOPE_ID, &workflow.scope_id)?;
+        self.check_key(field::WORKFLOW, &workflow.name)
     }
 
     /// Checks a version to publish and answers its definition as JSON text.
     pub fn encode_published_version(&self, version: &NewPublishedVersion) -> Result<String, Error> {
-        self.check_key("graph hash", &version.hash)?;
-        self.encode("workflow definition", &version.definition)
+        self.check_key(field::GRAPH_HASH, &version.hash)?;
+        self.encode(field::WORKFLOW_DEFINITION, &version.definition)
     }
 
     /// Checks an activation to create and answers its authorization as
     /// JSON text.
     pub fn encode_activation(&self, activation: &NewActivation) -> Result<String, Error> {
-        self.check_key("event type", &activation.event_type)?;
-        self.encode("authorization", &activation.authorization)
+        self.check_key(field::EVENT_TYPE, &activation.event_type)?;
+        self.encode(field::AUTHORIZATION, &activation.authorization)
     }
 
     /// Checks an event to record (app, scope, type, dedupe key, and its
     /// JSON) and answers its JSON as text. The data is checked as run input
     /// too, since every run it starts takes it as such.
     pub fn encode_event(&self, event: &NewEvent) -> Result<EncodedEvent, Error> {
-        self.check_key("app id", &event.app_id)?;
-        self.check_key("scope id", &event.scope_id)?;
-        self.check_key("event type", &event.event_type)?;
+        self.check_key(field::APP_ID, &event.app_id)?;
+        self.check_key(field::SCOPE_ID, &event.scope_id)?;
+        self.check_key(field::EVENT_TYPE, &event.event_type)?;
         if let Some(key) = &event.dedupe_key {
-            self.check_key("dedupe key", key)?;
+            self.check_key(field::DEDUPE_KEY, key)?;
         }
         Ok(EncodedEvent {
-            data: self.encode("event data", &event.data)?,
-            context: self.encode("event context", &event.context)?,
-            authorization: self.encode("authorization", &event.authorization)?,
+            data: self.encode(field::EVENT_DATA, &event.data)?,
+            context: self.encode(field::EVENT_CONTEXT, &event.context)?,
+            authorization: self.encode(field::AUTHORIZATION, &event.authorization)?,
         })
     }
 }

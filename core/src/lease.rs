@@ -22,6 +22,7 @@
 //! This module reads no clock itself: durations come in, and the backend
 //! adds them to its own time.
 
+use crate::field;
 use std::time::Duration;
 
 use crate::error::{Error, InvalidInput};
@@ -183,7 +184,7 @@ impl InputLimits {
     /// Checks a claim's worker name and lease length: a key, and a lease
     /// longer than zero and at most [`LONGEST_LEASE`].
     pub fn check_lease(&self, worker: &str, lease_for: Duration) -> Result<(), Error> {
-        self.check_key("worker", worker)?;
+        self.check_key(field::WORKER, worker)?;
         self.check_lease_for(lease_for)
     }
 
@@ -191,7 +192,7 @@ impl InputLimits {
     pub fn check_lease_for(&self, lease_for: Duration) -> Result<(), Error> {
         if lease_for.is_zero() || lease_for > LONGEST_LEASE {
             return Err(Error::InvalidInput(InvalidInput::OutOfRange {
-                field: "lease",
+                field: field::LEASE,
                 detail: format!(
                     "{} ms is not between 1 ms and {} ms",
                     lease_for.as_millis(),
@@ -213,7 +214,7 @@ impl InputLimits {
         self.check_lease(worker, lease_for)?;
         if n == 0 || n > MAX_CLAIM_BATCH {
             return Err(Error::InvalidInput(InvalidInput::OutOfRange {
-                field: "claim batch",
+                field: field::CLAIM_BATCH,
                 detail: format!("{n} is not between 1 and {MAX_CLAIM_BATCH}"),
             }));
         }
@@ -224,14 +225,14 @@ impl InputLimits {
     pub fn check_reason(&self, reason: &str) -> Result<(), Error> {
         if reason.len() > self.max_value_bytes {
             return Err(Error::InvalidInput(InvalidInput::TooLarge {
-                field: "failure reason",
+                field: field::FAILURE_REASON,
                 bytes: reason.len(),
                 limit: self.max_value_bytes,
             }));
         }
         if reason.contains('\0') {
             return Err(Error::InvalidInput(InvalidInput::NulCharacter {
-                field: "failure reason",
+                field: field::FAILURE_REASON,
             }));
         }
         Ok(())

@@ -44,6 +44,7 @@ pub mod claim;
 pub mod effects;
 pub mod error;
 pub mod events;
+pub mod field;
 pub mod idempotency;
 pub mod ids;
 pub mod lease;

@@ -8,6 +8,7 @@
 //! and [`InputLimits::check_key`]: a backend calls them and restates none of
 //! the checks they make.
 
+use crate::field;
 use serde_json::Value;
 
 use crate::error::{Error, InvalidInput};
@@ -133,24 +134,24 @@ impl InputLimits {
     /// writes, so a run one backend refuses is refused by all, in the same
     /// words.
     pub fn encode_run(&self, run: &NewRun) -> Result<String, Error> {
-        self.check_key("workflow", &run.workflow)?;
+        self.check_key(field::WORKFLOW, &run.workflow)?;
         if let Some(hash) = &run.graph_hash {
-            self.check_key("graph hash", hash)?;
+            self.check_key(field::GRAPH_HASH, hash)?;
         }
         if let Some(key) = &run.idempotency_key {
-            self.check_key("idempotency key", key)?;
+            self.check_key(field::IDEMPOTENCY_KEY, key)?;
         }
-        self.encode("run input", &run.input)
+        self.encode(field::RUN_INPUT, &run.input)
     }
 
     /// Checks a step to insert (name, function, input, retry delay) and
     /// answers it as a store writes it.
     pub fn encode_step(&self, step: &NewStep) -> Result<EncodedStep, Error> {
-        self.check_key("step name", &step.name)?;
+        self.check_key(field::STEP_NAME, &step.name)?;
         if let Some(function) = &step.function {
-            self.check_key("function", function)?;
+            self.check_key(field::FUNCTION, function)?;
         }
-        let input = self.encode("step input", &step.input)?;
+        let input = self.encode(field::STEP_INPUT, &step.input)?;
         let retry_delay_ms = step.retry.retry_delay_millis()?;
         Ok(EncodedStep {
             input,
@@ -163,8 +164,8 @@ impl InputLimits {
     /// `Running` and `Scheduled`, which carry none.
     pub fn encode_transition(&self, transition: &StepTransition) -> Result<Option<String>, Error> {
         match transition {
-            StepTransition::Succeeded(result) => self.encode("step result", result).map(Some),
-            StepTransition::Failed(error) => self.encode("step error", error).map(Some),
+            StepTransition::Succeeded(result) => self.encode(field::STEP_RESULT, result).map(Some),
+            StepTransition::Failed(error) => self.encode(field::STEP_ERROR, error).map(Some),
             StepTransition::Running | StepTransition::Scheduled => Ok(None),
         }
     }
@@ -172,16 +173,16 @@ impl InputLimits {
     /// Checks the names a claim looks up by: the step name, then the
     /// function the worker runs.
     pub fn check_claim(&self, name: &str, function: &str) -> Result<(), Error> {
-        self.check_key("step name", name)?;
-        self.check_key("function", function)
+        self.check_key(field::STEP_NAME, name)?;
+        self.check_key(field::FUNCTION, function)
     }
 
     /// Checks a workflow version to store (workflow, graph hash, graph) and
     /// answers its graph as JSON text.
     pub fn encode_version(&self, version: &NewWorkflowVersion) -> Result<String, Error> {
-        self.check_key("workflow", &version.workflow)?;
-        self.check_key("graph hash", &version.graph_hash)?;
-        self.encode("workflow graph", &version.graph)
+        self.check_key(field::WORKFLOW, &version.workflow)?;
+        self.check_key(field::GRAPH_HASH, &version.graph_hash)?;
+        self.encode(field::WORKFLOW_GRAPH, &version.graph)
     }
 }
 

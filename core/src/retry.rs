@@ -9,6 +9,7 @@
 //! reads back. A step that must run at most once says so:
 //! [`RetryPolicy::NONE`].
 
+use crate::field;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -68,7 +69,7 @@ impl RetryPolicy {
             .map(|delay| {
                 u32::try_from(delay.as_millis()).map_err(|_| {
                     Error::InvalidInput(InvalidInput::OutOfRange {
-                        field: "retry delay",
+                        field: field::RETRY_DELAY,
                         detail: format!("{delay:?} is over the limit of {} ms", u32::MAX),
                     })
                 })

@@ -32,6 +32,7 @@
 //! [`BatchStepStore::complete_batch`]: crate::ports::BatchStepStore::complete_batch
 //! [`RecoveryStore::expire_step_claims`]: crate::ports::RecoveryStore::expire_step_claims
 
+use crate::field;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -151,7 +152,7 @@ pub fn claimed_targets() -> Vec<StepStatus> {
 pub fn check_claim_timeout(timeout: Duration) -> Result<(), Error> {
     if timeout < Duration::from_millis(1) || timeout > LONGEST_CLAIM_TIMEOUT {
         return Err(Error::InvalidInput(InvalidInput::OutOfRange {
-            field: "claim timeout",
+            field: field::CLAIM_TIMEOUT,
             detail: format!(
                 "{timeout:?} is not between 1 ms and {} ms",
                 LONGEST_CLAIM_TIMEOUT.as_millis()

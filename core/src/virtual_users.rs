@@ -8,6 +8,7 @@
 //! adds what the claim needs on top ([`claimed_next_run_at`]) and the
 //! message a reaped run is failed with ([`reap_message`]).
 
+use crate::field;
 use std::time::Duration;
 
 use rand::Rng;
@@ -248,7 +249,7 @@ impl InputLimits {
     /// Checks a persona name, like every name: not empty, no NUL, at most
     /// [`Self::max_key_bytes`].
     pub fn check_persona(&self, persona: &str) -> Result<(), Error> {
-        self.check_key("persona", persona)
+        self.check_key(field::PERSONA, persona)
     }
 
     /// Checks a run's failure reason (not empty, no NUL, at most
@@ -291,7 +292,7 @@ impl InputLimits {
         }
         entries
             .iter()
-            .map(|e| self.encode("transcript entry", e))
+            .map(|e| self.encode(field::TRANSCRIPT_ENTRY, e))
             .collect()
     }
 }

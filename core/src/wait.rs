@@ -10,6 +10,7 @@
 //! clock ([`lease`](crate::lease#one-clock-for-leases)), never instants of
 //! the worker's clock.
 
+use crate::field;
 use std::time::Duration;
 
 use crate::error::{Error, InvalidInput};
@@ -86,12 +87,12 @@ impl InputLimits {
     /// [`LONGEST_WAIT`].
     pub fn check_wait(&self, wait: &Wait) -> Result<(), Error> {
         if let Some(name) = wait.signal_name() {
-            self.check_key("signal name", name)?;
+            self.check_key(field::SIGNAL_NAME, name)?;
         }
         match wait.wake_after() {
             Some(after) if after > LONGEST_WAIT => {
                 Err(Error::InvalidInput(InvalidInput::OutOfRange {
-                    field: "wait",
+                    field: field::WAIT,
                     detail: format!(
                         "{} ms is over {} ms",
                         after.as_millis(),

@@ -6,6 +6,7 @@
 //! the error `record_dispatch_failure` keeps to
 //! [`MAX_DISPATCH_ERROR_BYTES`].
 
+use crate::field;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -30,7 +31,7 @@ pub fn create_run(limits: &InputLimits, run: &NewRun) -> Result<String> {
 /// filter, if any, is checked like a workflow name written.
 pub fn list_runs(limits: &InputLimits, query: &RunQuery) -> Result<()> {
     if let Some(workflow) = &query.workflow {
-        limits.check_key("workflow", workflow)?;
+        limits.check_key(field::WORKFLOW, workflow)?;
     }
     Ok(())
 }
@@ -39,8 +40,8 @@ pub fn list_runs(limits: &InputLimits, query: &RunQuery) -> Result<()> {
 /// [`FencedWrites::write_state_fenced`](super::FencedWrites::write_state_fenced)):
 /// the key, then the value; answers the value as JSON text.
 pub fn write_state(limits: &InputLimits, key: &str, value: &Value) -> Result<String> {
-    limits.check_key("state key", key)?;
-    limits.encode("state value", value)
+    limits.check_key(field::STATE_KEY, key)?;
+    limits.encode(field::STATE_VALUE, value)
 }
 
 // ---- steps: `StepStore`
@@ -56,7 +57,7 @@ pub fn insert_step(limits: &InputLimits, step: &NewStep) -> Result<EncodedStep> 
 /// [`StepStore::find_step`](super::StepStore::find_step): the step name
 /// looked up.
 pub fn find_step(limits: &InputLimits, name: &str) -> Result<()> {
-    limits.check_key("step name", name)
+    limits.check_key(field::STEP_NAME, name)
 }
 
 /// [`StepStore::transition_step`](super::StepStore::transition_step) (and
@@ -78,7 +79,7 @@ pub fn claim_step(limits: &InputLimits, name: &str, function: &str) -> Result<()
 /// [`StepStore::set_branch_taken`](super::StepStore::set_branch_taken):
 /// the branch.
 pub fn set_branch_taken(limits: &InputLimits, branch: &str) -> Result<()> {
-    limits.check_key("branch", branch)
+    limits.check_key(field::BRANCH, branch)
 }
 
 // ---- versions: `VersionStore`
@@ -92,8 +93,8 @@ pub fn upsert_version(limits: &InputLimits, version: &NewWorkflowVersion) -> Res
 /// [`VersionStore::get_version`](super::VersionStore::get_version): the
 /// workflow, then the graph hash looked up.
 pub fn get_version(limits: &InputLimits, workflow: &str, graph_hash: &str) -> Result<()> {
-    limits.check_key("workflow", workflow)?;
-    limits.check_key("graph hash", graph_hash)
+    limits.check_key(field::WORKFLOW, workflow)?;
+    limits.check_key(field::GRAPH_HASH, graph_hash)
 }
 
 // ---- batch: `BatchStepStore`
@@ -102,7 +103,7 @@ pub fn get_version(limits: &InputLimits, workflow: &str, graph_hash: &str) -> Re
 /// the function filter, if any.
 pub fn claim_batch(limits: &InputLimits, claim: &BatchClaim) -> Result<()> {
     if let Some(function) = &claim.function {
-        limits.check_key("function", function)?;
+        limits.check_key(field::FUNCTION, function)?;
     }
     Ok(())
 }
@@ -170,14 +171,14 @@ pub fn wait(limits: &InputLimits, wait: &Wait) -> Result<()> {
 /// [`RunWaitStore::signal`](super::RunWaitStore::signal): the name, then the
 /// payload; answers the payload as JSON text.
 pub fn signal(limits: &InputLimits, name: &str, payload: &Value) -> Result<String> {
-    limits.check_key("signal name", name)?;
-    limits.encode("signal payload", payload)
+    limits.check_key(field::SIGNAL_NAME, name)?;
+    limits.encode(field::SIGNAL_PAYLOAD, payload)
 }
 
 /// [`RunWaitStore::take_signal`](super::RunWaitStore::take_signal): the
 /// name looked up.
 pub fn take_signal(limits: &InputLimits, name: &str) -> Result<()> {
-    limits.check_key("signal name", name)
+    limits.check_key(field::SIGNAL_NAME, name)
 }
 
 // ---- children: `ChildRunStore`
@@ -205,7 +206,7 @@ pub fn begin_effect(limits: &InputLimits, key: &str) -> Result<()> {
 /// the key, then the outcome; answers the outcome as JSON text.
 pub fn settle_effect(limits: &InputLimits, key: &str, outcome: &Value) -> Result<String> {
     limits.check_effect_key(key)?;
-    limits.encode("effect outcome", outcome)
+    limits.encode(field::EFFECT_OUTCOME, outcome)
 }
 
 // ---- definitions: `DefinitionStore`
@@ -218,8 +219,8 @@ pub fn create_workflow(limits: &InputLimits, workflow: &NewWorkflow) -> Result<(
 /// [`DefinitionStore::list_workflows`](super::DefinitionStore::list_workflows):
 /// the app id, then the scope id.
 pub fn list_workflows(limits: &InputLimits, app_id: &str, scope_id: &str) -> Result<()> {
-    limits.check_key("app id", app_id)?;
-    limits.check_key("scope id", scope_id)
+    limits.check_key(field::APP_ID, app_id)?;
+    limits.check_key(field::SCOPE_ID, scope_id)
 }
 
 /// [`DefinitionStore::publish_version`](super::DefinitionStore::publish_version):
@@ -280,7 +281,7 @@ pub fn list_virtual_user_runs(limits: &InputLimits, query: &VirtualUserRunQuery)
 /// [`VirtualUserRunStore::complete_virtual_user_run`](super::VirtualUserRunStore::complete_virtual_user_run):
 /// answers the findings as JSON text.
 pub fn complete_virtual_user_run(limits: &InputLimits, findings: &Value) -> Result<String> {
-    limits.encode("findings", findings)
+    limits.encode(field::FINDINGS, findings)
 }
 
 /// [`VirtualUserRunStore::fail_virtual_user_run`](super::VirtualUserRunStore::fail_virtual_user_run):
