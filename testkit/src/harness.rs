@@ -13,7 +13,7 @@ use crate::memory::MemoryStore;
 /// One backend under test, freshly made for one case.
 ///
 /// The suite builds a new harness for every case (through the async factory
-/// given to [`conformance_suite!`](crate::conformance_suite)) and drops it
+/// given to [`suite!`](crate::suite)) and drops it
 /// when the case ends, so a harness must own an empty store of its own: a
 /// database (or schema, or file) per harness, not per process. A backend
 /// that can open such a store for a given clock needs no harness of its
@@ -27,19 +27,10 @@ use crate::memory::MemoryStore;
 /// - a [`ManualClock`] that the store reads for every timestamp it writes
 ///   (pass `Arc<ManualClock>` where the backend takes an `Arc<dyn Clock>`);
 ///
-/// and, if it can (each is a hook with a default; [`hooks`](Self::hooks)
-/// says which it has, and the cases needing a missing one are skipped):
-///
-/// - a way to delete one history row behind the store's back, for the cases
-///   about a transition that finds no history row to update;
-/// - a fault: every write of a history row fails while it is on (a trigger
-///   that raises, on SQL), for the cases that check a refused claim,
-///   transition or retry moved nothing;
-/// - a narrower fault: the history writes of one named step fail, for the
-///   cases that check a call writing many steps (a batch, an expiry) fails
-///   whole rather than keeping the steps it wrote before that one;
-/// - a way to count the rows of a run the ports cannot see once it is
-///   deleted (its steps, their history, its state), for the deletion cases.
+/// A harness that can also reach behind the store implements [`Hooks`]
+/// too, and the cases that need those hooks are stamped for it (the
+/// `hooks` family of [`suite!`](crate::suite)); a harness without them
+/// does not get those tests at all.
 ///
 /// The clock: the cases move the [`ManualClock`] and read back the times
 /// the store stamped, so a store must stamp from the clock it was given. A
@@ -57,7 +48,7 @@ use crate::memory::MemoryStore;
 /// use std::sync::Arc;
 ///
 /// use flowstate_core::{RunId, StepId};
-/// use flowstate_testkit::{Harness, ManualClock, MemoryStore, RowCounts};
+/// use flowstate_testkit::{Harness, Hooks, ManualClock, MemoryStore, RowCounts};
 ///
 /// struct MyHarness {
 ///     store: Arc<MemoryStore>,
@@ -85,6 +76,12 @@ use crate::memory::MemoryStore;
 ///         &self.clock
 ///     }
 ///
+///     async fn teardown(self) {
+///         // A real backend: drop the database.
+///     }
+/// }
+///
+/// impl Hooks for MyHarness {
 ///     async fn delete_history_row(&self, step: StepId, attempt: u32) {
 ///         // A real backend: `DELETE FROM <history> WHERE step = $1 AND attempt = $2`.
 ///         assert!(self.store.remove_history_row(step, attempt));
@@ -105,13 +102,9 @@ use crate::memory::MemoryStore;
 ///         // A real backend: three `SELECT COUNT(*)`s.
 ///         self.store.count_rows(run, steps)
 ///     }
-///
-///     async fn teardown(self) {
-///         // A real backend: drop the database.
-///     }
 /// }
 ///
-/// flowstate_testkit::conformance_suite!(mine, MyHarness::create());
+/// flowstate_testkit::suite!(mine, MyHarness::create(), [runs, steps, versions, hooks]);
 /// # fn main() {}
 /// ```
 #[diagnostic::on_unimplemented(
@@ -130,61 +123,6 @@ pub trait Harness: Send + Sync + 'static {
     /// only moves when a case moves it.
     fn clock(&self) -> &ManualClock;
 
-    /// Which of the hooks below this harness implements: all of them
-    /// by default. A case that needs a hook the harness leaves out is
-    /// skipped (it says so on stderr and passes), so a harness without
-    /// hooks still runs every other case; [`StoreHarness`](crate::StoreHarness)
-    /// answers [`Hooks::NONE`].
-    fn hooks(&self) -> Hooks {
-        Hooks::ALL
-    }
-
-    /// Deletes the history row of `attempt` of `step`, bypassing the ports
-    /// (for SQL: `DELETE FROM <history> WHERE step = ? AND attempt = ?`).
-    /// Panics if it cannot; by default, panics saying the hook is missing
-    /// (leave it out of [`hooks`](Self::hooks) instead).
-    fn delete_history_row(&self, step: StepId, attempt: u32) -> impl Future<Output = ()> + Send {
-        let _ = (step, attempt);
-        async { missing_hook("delete_history_row") }
-    }
-
-    /// With `fail` true, makes every later insert or update of a history row
-    /// fail inside the store's own statement or transaction (for SQL: a
-    /// trigger on the history table that raises), until called again with
-    /// `false`. The store must then answer an error and leave the step as it
-    /// was. Panics if it cannot; by default, panics saying the hook is
-    /// missing.
-    fn fail_history_writes(&self, fail: bool) -> impl Future<Output = ()> + Send {
-        let _ = fail;
-        async { missing_hook("fail_history_writes") }
-    }
-
-    /// With `Some(step)`, makes every later insert or update of a history
-    /// row of `step` fail inside the store's own statement or transaction
-    /// (for SQL: a trigger on the history table that raises for that step's
-    /// rows only), until called again with `None`. A call that writes many
-    /// steps and reaches `step` must then answer an error and leave every
-    /// step as it was: a backend committing each step on its own would keep
-    /// the ones before, which [`fail_history_writes`](Self::fail_history_writes)
-    /// cannot show (with every write failing, the first step already
-    /// fails). A store that runs each call under one lock may fail every
-    /// history write instead (the memory store does): it cannot stop half
-    /// way, so the cases read the same. Panics if it cannot; by default,
-    /// panics saying the hook is missing.
-    fn fail_history_writes_of(&self, step: Option<StepId>) -> impl Future<Output = ()> + Send {
-        let _ = step;
-        async { missing_hook("fail_history_writes_of") }
-    }
-
-    /// Counts, bypassing the ports, the rows `run` owns: steps with its id,
-    /// history rows of `steps`, and state keys with its id. After
-    /// [`delete_run`](flowstate_core::ports::RunStore::delete_run) every count must
-    /// be zero. By default, panics saying the hook is missing.
-    fn count_rows(&self, run: RunId, steps: &[StepId]) -> impl Future<Output = RowCounts> + Send {
-        let _ = (run, steps);
-        async { missing_hook("count_rows") }
-    }
-
     /// Releases what the harness holds (drops its database, say) once a case
     /// has passed. A case that panics skips it, so a backend must not rely on
     /// it for correctness. Does nothing by default.
@@ -196,53 +134,56 @@ pub trait Harness: Send + Sync + 'static {
     }
 }
 
-/// The hooks a [`Harness`] implements beyond the store
-/// ([`Harness::hooks`]): a case that needs one the harness leaves out is
-/// skipped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[expect(
-    clippy::struct_excessive_bools,
-    reason = "one independent yes/no per hook, read by name in the suites"
+/// What a [`Harness`] can do behind the store's back, for the cases that
+/// check what the ports cannot show: a transition that finds no history
+/// row, a write whose history row fails, the rows a deleted run leaves.
+///
+/// A harness that implements it lists the `hooks` family in
+/// [`suite!`](crate::suite), which then stamps the hook cases of every
+/// other family listed; one that does not (such as
+/// [`StoreHarness`](crate::StoreHarness)) leaves `hooks` out and gets no
+/// test for them, rather than a test that passes without checking. For
+/// SQL, each hook is a statement or two on the harness's own connection.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no harness hooks (`flowstate_testkit::Hooks`)",
+    label = "the `hooks` family needs a harness that implements `Hooks`",
+    note = "implement `Hooks` for the harness, or leave `hooks` out of the suite's families"
 )]
-pub struct Hooks {
-    /// [`Harness::delete_history_row`] works.
-    pub delete_history_row: bool,
-    /// [`Harness::fail_history_writes`] works.
-    pub fail_history_writes: bool,
-    /// [`Harness::fail_history_writes_of`] works.
-    pub fail_history_writes_of: bool,
-    /// [`Harness::count_rows`] works.
-    pub count_rows: bool,
-}
+pub trait Hooks: Harness {
+    /// Deletes the history row of `attempt` of `step`, bypassing the ports
+    /// (for SQL: `DELETE FROM <history> WHERE step = ? AND attempt = ?`).
+    /// Panics if it cannot.
+    fn delete_history_row(&self, step: StepId, attempt: u32) -> impl Future<Output = ()> + Send;
 
-impl Hooks {
-    /// Every hook.
-    pub const ALL: Self = Self {
-        delete_history_row: true,
-        fail_history_writes: true,
-        fail_history_writes_of: true,
-        count_rows: true,
-    };
+    /// With `fail` true, makes every later insert or update of a history row
+    /// fail inside the store's own statement or transaction (for SQL: a
+    /// trigger on the history table that raises), until called again with
+    /// `false`. The store must then answer an error and leave the step as it
+    /// was. Panics if it cannot.
+    fn fail_history_writes(&self, fail: bool) -> impl Future<Output = ()> + Send;
 
-    /// No hook: the cases that need one are skipped.
-    pub const NONE: Self = Self {
-        delete_history_row: false,
-        fail_history_writes: false,
-        fail_history_writes_of: false,
-        count_rows: false,
-    };
-}
+    /// With `Some(step)`, makes every later insert or update of a history
+    /// row of `step` fail inside the store's own statement or transaction
+    /// (for SQL: a trigger on the history table that raises for that step's
+    /// rows only), until called again with `None`. A call that writes many
+    /// steps and reaches `step` must then answer an error and leave every
+    /// step as it was: a backend committing each step on its own would keep
+    /// the ones before, which [`fail_history_writes`](Self::fail_history_writes)
+    /// cannot show (with every write failing, the first step already
+    /// fails). A store that runs each call under one lock may fail every
+    /// history write instead (the memory store does): it cannot stop half
+    /// way, so the cases read the same. Panics if it cannot.
+    fn fail_history_writes_of(&self, step: Option<StepId>) -> impl Future<Output = ()> + Send;
 
-/// The default body of a hook the harness did not implement.
-fn missing_hook(name: &str) -> ! {
-    panic!(
-        "this harness does not implement Harness::{name}: implement it, or answer \
-         `Hooks {{ {name}: false, .. }}` from Harness::hooks so the cases that need it are skipped"
-    )
+    /// Counts, bypassing the ports, the rows `run` owns: steps with its id,
+    /// history rows of `steps`, and state keys with its id. After
+    /// [`delete_run`](flowstate_core::ports::RunStore::delete_run) every count must
+    /// be zero.
+    fn count_rows(&self, run: RunId, steps: &[StepId]) -> impl Future<Output = RowCounts> + Send;
 }
 
 /// How many rows a run owns, counted behind the ports (see
-/// [`Harness::count_rows`]).
+/// [`Hooks::count_rows`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RowCounts {
     /// Steps of the run.
@@ -293,7 +234,9 @@ impl Harness for MemoryHarness {
     fn clock(&self) -> &ManualClock {
         &self.clock
     }
+}
 
+impl Hooks for MemoryHarness {
     fn delete_history_row(&self, step: StepId, attempt: u32) -> impl Future<Output = ()> + Send {
         let store = Arc::clone(&self.store);
         async move {

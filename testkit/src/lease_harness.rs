@@ -13,7 +13,7 @@ use crate::clock::ManualClock;
 use crate::harness::{Harness, MemoryHarness};
 
 /// A [`Harness`] whose store leases runs ([`RunLeaseStore`]), for
-/// [`lease_suite!`](crate::lease_suite).
+/// the lease families of [`suite!`](crate::suite) ([`family`](crate::family)).
 pub trait LeaseHarness: Harness<Store: RunLeaseStore> {
     /// Moves the store's lease clock (the one every expiry is measured on,
     /// for every store on the same data) `by` later: for a database, an

@@ -1,18 +1,21 @@
-//! flowstate-testkit: the conformance suite every flowstate backend must
+//! flowstate-testkit: the conformance kit every flowstate backend must
 //! pass, and [`MemoryStore`], the in-memory reference backend that passes it.
 //!
-//! The suite is one `pub async fn` per guarantee of the store ports in
-//! [`flowstate_core::ports`], in [`cases`], each run against a fresh
-//! [`Harness`]: the store under test and the [`ManualClock`] it reads (plus,
-//! if the backend has them, [`Hooks`] that reach behind the store).
-//! [`conformance_suite!`] stamps every case into a multi-threaded tokio
-//! test.
+//! The kit is one `pub async fn` per guarantee of the store ports in
+//! [`flowstate_core::ports`], in [`cases`], one folder per port family
+//! (`cases/runs/`, `cases/steps/`, ... named as core names them) and one,
+//! `cases/policies/`, for the policy crates driven over the ports (the
+//! worker pool, the recovery sweeps and guard, the virtual-user ticks, the
+//! event dispatchers). Each case runs against a fresh [`Harness`]: the
+//! store under test and the [`ManualClock`] it reads. [`suite!`] stamps the
+//! cases of the families it is given into multi-threaded tokio tests.
 //!
 //! # Testing your own backend
 //!
 //! A backend that can open a fresh, empty store for a given clock gets the
-//! whole suite from one function and one macro call, in a test file of its
-//! crate (with `flowstate-testkit` as a dev-dependency under that name):
+//! kit from one function and one macro call, in a test file of its crate
+//! (with `flowstate-testkit` as a dev-dependency under that name), listing
+//! the families its store has:
 //!
 //! ```
 //! // hookup: begin
@@ -24,40 +27,36 @@
 //!     MemoryStore::with_clock(clock) // yours: a database made for this call
 //! }
 //!
-//! flowstate_testkit::conformance_suite!(my_backend, StoreHarness::create(open));
+//! flowstate_testkit::suite!(my_backend, StoreHarness::create(open), [
+//!     runs, steps, versions, batch, definitions, events, virtual_users, pool, ticks, dispatch,
+//! ]);
 //! // hookup: end
 //! # fn main() {}
 //! ```
 //!
-//! That is every case of the suite as `my_backend::<group>::<case>`, so
-//! `cargo test claim_races` runs one group. [`StoreHarness`] has no
-//! [`Hooks`]: the nine cases that need one (a history row deleted behind
-//! the store's back, history writes made to fail, rows counted after a
-//! deletion) are skipped and say so. A [`Harness`] of your own runs them
-//! too; its docs show one. A factory of the wrong type is one compile error
-//! for the whole suite, naming what it must be.
+//! That is every case of those families as `my_backend::<family>::<group>::<case>`,
+//! so `cargo test claim_races` runs one group. A store without a family's
+//! port is one compile error naming the family ([`family`]).
 //!
-//! `testkit/tests/memory.rs` runs every suite over [`MemoryHarness`]. Race
-//! cases run tens of real tokio tasks at once and assert exactly-once
-//! outcomes; a backend must serve them concurrently, not one at a time
-//! behind a lock it takes for the test's sake.
+//! Two things need more than a store, each a trait the harness implements
+//! and the compiler checks, so nothing is skipped at run time:
 //!
-//! The ports beyond the core three have suites of their own, with the same
-//! two arguments: [`batch_suite!`] ([`BatchStepStore`](flowstate_core::ports::BatchStepStore)),
-//! [`events_suite!`] ([`DefinitionStore`](flowstate_core::ports::DefinitionStore),
-//! [`EventStore`](flowstate_core::ports::EventStore)), [`event_queue_suite!`]
-//! ([`EventQueueStore`](flowstate_core::ports::EventQueueStore)), [`lease_suite!`] (for a
-//! [`LeaseHarness`]), [`recovery_suite!`]
-//! ([`RecoveryStore`](flowstate_core::ports::RecoveryStore),
-//! [`RunRecoveryStore`](flowstate_core::ports::RunRecoveryStore), driving
-//! `flowstate-recovery`'s sweeps, guard and sweeper) and
-//! [`virtual_users_suite!`]
-//! ([`ScheduleStore`](flowstate_core::ports::ScheduleStore),
-//! [`VirtualUserRunStore`](flowstate_core::ports::VirtualUserRunStore), driving
-//! `flowstate_virtual_users::tick` and its runner through the store).
-//! [`pool_suite!`] drives `flowstate-pool`'s `GroupCommit` and
-//! `WorkerPool` over a [`BatchStepStore`](flowstate_core::ports::BatchStepStore);
-//! its faults come from a wrapper around the harness's store, not a hook.
+//! - [`Hooks`]: reaching behind the store (delete a history row, make
+//!   history writes fail, count a deleted run's rows). List `hooks` in the
+//!   families and the hook cases of every other family listed are stamped
+//!   too; [`StoreHarness`] has no hooks, so it leaves `hooks` out and gets
+//!   no test for them rather than a test that passes without checking.
+//! - [`LeaseHarness`]: moving the store's lease clock and opening a second
+//!   store with a skewed clock, for `leases`, `waits`, `children`,
+//!   `effects`, `recovery`, `sweeps` and `guard`.
+//!
+//! A [`Harness`] of your own implements both and runs the whole kit; the
+//! docs of [`Harness`] show one, and `store-diesel/tests/common/harness.rs`
+//! is the one over `DieselStore`. `testkit/tests/memory.rs` runs every
+//! family and the hooks over [`MemoryHarness`], and the hookup above over
+//! [`StoreHarness`]. Race cases run tens of real tokio tasks at once and
+//! assert exactly-once outcomes; a backend must serve them concurrently,
+//! not one at a time behind a lock it takes for the test's sake.
 //!
 //! [`model`] is a model-based test beside the cases: random sequences of
 //! operations run on [`MemoryStore`] and on your store, every answer
@@ -68,47 +67,43 @@
 
 pub mod cases;
 mod clock;
+pub mod family;
 mod harness;
 mod lease_harness;
-mod lease_suite;
 mod memory;
 pub mod model;
-mod pool_suite;
-mod recovery_suite;
 mod store_harness;
 mod suite;
-mod suite_events;
-mod virtual_users_suite;
 
-pub use cases::event_support::{EventBackend, EventQueueBackend};
+pub use cases::support::events::{EventBackend, EventQueueBackend};
 pub use clock::ManualClock;
 pub use harness::{Harness, Hooks, MemoryHarness, RowCounts};
 pub use lease_harness::{LeaseHarness, SkewedClock};
 pub use memory::MemoryStore;
 pub use store_harness::StoreHarness;
 
-/// Every case the suite stamps, as `group::case` (a function
-/// `cases::group::case`), in stamping order.
-pub const CASES: &[&str] = crate::__cases!(names);
-
-/// Every case [`batch_suite!`] stamps, as `group::case`.
-pub const BATCH_CASES: &[&str] = crate::__batch_cases!(names);
-/// Every case [`virtual_users_suite!`] stamps, as `group::case`.
-pub const VIRTUAL_USER_CASES: &[&str] = crate::__virtual_user_cases!(names);
-/// Every case [`events_suite!`] stamps, as `group::case`: the cases of
-/// [`DefinitionStore`](flowstate_core::ports::DefinitionStore) and
-/// [`EventStore`](flowstate_core::ports::EventStore), for a backend with those
-/// ports too.
-pub const EVENT_CASES: &[&str] = crate::__event_cases!(names);
-/// Every case [`event_queue_suite!`] stamps, as `group::case`: the cases of
-/// [`EventQueueStore`](flowstate_core::ports::EventQueueStore).
-pub const EVENT_QUEUE_CASES: &[&str] = crate::__event_queue_cases!(names);
-/// Every case [`lease_suite!`] stamps, as `group::case`.
-pub const LEASE_CASES: &[&str] = crate::__lease_cases!(names);
-/// Every case [`recovery_suite!`] stamps, as `group::case`.
-pub const RECOVERY_CASES: &[&str] = crate::__recovery_cases!(names);
-/// Every case [`pool_suite!`] stamps, as `group::case`.
-pub const POOL_CASES: &[&str] = crate::__pool_cases!(names);
+/// Every family [`suite!`] stamps, with its cases as `folder::group::case`
+/// (a function `cases::folder::group::case`; the hook cases too), in
+/// stamping order.
+pub const CASES: &[(&str, &[&str])] = &[
+    ("runs", crate::__family!(runs names)),
+    ("steps", crate::__family!(steps names)),
+    ("versions", crate::__family!(versions names)),
+    ("batch", crate::__family!(batch names)),
+    ("leases", crate::__family!(leases names)),
+    ("waits", crate::__family!(waits names)),
+    ("children", crate::__family!(children names)),
+    ("effects", crate::__family!(effects names)),
+    ("definitions", crate::__family!(definitions names)),
+    ("events", crate::__family!(events names)),
+    ("recovery", crate::__family!(recovery names)),
+    ("virtual_users", crate::__family!(virtual_users names)),
+    ("pool", crate::__family!(pool names)),
+    ("sweeps", crate::__family!(sweeps names)),
+    ("guard", crate::__family!(guard names)),
+    ("ticks", crate::__family!(ticks names)),
+    ("dispatch", crate::__family!(dispatch names)),
+];
 
 /// What the macros' expansions use; not part of the API.
 #[doc(hidden)]

@@ -8,17 +8,19 @@ use std::sync::Arc;
 use flowstate_core::ports::Store;
 
 use crate::clock::ManualClock;
-use crate::harness::{Harness, Hooks};
+use crate::harness::Harness;
 
 /// A [`Harness`] made from one async function that opens a fresh, empty
 /// store reading the clock it is handed: for a database, one made for this
 /// call alone (the suite makes one harness per case, and cases run in
 /// parallel).
 ///
-/// It has none of the harness's [`Hooks`], so the few cases that need one
-/// (a history row deleted behind the store's back, history writes made to
-/// fail, rows counted behind the ports) are skipped, saying so; write a
-/// [`Harness`] of your own to run them too. The store is dropped when the
+/// It has none of the harness's [`Hooks`](crate::Hooks) (a history row
+/// deleted behind the store's back, history writes made to fail, rows
+/// counted behind the ports) and is no [`LeaseHarness`](crate::LeaseHarness),
+/// so a suite over it lists neither `hooks` nor the lease families, and
+/// those cases are not stamped; write a [`Harness`] of your own to run
+/// them too. The store is dropped when the
 /// case ends, which is where a backend releases its database.
 ///
 /// ```
@@ -64,9 +66,5 @@ impl<S: Store + 'static> Harness for StoreHarness<S> {
 
     fn clock(&self) -> &ManualClock {
         &self.clock
-    }
-
-    fn hooks(&self) -> Hooks {
-        Hooks::NONE
     }
 }

@@ -27,35 +27,48 @@ fn crate_files() -> Vec<PathBuf> {
 #[test]
 fn every_case_is_stamped_and_every_stamped_case_exists() {
     let cases_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cases");
+    let mut files = Vec::new();
+    rust_files(&cases_dir, &mut files);
     let mut defined = Vec::new();
-    for path in fs::read_dir(&cases_dir).unwrap() {
-        let path = path.unwrap().path();
-        let group = path.file_stem().unwrap().to_str().unwrap().to_owned();
+    for path in files {
+        let relative = path.strip_prefix(&cases_dir).unwrap().with_extension("");
+        let module: Vec<&str> = relative.iter().map(|p| p.to_str().unwrap()).collect();
         for line in fs::read_to_string(&path).unwrap().lines() {
             if let Some(rest) = line.strip_prefix("pub async fn ") {
                 let name = rest.split(['<', '(']).next().unwrap();
-                defined.push(format!("{group}::{name}"));
+                defined.push(format!("{}::{name}", module.join("::")));
             }
         }
     }
     defined.sort();
     let mut stamped: Vec<String> = flowstate_testkit::CASES
         .iter()
-        .chain(flowstate_testkit::BATCH_CASES)
-        .chain(flowstate_testkit::VIRTUAL_USER_CASES)
-        .chain(flowstate_testkit::EVENT_CASES)
-        .chain(flowstate_testkit::EVENT_QUEUE_CASES)
-        .chain(flowstate_testkit::LEASE_CASES)
-        .chain(flowstate_testkit::RECOVERY_CASES)
-        .chain(flowstate_testkit::POOL_CASES)
+        .flat_map(|(_, cases)| cases.iter())
         .map(|c| (*c).to_owned())
         .collect();
     stamped.sort();
     assert_eq!(
         defined, stamped,
-        "the case list in suite.rs and the cases differ"
+        "the case lists under suite/ and the cases differ"
     );
-    assert!(stamped.len() >= 75, "only {} cases", stamped.len());
+    assert!(stamped.len() >= 321, "only {} cases", stamped.len());
+}
+
+#[test]
+fn every_family_has_a_folder_and_a_trait() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let family_rs = fs::read_to_string(root.join("family.rs")).unwrap();
+    for (family, cases) in flowstate_testkit::CASES {
+        let folder = cases[0].split("::").next().unwrap();
+        assert!(
+            root.join("cases").join(folder).is_dir(),
+            "{family}: no folder cases/{folder}"
+        );
+        assert!(
+            family_rs.contains(&format!("/// `{family}`: ")),
+            "{family}: no trait in family.rs"
+        );
+    }
 }
 
 #[test]

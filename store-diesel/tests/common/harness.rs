@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use flowstate_core::{RunId, StepId};
 use flowstate_store_diesel::{Dialect, DieselStore, LeaseClockOffset, StoreConfig};
-use flowstate_testkit::{Harness, LeaseHarness, ManualClock, RowCounts, SkewedClock};
+use flowstate_testkit::{Harness, Hooks, LeaseHarness, ManualClock, RowCounts, SkewedClock};
 
 use super::db::TestDb;
 
@@ -64,6 +64,13 @@ impl Harness for DieselHarness {
         &self.clock
     }
 
+    async fn teardown(self) {
+        drop(self.store);
+        self.db.drop_database().await;
+    }
+}
+
+impl Hooks for DieselHarness {
     async fn delete_history_row(&self, step: StepId, attempt: u32) {
         // `step` is a uuid and `attempt` a number: nothing to escape.
         let sql = format!(
@@ -108,11 +115,6 @@ impl Harness for DieselHarness {
             history: count(history),
             state: count(self.db.count(&of_run("flowstate_run_state")).await),
         }
-    }
-
-    async fn teardown(self) {
-        drop(self.store);
-        self.db.drop_database().await;
     }
 }
 

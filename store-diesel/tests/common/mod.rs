@@ -7,17 +7,14 @@
 #![allow(dead_code)]
 
 pub mod budgets;
-pub mod budgets_events;
 pub mod corrupt;
 pub mod db;
 pub mod events_rollback;
 pub mod harness;
 pub mod healing;
 pub mod large_batches;
-pub mod lease_budgets;
 pub mod model;
 pub mod records;
 pub mod recovery;
-pub mod recovery_budgets;
 pub mod schema_check;
-pub mod virtual_user_budgets;
+pub mod stamp;

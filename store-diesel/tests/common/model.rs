@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use flowstate_store_diesel::{Dialect, DieselStore, LeaseClockOffset, StoreConfig};
 use flowstate_testkit::model::{ModelConfig, check};
-use flowstate_testkit::{Harness, Hooks, ManualClock, MemoryHarness};
+use flowstate_testkit::{Harness, ManualClock, MemoryHarness};
 
 use super::db::TestDb;
 
@@ -44,10 +44,6 @@ impl Harness for ModelHarness {
 
     fn clock(&self) -> &ManualClock {
         &self.clock
-    }
-
-    fn hooks(&self) -> Hooks {
-        Hooks::NONE
     }
 
     async fn teardown(self) {

@@ -484,29 +484,3 @@ pub async fn concurrent_reapers_answer_each_run_once(dialect: Dialect) {
     assert_eq!(unique, leased, "{dialect}");
     s.done().await;
 }
-
-/// The cases above as tests of one dialect, in a module `recovery_direct`.
-macro_rules! recovery_cases {
-    ($dialect:expr) => {
-        mod recovery_direct {
-            use super::*;
-
-            macro_rules! case {
-                ($name:ident) => {
-                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                    async fn $name() {
-                        common::recovery::$name($dialect).await;
-                    }
-                };
-            }
-
-            case!(the_relay_finds_idle_claimable_steps);
-            case!(the_stalled_sweep_finds_quiet_free_running_runs);
-            case!(lease_run_leases_one_runnable_run);
-            case!(concurrent_lease_runs_lease_once);
-            case!(the_reaper_frees_expired_leases_first_expired_first);
-            case!(concurrent_reapers_answer_each_run_once);
-        }
-    };
-}
-pub(crate) use recovery_cases;

@@ -1,13 +1,13 @@
-//! The SQLite dialect: the conformance suite through `DieselStore`, the
-//! statement budgets, corrupt rows, and what only this dialect has. Each
-//! test runs on a database of its own.
+//! The SQLite dialect: everything every dialect runs, stamped by
+//! `dialect_tests!` (the whole kit through `DieselStore`, the statement
+//! budgets of the one table, the checks written once in `common`), and the
+//! modules only this dialect has. Each test runs on a database of its own.
 
 #![cfg(feature = "sqlite")]
 
 #[path = "../common/mod.rs"]
 mod common;
 
-mod budgets;
 mod concurrency;
 mod healing;
 mod migrations;
@@ -17,75 +17,4 @@ mod plans_events;
 mod pool;
 mod support;
 
-use flowstate_store_diesel::Dialect;
-
-flowstate_testkit::conformance_suite!(
-    conformance,
-    common::harness::DieselHarness::create(Dialect::Sqlite)
-);
-
-flowstate_testkit::batch_suite!(
-    batch_conformance,
-    common::harness::DieselHarness::create(Dialect::Sqlite)
-);
-
-flowstate_testkit::pool_suite!(
-    pool_conformance,
-    common::harness::DieselHarness::create(Dialect::Sqlite)
-);
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn corrupt_rows_are_typed_errors() {
-    common::corrupt::corrupt_rows_are_typed_errors(Dialect::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn open_refuses_a_schema_it_was_not_written_for() {
-    common::schema_check::open_refuses_a_schema_it_was_not_written_for(Dialect::Sqlite).await;
-}
-flowstate_testkit::virtual_users_suite!(
-    virtual_users,
-    common::harness::DieselHarness::create(Dialect::Sqlite)
-);
-
-flowstate_testkit::events_suite!(
-    events,
-    common::harness::DieselHarness::create(Dialect::Sqlite)
-);
-
-flowstate_testkit::event_queue_suite!(
-    event_queue,
-    common::harness::DieselHarness::create(Dialect::Sqlite)
-);
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_dispatch_keeps_the_event() {
-    common::events_rollback::a_failed_dispatch_keeps_the_event(Dialect::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_queued_dispatch_names_the_event() {
-    common::events_rollback::a_failed_queued_dispatch_names_the_event(Dialect::Sqlite).await;
-}
-
-flowstate_testkit::lease_suite!(
-    leases,
-    common::harness::DieselHarness::create(Dialect::Sqlite)
-);
-
-common::recovery::recovery_cases!(Dialect::Sqlite);
-
-flowstate_testkit::recovery_suite!(
-    recovery,
-    common::harness::DieselHarness::create(Dialect::Sqlite)
-);
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_over_many_chunks_moves_every_step() {
-    common::large_batches::a_batch_over_many_chunks_moves_every_step(Dialect::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_partly_refused_batch_moves_the_rest() {
-    common::large_batches::a_partly_refused_batch_moves_the_rest(Dialect::Sqlite).await;
-}
+common::stamp::dialect_tests!(Dialect::Sqlite);

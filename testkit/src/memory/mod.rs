@@ -116,7 +116,7 @@ impl MemoryStore {
 
     /// Deletes the history row of `attempt` of `step` behind the ports' back,
     /// as a crash or a hand edit could; answers whether there was one. A test
-    /// hook ([`Harness::delete_history_row`](crate::Harness::delete_history_row)).
+    /// hook ([`Hooks::delete_history_row`](crate::Hooks::delete_history_row)).
     pub fn remove_history_row(&self, step: StepId, attempt: u32) -> bool {
         self.lock().history.remove(&(step, attempt)).is_some()
     }
@@ -124,13 +124,13 @@ impl MemoryStore {
     /// While `fail` is true, every write that would touch a history row
     /// (insert, claim, transition, retry) fails with a retryable backend
     /// error and changes nothing: a test hook
-    /// ([`Harness::fail_history_writes`](crate::Harness::fail_history_writes)).
+    /// ([`Hooks::fail_history_writes`](crate::Hooks::fail_history_writes)).
     pub fn fail_history_writes(&self, fail: bool) {
         self.lock().history_writes_fail = fail;
     }
 
     /// While `step` is `Some`, the history writes of that step fail: a test
-    /// hook ([`Harness::fail_history_writes_of`](crate::Harness::fail_history_writes_of)).
+    /// hook ([`Hooks::fail_history_writes_of`](crate::Hooks::fail_history_writes_of)).
     /// This store checks the fault before a call changes anything, when it
     /// does not yet know which steps the call will write, so it fails every
     /// write that would touch a history row, as
@@ -142,7 +142,7 @@ impl MemoryStore {
     }
 
     /// The rows `run` owns, counted behind the ports: a test hook
-    /// ([`Harness::count_rows`](crate::Harness::count_rows)).
+    /// ([`Hooks::count_rows`](crate::Hooks::count_rows)).
     pub fn count_rows(&self, run: RunId, steps: &[StepId]) -> RowCounts {
         let tables = self.lock();
         let count = |n: usize| n as u64;

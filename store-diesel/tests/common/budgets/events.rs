@@ -1,0 +1,83 @@
+//! The statement budgets of the event operations, in the shape of
+//! [`super`]: the one [`table`](super::table) lists, per operation, the
+//! first word of every statement it sends, and [`every_operation_sends_its_budget`] runs one
+//! scenario through a logged store and compares exactly. DESIGN.md's
+//! budget: "record an event + pin its deliveries: 1 transaction".
+//!
+//! `dispatch_pending` of one event is `pending_events` (the scan) then
+//! `dispatch_event` (its transaction); `dispatch_queued`'s is one
+//! `dispatch_next`, the same transaction with the pick as its lock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use flowstate_core::backoff::EventDispatchOutcome;
+use flowstate_core::ports::{EventQueueStore, EventStore};
+use flowstate_core::{Dispatch, NewEvent, NextDispatch};
+use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
+use serde_json::json;
+
+use super::{Sent, check_scenario, recorder, table};
+use crate::common::records::{activate, listening};
+
+/// Runs the event scenario on a fresh `dialect` database and asserts that
+/// every operation sent exactly the statements `table` lists for it, and
+/// that the table names every operation the scenario runs.
+pub async fn every_operation_sends_its_budget(dialect: Dialect) {
+    check_scenario(dialect, "event", &table::EVENTS.rows(dialect), scenario).await;
+}
+
+/// A workflow with two activations of `app.tick`, then every event
+/// operation with a budget, each captured on its own.
+async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
+    let mut sent = Vec::new();
+    recorder!($, sent, log);
+    let (workflow, version) = listening(store, "wf").await;
+    activate(store, workflow, version).await;
+    let tick = || NewEvent::new("app", "s", "app.tick", json!({"n": 1}));
+
+    let none = NewEvent::new("app", "s", "app.nobody", json!({}));
+    let out = capture!("emit no match", store.emit(none, Dispatch::Now));
+    assert!(out.runs.is_empty());
+    let out = capture!("emit now, 2 matches", store.emit(tick(), Dispatch::Now));
+    assert_eq!(out.runs.len(), 2);
+    let keyed = || tick().with_dedupe_key("slot");
+    let first = capture!(
+        "emit now keyed, 2 matches",
+        store.emit(keyed(), Dispatch::Now)
+    );
+    let dup = capture!("emit duplicate", store.emit(keyed(), Dispatch::Now));
+    assert!(dup.duplicate && dup.runs == first.runs);
+    let deferred = capture!(
+        "emit deferred, 2 matches",
+        store.emit(tick(), Dispatch::Deferred)
+    );
+    let pending = capture!("pending_events", store.pending_events(10));
+    assert_eq!(pending.len(), 1);
+    let runs = capture!(
+        "dispatch_event, 2 deliveries",
+        store.dispatch_event(deferred.event)
+    );
+    assert_eq!(runs.map(|r| r.len()), Some(2));
+    let again = capture!("dispatch_event taken", store.dispatch_event(deferred.event));
+    assert_eq!(again, None);
+    let failing = store.emit(tick(), Dispatch::Deferred).await.expect("emit");
+    let outcome = EventDispatchOutcome::RetryAfter(Duration::from_secs(1));
+    let wrote = capture!(
+        "record_dispatch_failure",
+        store.record_dispatch_failure(failing.event, 0, "boom", outcome)
+    );
+    assert!(wrote);
+    // The failing event backs off: the queue holds this one alone.
+    let queued = store.emit(tick(), Dispatch::Deferred).await.expect("emit");
+    let next = capture!("dispatch_next, 2 deliveries", store.dispatch_next());
+    assert!(
+        matches!(&next, NextDispatch::Dispatched { event, runs } if *event == queued.event && runs.len() == 2),
+        "{next:?}"
+    );
+    let idle = capture!("dispatch_next idle", store.dispatch_next());
+    assert!(matches!(idle, NextDispatch::Idle), "{idle:?}");
+    capture!("get_event", store.get_event(failing.event));
+    capture!("run_cause", store.run_cause(first.runs[0]));
+    sent
+}

@@ -1,0 +1,373 @@
+//! The statement budgets of DESIGN.md, one table: per scenario, the
+//! first word of every statement each operation sends (`BEGIN` and `COMMIT`
+//! included), as default rows and, per dialect, the rows where that
+//! dialect differs. A default row is what most dialects send; a dialect
+//! whose SQL differs (no `RETURNING`, a trigger, a CTE) overrides it, with
+//! the reason beside the row. [`Table::rows`] resolves one dialect's table;
+//! each scenario's `check` runs against its rows.
+
+use flowstate_store_diesel::Dialect;
+
+use super::Budget;
+
+/// One scenario's budgets: the default rows and each dialect's overrides.
+pub struct Table {
+    /// Every operation of the scenario, with what most dialects send.
+    pub default: &'static [Budget],
+    /// Per dialect, the operations it sends otherwise; each names an
+    /// operation of `default`.
+    pub overrides: &'static [(Dialect, &'static [Budget])],
+}
+
+impl Table {
+    /// `dialect`'s table: the default rows, each replaced by the dialect's
+    /// override of the same operation. Panics if an override names an
+    /// operation the default rows do not.
+    pub fn rows(&self, dialect: Dialect) -> Vec<Budget> {
+        let overrides: &[Budget] = self
+            .overrides
+            .iter()
+            .find(|(of, _)| *of == dialect)
+            .map_or(&[], |(_, rows)| rows);
+        for (op, _) in overrides {
+            assert!(
+                self.default.iter().any(|(name, _)| name == op),
+                "{dialect}: the override of {op} names no default row"
+            );
+        }
+        self.default
+            .iter()
+            .map(|row| *overrides.iter().find(|(op, _)| *op == row.0).unwrap_or(row))
+            .collect()
+    }
+}
+
+/// The statement budgets of the step ports (`common::budgets::steps`).
+pub const STEPS: Table = Table {
+    default: &[
+        ("create_run", &["INSERT"]),
+        ("create_run keyed", &["INSERT"]),
+        ("create_run keyed again", &["INSERT", "SELECT"]),
+        ("insert_step", &["WITH"]),
+        (
+            "insert_step again",
+            &["BEGIN", "INSERT", "SELECT", "COMMIT"],
+        ),
+        ("claim won", &["WITH"]),
+        ("claim lost", &["WITH"]),
+        ("claim mismatch", &["WITH"]),
+        ("claim unknown", &["WITH"]),
+        (
+            "transition succeeded",
+            &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
+        ),
+        (
+            "transition refused",
+            &["BEGIN", "UPDATE", "COMMIT", "SELECT"],
+        ),
+        (
+            "transition failed",
+            &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
+        ),
+        ("claim retry", &["WITH"]),
+        (
+            "create_retry_attempt",
+            &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
+        ),
+        (
+            "transition scheduled",
+            &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
+        ),
+        ("claim_batch", &["BEGIN", "SET", "WITH", "COMMIT"]),
+        ("complete_batch", &["BEGIN", "UPDATE", "INSERT", "COMMIT"]),
+        ("claim_batch empty", &["BEGIN", "SET", "WITH", "COMMIT"]),
+        ("complete_batch refused", &["WITH", "SELECT"]),
+        ("get_step", &["SELECT"]),
+        ("find_step", &["SELECT"]),
+        ("list_steps", &["SELECT"]),
+        ("list_steps unknown run", &["SELECT"]),
+        ("step_history", &["SELECT"]),
+        ("write_state", &["INSERT"]),
+        ("read_state", &["SELECT"]),
+        ("set_branch_taken", &["UPDATE"]),
+        ("set_run_status", &["UPDATE"]),
+        ("upsert_version", &["INSERT"]),
+        ("get_run", &["SELECT"]),
+        ("delete_run", &["DELETE"]),
+    ],
+    overrides: &[
+        (
+            Dialect::Postgres,
+            &[
+                ("insert_step again", &["WITH", "SELECT"]),
+                ("transition succeeded", &["WITH"]),
+                ("transition refused", &["WITH"]),
+                ("transition failed", &["WITH"]),
+                ("create_retry_attempt", &["WITH"]),
+                ("transition scheduled", &["WITH"]),
+                ("complete_batch", &["WITH"]),
+            ],
+        ),
+        (
+            Dialect::Mysql,
+            &[
+                ("create_run keyed", &["INSERT", "SELECT"]),
+                (
+                    "insert_step",
+                    &["BEGIN", "INSERT", "SELECT", "INSERT", "COMMIT"],
+                ),
+                // The claim's history row is written by a trigger inside its UPDATE.
+                ("claim won", &["UPDATE", "SELECT"]),
+                ("claim lost", &["UPDATE", "SELECT"]),
+                ("claim mismatch", &["UPDATE", "SELECT"]),
+                ("claim unknown", &["UPDATE", "SELECT"]),
+                ("claim retry", &["UPDATE", "SELECT"]),
+                (
+                    "claim_batch",
+                    &["BEGIN", "SELECT", "UPDATE", "INSERT", "COMMIT"],
+                ),
+                ("claim_batch empty", &["BEGIN", "SELECT", "COMMIT"]),
+                (
+                    "complete_batch refused",
+                    &[
+                        "BEGIN", "UPDATE", "ROLLBACK", "BEGIN", "SELECT", "COMMIT", "SELECT",
+                    ],
+                ),
+                ("set_run_status", &["BEGIN", "UPDATE", "SELECT", "COMMIT"]),
+                ("upsert_version", &["INSERT", "SELECT"]),
+            ],
+        ),
+        (
+            Dialect::Sqlite,
+            &[
+                ("insert_step", &["BEGIN", "INSERT", "INSERT", "COMMIT"]),
+                ("claim won", &["BEGIN", "UPDATE", "INSERT", "COMMIT"]),
+                ("claim lost", &["BEGIN", "UPDATE", "SELECT", "COMMIT"]),
+                ("claim mismatch", &["BEGIN", "UPDATE", "SELECT", "ROLLBACK"]),
+                ("claim unknown", &["BEGIN", "UPDATE", "SELECT", "ROLLBACK"]),
+                ("claim retry", &["BEGIN", "UPDATE", "INSERT", "COMMIT"]),
+                ("claim_batch", &["BEGIN", "UPDATE", "INSERT", "COMMIT"]),
+                ("claim_batch empty", &["BEGIN", "UPDATE", "COMMIT"]),
+                (
+                    "complete_batch refused",
+                    &["BEGIN", "UPDATE", "COMMIT", "SELECT"],
+                ),
+            ],
+        ),
+    ],
+};
+
+/// The statement budgets of the virtual-user ports
+/// (`common::budgets::virtual_users`). A tick pays `due` once and, per
+/// persona it dispatches, one listing and two claims.
+pub const VIRTUAL_USERS: Table = Table {
+    default: &[
+        ("upsert_schedule", &["INSERT"]),
+        ("upsert_schedule again", &["INSERT"]),
+        ("get_schedule", &["SELECT"]),
+        ("due", &["SELECT"]),
+        ("claim won", &["UPDATE"]),
+        ("claim lost", &["UPDATE"]),
+        ("claim records the run", &["UPDATE"]),
+        ("start_virtual_user_run", &["INSERT"]),
+        ("get_virtual_user_run", &["SELECT"]),
+        ("list_virtual_user_runs latest", &["SELECT"]),
+        (
+            "append_transcript",
+            &["BEGIN", "UPDATE", "INSERT", "COMMIT"],
+        ),
+        ("read_transcript", &["SELECT"]),
+        ("read_transcript unknown run", &["SELECT"]),
+        ("complete_virtual_user_run", &["UPDATE"]),
+        ("fail_virtual_user_run settled", &["UPDATE", "SELECT"]),
+        (
+            "append_transcript settled",
+            &["BEGIN", "UPDATE", "COMMIT", "SELECT"],
+        ),
+        ("fail_virtual_user_run", &["UPDATE"]),
+    ],
+    overrides: &[(
+        Dialect::Mysql,
+        &[
+            // No `RETURNING`: the length is read back under the update's lock.
+            (
+                "append_transcript",
+                &["BEGIN", "UPDATE", "SELECT", "INSERT", "COMMIT"],
+            ),
+        ],
+    )],
+};
+
+/// The statement budgets of the event ports (`common::budgets::events`).
+pub const EVENTS: Table = Table {
+    default: &[
+        ("emit no match", &["BEGIN", "SELECT", "INSERT", "COMMIT"]),
+        (
+            "emit now, 2 matches",
+            &[
+                "BEGIN", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT", "INSERT", "COMMIT",
+            ],
+        ),
+        (
+            "emit now keyed, 2 matches",
+            &[
+                "BEGIN", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT", "INSERT", "COMMIT",
+            ],
+        ),
+        (
+            "emit duplicate",
+            &["BEGIN", "SELECT", "INSERT", "SELECT", "COMMIT"],
+        ),
+        (
+            "emit deferred, 2 matches",
+            &["BEGIN", "SELECT", "INSERT", "INSERT", "INSERT", "COMMIT"],
+        ),
+        ("pending_events", &["SELECT"]),
+        (
+            "dispatch_event, 2 deliveries",
+            &[
+                "BEGIN", "SELECT", "SELECT", "INSERT", "INSERT", "UPDATE", "COMMIT",
+            ],
+        ),
+        ("dispatch_event taken", &["BEGIN", "SELECT", "COMMIT"]),
+        ("record_dispatch_failure", &["UPDATE"]),
+        (
+            "dispatch_next, 2 deliveries",
+            &[
+                "BEGIN", "SELECT", "SELECT", "INSERT", "INSERT", "UPDATE", "COMMIT",
+            ],
+        ),
+        ("dispatch_next idle", &["BEGIN", "SELECT", "COMMIT"]),
+        ("get_event", &["SELECT"]),
+        ("run_cause", &["SELECT"]),
+    ],
+    overrides: &[(
+        Dialect::Mysql,
+        &[(
+            "emit now keyed, 2 matches",
+            &[
+                "BEGIN", "SELECT", "INSERT", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT",
+                "COMMIT",
+            ],
+        )],
+    )],
+};
+
+/// The statement budgets of the lease, wait, child-run and effect ports
+/// (`common::budgets::leases`).
+pub const LEASES: Table = Table {
+    default: &[
+        // One statement, win or lose: the cancel sweep and the claim are one CTE.
+        ("claim_run", &["WITH"]),
+        ("claim_runs", &["WITH"]),
+        ("claim_run none", &["WITH"]),
+        ("renew", &["UPDATE"]),
+        ("renew lost", &["UPDATE", "SELECT"]),
+        ("release failure", &["UPDATE"]),
+        ("release yield", &["UPDATE"]),
+        ("finish", &["UPDATE"]),
+        ("request_cancel", &["UPDATE"]),
+        ("lease_state", &["SELECT"]),
+        ("signal", &["INSERT"]),
+        ("wait", &["UPDATE"]),
+        ("wake_expired", &["UPDATE"]),
+        ("take_signal", &["DELETE"]),
+        ("take_signal none", &["DELETE", "SELECT"]),
+        ("create_children", &["INSERT", "SELECT"]),
+        ("create_children again", &["INSERT", "SELECT"]),
+        ("begin_effect", &["INSERT", "SELECT"]),
+        ("settle_effect", &["UPDATE"]),
+        ("begin_effect replayed", &["INSERT", "SELECT"]),
+        ("stranded_effects", &["SELECT"]),
+    ],
+    overrides: &[
+        (
+            Dialect::Mysql,
+            &[
+                // The runs with a cancel requested, then the claimable runs, each
+                // `SELECT ... FOR UPDATE SKIP LOCKED`; the `UPDATE`s of what was taken
+                // (the cancel one skipped when there is none); the leased runs read back.
+                (
+                    "claim_run",
+                    &["BEGIN", "SELECT", "SELECT", "UPDATE", "SELECT", "COMMIT"],
+                ),
+                (
+                    "claim_runs",
+                    &["BEGIN", "SELECT", "SELECT", "UPDATE", "SELECT", "COMMIT"],
+                ),
+                ("claim_run none", &["BEGIN", "SELECT", "SELECT", "COMMIT"]),
+                // No `RETURNING`: the status and count after, in the same transaction.
+                ("release failure", &["BEGIN", "UPDATE", "SELECT", "COMMIT"]),
+                ("release yield", &["BEGIN", "UPDATE", "SELECT", "COMMIT"]),
+                // No `DELETE ... RETURNING`: the payload read locked, then deleted.
+                ("take_signal", &["BEGIN", "SELECT", "DELETE", "COMMIT"]),
+                ("take_signal none", &["BEGIN", "SELECT", "COMMIT", "SELECT"]),
+            ],
+        ),
+        (
+            Dialect::Sqlite,
+            &[
+                // One write transaction: the cancel sweep, then the claim.
+                ("claim_run", &["BEGIN", "UPDATE", "UPDATE", "COMMIT"]),
+                ("claim_runs", &["BEGIN", "UPDATE", "UPDATE", "COMMIT"]),
+                ("claim_run none", &["BEGIN", "UPDATE", "UPDATE", "COMMIT"]),
+                // One insert per child (no multi-row upsert on SQLite), one write.
+                (
+                    "create_children",
+                    &["BEGIN", "INSERT", "INSERT", "COMMIT", "SELECT"],
+                ),
+                (
+                    "create_children again",
+                    &["BEGIN", "INSERT", "INSERT", "COMMIT", "SELECT"],
+                ),
+            ],
+        ),
+    ],
+};
+
+/// The statement budgets of the recovery ports (`common::budgets::recovery`).
+pub const RECOVERY: Table = Table {
+    default: &[
+        ("undispatched_steps", &["SELECT"]),
+        ("stalled_runs", &["SELECT"]),
+        // One guarded `UPDATE ... RETURNING`, win, lose or cancel; only a
+        // refusal reads the run, to tell a missing one.
+        ("lease_run", &["UPDATE"]),
+        ("lease_run held", &["UPDATE", "SELECT"]),
+        ("lease_run unknown", &["UPDATE", "SELECT"]),
+        ("lease_run cancelled", &["UPDATE"]),
+        // The expired leases picked `FOR UPDATE SKIP LOCKED`, then freed.
+        (
+            "reap_expired_leases",
+            &["BEGIN", "SELECT", "UPDATE", "COMMIT"],
+        ),
+        ("reap_expired_leases none", &["BEGIN", "SELECT", "COMMIT"]),
+    ],
+    overrides: &[
+        (
+            Dialect::Postgres,
+            &[
+                // One statement: the locking pick and the `UPDATE` in one CTE.
+                ("reap_expired_leases", &["WITH"]),
+                ("reap_expired_leases none", &["WITH"]),
+            ],
+        ),
+        (
+            Dialect::Mysql,
+            &[
+                // The run read locked (whether it exists and is runnable), the
+                // `UPDATE`, and the leased run read back (no `RETURNING`).
+                (
+                    "lease_run",
+                    &["BEGIN", "SELECT", "UPDATE", "SELECT", "COMMIT"],
+                ),
+                ("lease_run held", &["BEGIN", "SELECT", "COMMIT"]),
+                ("lease_run unknown", &["BEGIN", "SELECT", "COMMIT"]),
+                (
+                    "lease_run cancelled",
+                    &["BEGIN", "SELECT", "UPDATE", "COMMIT"],
+                ),
+            ],
+        ),
+    ],
+};

@@ -1,0 +1,3 @@
+//! The `definitions` family: [`DefinitionStore`](flowstate_core::ports::DefinitionStore).
+
+pub mod basics;

@@ -1,0 +1,3 @@
+//! The `effects` family: [`EffectJournal`](flowstate_core::ports::EffectJournal).
+
+pub mod basics;

@@ -1,0 +1,6 @@
+//! The `events` family: [`EventStore`](flowstate_core::ports::EventStore) and
+//! [`EventQueueStore`](flowstate_core::ports::EventQueueStore).
+
+pub mod basics;
+pub mod event_queue;
+pub mod event_races;

@@ -1,0 +1,8 @@
+//! The `leases` family: [`RunLeaseStore`](flowstate_core::ports::RunLeaseStore)
+//! and [`FencedWrites`](flowstate_core::ports::FencedWrites): leasing runs to
+//! workers, releasing them, and writes fenced by the lease token.
+
+pub mod basics;
+pub mod fenced_writes;
+pub mod lease_races;
+pub mod lease_releases;

@@ -1,0 +1,3 @@
+//! The `versions` family: [`VersionStore`](flowstate_core::ports::VersionStore).
+
+pub mod basics;
