@@ -13,8 +13,7 @@ use crate::memory::MemoryStore;
 /// One backend under test, freshly made for one case.
 ///
 /// The suite builds a new harness for every case (through the async factory
-/// given to [`suite!`](crate::suite)) and drops it
-/// when the case ends, so a harness must own an empty store of its own: a
+/// given to [`suite!`](crate::suite)) and drops it when the case ends, so a harness must own an empty store of its own: a
 /// database (or schema, or file) per harness, not per process. A backend
 /// that can open such a store for a given clock needs no harness of its
 /// own: [`StoreHarness`](crate::StoreHarness) is one. Otherwise it
@@ -25,7 +24,7 @@ use crate::memory::MemoryStore;
 ///   tokio tasks (race cases clone the `Arc` into many tasks and need many
 ///   connections at once);
 /// - a [`ManualClock`] that the store reads for every timestamp it writes
-///   (pass `Arc<ManualClock>` where the backend takes an `Arc<dyn Clock>`);
+///   (pass `Arc<ManualClock>` where the backend takes an `Arc<dyn Clock>`).
 ///
 /// A harness that can also reach behind the store implements [`Hooks`]
 /// too, and the cases that need those hooks are stamped for it (the
