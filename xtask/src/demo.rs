@@ -1,237 +1,370 @@
-//! `cargo xtask demo`: the main job.
+//! `cargo xtask demo`: the main job. Every part of flowstate runs together
+//! in one process, under a crash, and the database is read back to prove
+//! that nothing ran twice and nothing was lost.
 //!
-//! It creates a few hundred runs with several steps each, then lets worker
-//! tasks, each with its own connection, claim and complete the steps while
-//! the dispatcher delivers every step to two workers at once. About one step
-//! in ten fails its first attempt and is re-delivered and retried through
-//! `claim_step`. A ledger kept apart from the store counts every execution,
-//! so a step run twice is caught, not assumed away; the store is then read
-//! back to check every run completed. It exits non-zero if any step ran
-//! twice for the same attempt, any step ran again after it succeeded, or any
-//! run was left unfinished.
+//! The engine around flowstate is small and lives in `demo/`, one file per
+//! part, each saying which guarantee of flowstate it leans on:
+//! [`definitions`](self::definitions) (workflows and activations),
+//! [`emit`](self::emit) (the event sources), [`dispatch`](self::dispatch)
+//! (dispatchers, the poison, its redrive), [`engine`](self::engine) (the
+//! worker loop under run leases), [`workflows`](self::workflows) and
+//! [`steps`](self::steps) (the workflow code and its steps and effects),
+//! [`outside`](self::outside) (the carrier's signals and the customers'
+//! cancels), [`sweep`](self::sweep) (recovery), [`users`](self::users)
+//! (virtual users), [`crash`](self::crash), [`provider`](self::provider)
+//! (the demo's own tables of side effects and executions),
+//! [`verify`](self::verify) (the invariants, from the database),
+//! [`progress`](self::progress) and [`report`](self::report).
+//!
+//! This file wires them: it opens a store per task, starts everything,
+//! polls the database until the session's work is done (its events
+//! dispatched, its runs settled), fixes the poison and redrives it, stops
+//! everything, and judges.
 
+mod crash;
+mod definitions;
 mod dispatch;
-mod ledger;
+mod emit;
+mod engine;
+mod outside;
+mod progress;
+mod provider;
 mod report;
-mod worker;
+mod steps;
+mod sweep;
+mod users;
+mod verify;
+mod workflows;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use flowstate_core::ports::{RunStore, StepStore};
-use flowstate_core::{NewRun, NewStep, RetryPolicy};
+use flowstate_core::RunId;
 use flowstate_store_diesel::{DieselStore, StoreConfig, migrate};
-use serde_json::json;
-use tokio::sync::mpsc;
+use tokio::sync::{Mutex, mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
-use self::ledger::Ledger;
+use self::crash::{Crash, CrashNotice};
+use self::engine::{Engine, Shared};
+use self::outside::Outside;
+use self::provider::Provider;
 use self::report::Summary;
-use self::worker::{FUNCTION, Job};
 use crate::backend;
 
-/// What the demo runs.
-#[derive(Clone, Debug)]
+/// What the demo runs. Every number is a flag.
+#[derive(Clone, Debug, clap::Args)]
 pub struct Options {
-    /// The database; `None` is a fresh SQLite file `target/flowstate-demo.db`.
+    /// The database: postgres://, mysql:// (or mariadb://), sqlite://PATH.
+    /// Default: the SQLite file target/flowstate-demo.db. A server database
+    /// is created if missing; the demo only adds rows, scoped to its
+    /// session.
+    #[arg(long = "database-url", value_name = "URL")]
     pub url: Option<String>,
-    /// How many runs.
-    pub runs: usize,
-    /// How many steps each run has.
-    pub steps_per_run: usize,
-    /// How many workers, each with its own connection.
+    /// Start from an empty database (the SQLite file removed, the server
+    /// database dropped and created again).
+    #[arg(long)]
+    pub fresh: bool,
+    /// `order.placed` events (orders), each emitted once, about 10 % twice.
+    #[arg(long, value_name = "N", default_value_t = 2_000, value_parser = crate::positive)]
+    pub events: usize,
+    /// Worker tasks, each with its own connections.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = crate::positive)]
     pub workers: usize,
+    /// Emitter tasks.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = crate::positive)]
+    pub emitters: usize,
+    /// Dispatcher runners over `dispatch_queued`.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = crate::positive)]
+    pub dispatchers: usize,
+    /// Percent of orders emitted a second time with the same dedupe key.
+    #[arg(long, value_name = "PCT", default_value_t = 10)]
+    pub duplicate_percent: u32,
+    /// Percent of `charge` attempts declined (first and second attempts).
+    #[arg(long, value_name = "PCT", default_value_t = 20)]
+    pub charge_failure_percent: u32,
+    /// Percent of orders their customer cancels mid-flight.
+    #[arg(long, value_name = "PCT", default_value_t = 2)]
+    pub cancel_percent: u32,
+    /// Orders in flight at most: emitters wait while this many orders are
+    /// unsettled.
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = crate::positive)]
+    pub in_flight: usize,
+    /// Poison `catalog.imported` events (dead-lettered, then redriven).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub poison: usize,
+    /// The claim timeout of every step, in milliseconds: how long a step
+    /// held by the crashed worker stays held.
+    #[arg(long, value_name = "MS", default_value_t = 2_000, value_parser = crate::positive)]
+    pub claim_timeout_ms: usize,
+    /// Run without the crash.
+    #[arg(long)]
+    pub no_crash: bool,
+    /// More output: -v for info, -vv for debug (RUST_LOG overrides).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
 }
 
-impl Default for Options {
-    fn default() -> Self {
-        Self {
-            url: None,
-            runs: 300,
-            steps_per_run: 4,
-            workers: 8,
-        }
-    }
+/// Sets up `tracing` output on stderr: `RUST_LOG` if set, else errors only,
+/// info with `-v`, debug with `-vv`.
+pub fn init_tracing(verbose: u8) {
+    let level = match verbose {
+        0 => "error",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
-/// The workflow every demo run belongs to.
-const WORKFLOW: &str = "demo.checkout";
+/// The longest the demo waits for its work to settle before it calls it
+/// stuck.
+fn deadline(events: usize) -> Duration {
+    Duration::from_secs(90) + Duration::from_millis(20 * events as u64)
+}
 
-/// The demo's step names, in order; runs with more steps go on `step-5`, ...
-const STEP_NAMES: [&str; 4] = ["reserve", "charge", "pack", "ship"];
-
-/// Runs the demo.
+/// Runs the demo; an error names every invariant that did not hold.
 pub async fn run(options: Options) -> Result<()> {
     if options.workers < 2 {
-        bail!("--workers must be at least 2: every step is delivered to two workers");
+        bail!("--workers must be at least 2: one of them crashes");
     }
-    let (url, fresh) = match &options.url {
-        Some(url) => (url.clone(), false),
-        None => (
-            format!(
-                "sqlite://{}",
-                backend::target_dir().join("flowstate-demo.db").display()
-            ),
-            true,
+    let url = match &options.url {
+        Some(url) => url.clone(),
+        None => format!(
+            "sqlite://{}",
+            backend::target_dir().join("flowstate-demo.db").display()
         ),
     };
     let dialect = backend::parse_url(&url)?.dialect;
+    backend::prepare(&url, options.fresh).await?;
+    let applied = migrate::up(&url).await.context("migrate up failed")?;
+    let session = format!("demo-{}", &RunId::generate().to_string()[24..]);
     println!(
-        "flowstate demo on {} {}: {} runs x {} steps, {} workers, every step delivered twice",
+        "flowstate demo on {} {}{}",
         dialect.name(),
         backend::redact(&url),
-        options.runs,
-        options.steps_per_run,
-        options.workers
+        if options.fresh { " (fresh)" } else { "" }
     );
-    backend::prepare(&url, fresh).await?;
-    let applied = migrate::up(&url).await.context("migrate up failed")?;
-    println!("  schema: {} migrations applied", applied.len());
+    println!(
+        "  session {session}: {} orders, {} workers, {} emitters, {} dispatchers; {} migrations applied",
+        options.events,
+        options.workers,
+        options.emitters,
+        options.dispatchers,
+        applied.len()
+    );
 
     let started = Instant::now();
-    let coordinator = Arc::new(open(&url, options.workers.min(8)).await?);
-    let jobs = create(&coordinator, &options).await?;
-    let flaky = jobs.iter().filter(|j| j.flaky).count();
-    println!(
-        "  created {} runs, {} steps ({flaky} fail their first attempt) in {:.1} s",
-        options.runs,
-        jobs.len(),
-        started.elapsed().as_secs_f64()
-    );
+    if options.fresh && dialect == flowstate_store_diesel::Dialect::Sqlite {
+        let target = backend::parse_url(&url)?.target;
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", provider::provider_file(&target)));
+        }
+    }
+    Provider::connect(&url, &session)
+        .await?
+        .create_tables()
+        .await?;
+    let mut provider = Provider::connect_checker(&url, &session).await?;
+    let admin = open(&url, 2, StoreConfig::default()).await?;
+    definitions::publish(&admin, &session).await?;
 
-    let ledger = Arc::new(Ledger::default());
-    let (report_tx, report_rx) = mpsc::unbounded_channel();
-    let mut senders = Vec::new();
-    let mut workers = JoinSet::new();
-    for _ in 0..options.workers {
-        let (tx, rx) = mpsc::channel(1);
-        senders.push(tx);
-        let store = open(&url, 1).await?;
-        workers.spawn(worker::work(
+    let (crash_tx, mut crash_rx) = oneshot::channel();
+    let (carrier_tx, carrier_rx) = mpsc::unbounded_channel();
+    let (customer_tx, customer_rx) = mpsc::unbounded_channel();
+    let victim = (!options.no_crash).then(|| "worker-0".to_owned());
+    let shared = Arc::new(Shared {
+        charge_failure_percent: options.charge_failure_percent,
+        cancel_percent: options.cancel_percent,
+        claim_timeout: Duration::from_millis(options.claim_timeout_ms as u64),
+        crash: Crash::new(victim.clone(), (options.events / 5).max(1) as u64, crash_tx),
+        carrier: carrier_tx,
+        customer: customer_tx,
+        cancels_in_flight: AtomicU64::new(0),
+        fencing_refusals: AtomicU64::new(0),
+        stranded_resolved: AtomicU64::new(0),
+        effects_replayed: AtomicU64::new(0),
+        errors: AtomicU64::new(0),
+        error_samples: std::sync::Mutex::new(Vec::new()),
+    });
+    let outside = Arc::new(Outside::default());
+
+    let (sweeper, redriven) = sweep::spawn(open(&url, 2, StoreConfig::default()).await?);
+    let mut capped = Vec::new();
+    for _ in 0..options.dispatchers {
+        capped.push(open(&url, 1, dispatch::capped(StoreConfig::default())).await?);
+    }
+    let dispatchers = dispatch::spawn(capped);
+
+    let (stop, stopped) = watch::channel(false);
+    let mut workers = Vec::new();
+    for w in 0..options.workers {
+        let engine = Engine {
+            name: format!("worker-{w}"),
+            store: open(&url, 1, StoreConfig::default()).await?,
+            provider: Mutex::new(Provider::connect(&url, &session).await?),
+            shared: Arc::clone(&shared),
+        };
+        workers.push(tokio::spawn(engine.work(stopped.clone())));
+    }
+    let carrier = tokio::spawn(outside::carrier(
+        open(&url, 1, StoreConfig::default()).await?,
+        carrier_rx,
+        Arc::clone(&outside),
+        Arc::clone(&shared),
+    ));
+    let customers = tokio::spawn(outside::customers(
+        open(&url, 1, StoreConfig::default()).await?,
+        session.clone(),
+        customer_rx,
+        Arc::clone(&outside),
+        Arc::clone(&shared),
+    ));
+    let users_started = Instant::now();
+    let users = users::start(open(&url, 1, StoreConfig::default()).await?, &session).await?;
+
+    let mut emitted = emit::poison(&admin, &session, options.poison).await?;
+    let admission = Arc::new(emit::Admission::default());
+    admission
+        .allowed
+        .store(options.in_flight as u64, Ordering::SeqCst);
+    let mut emitters = JoinSet::new();
+    for task in 0..options.emitters {
+        let store = open(&url, 1, StoreConfig::default()).await?;
+        emitters.spawn(emit::orders(
             store,
-            rx,
-            report_tx.clone(),
-            Arc::clone(&ledger),
+            session.clone(),
+            (task, options.emitters),
+            options.events,
+            options.duplicate_percent,
+            Arc::clone(&admission),
         ));
     }
-    drop(report_tx);
-    let (complete_tx, complete_rx) = mpsc::unbounded_channel();
-    let completer = tokio::spawn(dispatch::complete(open(&url, 1).await?, complete_rx));
 
+    // Poll the database until the session's work is done.
     let working = Instant::now();
-    let steps = jobs.len();
-    let tally =
-        dispatch::dispatch(jobs.clone(), options.runs, senders, report_rx, complete_tx).await;
-    while workers.join_next().await.is_some() {}
-    let (completed, completion_errors) = completer.await.context("the completer panicked")?;
-    let elapsed = working.elapsed();
+    let mut progress = progress::Progress::new();
+    let mut crash: Option<(CrashNotice, Instant)> = None;
+    let mut crash_open = victim.is_some();
+    let mut emitters_left = options.emitters;
+    let mut poison_fixed = options.poison == 0;
+    let mut dead_letters = (0, 0);
+    let mut fixed_dispatcher = Vec::new();
+    let mut first_dispatchers = Some(dispatchers);
+    let mut dispatch_totals = dispatch::Dispatched::default();
+    let mut stuck = None;
+    loop {
+        tokio::select! {
+            notice = &mut crash_rx, if crash_open => {
+                crash_open = false;
+                if let Ok(notice) = notice {
+                    // The crash: the task is gone, its leases and its
+                    // step claim still held in the database.
+                    workers[0].abort();
+                    crash = Some((notice, Instant::now()));
+                }
+            }
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        while let Some(done) = emitters.try_join_next() {
+            emitters_left -= 1;
+            emitted.add(done.context("an emitter panicked")??);
+        }
+        let poll = verify::poll(&mut provider).await?;
+        progress.update(poll.snapshot);
+        admission.allowed.store(
+            poll.orders_settled + options.in_flight as u64,
+            Ordering::SeqCst,
+        );
+        let quiet = emitters_left == 0
+            && poll.pending == 0
+            && poll.unsettled == 0
+            && shared.cancels_in_flight.load(Ordering::SeqCst) == 0;
+        if quiet && !poison_fixed {
+            // Every event is dispatched but the dead letters: "fix" the
+            // dispatchers (a limit that fits the payload), then redrive.
+            if let Some(first) = first_dispatchers.take() {
+                dispatch_totals = dispatch::shutdown(first).await;
+            }
+            fixed_dispatcher = dispatch::spawn(vec![open(&url, 1, StoreConfig::default()).await?]);
+            dead_letters = dispatch::redrive_dead_letters(&admin, &session).await?;
+            poison_fixed = true;
+            continue;
+        }
+        if quiet && poll.dead == 0 {
+            break;
+        }
+        if working.elapsed() > deadline(options.events) {
+            stuck = Some(format!(
+                "not done after {} s: {} events pending, {} dead-lettered, {} runs unsettled",
+                working.elapsed().as_secs(),
+                poll.pending,
+                poll.dead,
+                poll.unsettled
+            ));
+            break;
+        }
+    }
+    let work_time = working.elapsed();
+    progress.finish();
 
-    let check = report::verify(&coordinator, &jobs, options.runs).await?;
-    let totals = ledger.totals();
-    let summary = Summary {
-        runs: options.runs,
-        steps,
-        flaky,
-        completed,
-        tally,
-        totals,
-        check,
-        elapsed,
+    // Stop everything, each after what it was doing.
+    let _ = stop.send(true);
+    for worker in workers {
+        let _ = worker.await;
+    }
+    let sweeps = sweeper.shutdown().await;
+    let first = match first_dispatchers.take() {
+        Some(first) => dispatch::shutdown(first).await,
+        None => dispatch_totals,
     };
-    summary.print(&completion_errors);
+    let fixed = dispatch::shutdown(fixed_dispatcher).await;
+    // Long enough for the ghost's stale run to be reaped.
+    tokio::time::sleep_until((users_started + Duration::from_millis(2_500)).into()).await;
+    let runner = users.stop().await?;
+    carrier.abort();
+    customers.abort();
+    while emitters.join_next().await.is_some() {}
+
+    let found = verify::read_back(&mut provider, &admin).await?;
+    let personas = users::read_back(&admin, &session).await?;
+    let redriven = redriven
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let mut summary = Summary {
+        options: options.clone(),
+        emitted,
+        first,
+        fixed,
+        dead_letters,
+        found,
+        personas,
+        runner,
+        sweeps,
+        redriven,
+        crash,
+        recovered: Vec::new(),
+        shared,
+        outside,
+        stuck,
+        work_time,
+        total_time: started.elapsed(),
+    };
+    summary.read_recovered(&admin).await?;
+    summary.print();
+    summary.print_timeline(&admin, &mut provider).await?;
     summary.verdict()
 }
 
-async fn open(url: &str, connections: usize) -> Result<DieselStore> {
-    DieselStore::open(url, StoreConfig::default().pool_size(connections))
+/// Opens a store of its own (`connections` in its pool) on `url`.
+async fn open(url: &str, connections: usize, config: StoreConfig) -> Result<DieselStore> {
+    DieselStore::open(url, config.pool_size(connections))
         .await
         .with_context(|| format!("cannot open {}", backend::redact(url)))
-}
-
-/// Creates the runs and their steps, a share of the runs per task.
-async fn create(store: &Arc<DieselStore>, options: &Options) -> Result<Vec<Arc<Job>>> {
-    let tasks = options.workers.min(8);
-    let mut set: JoinSet<flowstate_core::Result<Vec<Arc<Job>>>> = JoinSet::new();
-    for task in 0..tasks {
-        let store = Arc::clone(store);
-        let (runs, steps) = (options.runs, options.steps_per_run);
-        set.spawn(async move {
-            let mut jobs = Vec::new();
-            for run_index in (task..runs).step_by(tasks) {
-                let run = store
-                    .create_run(NewRun::new(WORKFLOW, json!({ "order": run_index })))
-                    .await?
-                    .record;
-                for step in 0..steps {
-                    let name = STEP_NAMES
-                        .get(step)
-                        .map_or_else(|| format!("step-{}", step + 1), |n| (*n).to_owned());
-                    let new = NewStep::new(
-                        run.id,
-                        name.clone(),
-                        FUNCTION,
-                        json!({ "order": run_index }),
-                    )
-                    .with_retry(RetryPolicy::with_retries(1));
-                    store.insert_step(new).await?;
-                    let flaky = is_flaky(run_index, &name);
-                    jobs.push(Arc::new(Job {
-                        run_index,
-                        run: run.id,
-                        name,
-                        flaky,
-                    }));
-                }
-            }
-            Ok(jobs)
-        });
-    }
-    let mut jobs = Vec::new();
-    while let Some(done) = set.join_next().await {
-        jobs.extend(
-            done.context("a setup task panicked")?
-                .context("creating runs and steps failed")?,
-        );
-    }
-    jobs.sort_by_key(|job| job.run_index);
-    Ok(jobs)
-}
-
-/// Whether a step fails its first attempt: about one in ten, the same ones
-/// every time (FNV-1a of run and step name).
-fn is_flaky(run_index: usize, name: &str) -> bool {
-    let hash = format!("{run_index}/{name}")
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-    hash % 10 == 0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_same_steps_are_flaky_every_time_about_one_in_ten() {
-        // Fixed values, worked out once from FNV-1a of "<run>/<step>": a
-        // change to the hash, its input or the share changes them.
-        for (run, name) in [(2, "charge"), (3, "pack"), (4, "ship"), (8, "reserve")] {
-            assert!(
-                is_flaky(run, name),
-                "{run}/{name} should fail its first attempt"
-            );
-        }
-        for (run, name) in [(0, "reserve"), (2, "reserve"), (3, "charge"), (7, "charge")] {
-            assert!(!is_flaky(run, name), "{run}/{name} should not fail");
-        }
-        let defaults = Options::default();
-        assert_eq!((defaults.runs, defaults.steps_per_run), (300, 4));
-        let flaky = (0..defaults.runs)
-            .flat_map(|run| STEP_NAMES.iter().map(move |name| is_flaky(run, name)))
-            .filter(|&f| f)
-            .count();
-        assert_eq!(flaky, 118, "flaky steps of the default 300 runs x 4 steps");
-    }
 }
