@@ -6,7 +6,9 @@ use std::time::Duration;
 use flowstate_core::step_claim::{DEFAULT_CLAIM_TIMEOUT, LONGEST_CLAIM_TIMEOUT};
 use flowstate_core::{Clock, InputLimits, SystemClock};
 
+#[cfg(feature = "test-support")]
 use crate::lease_clock::LeaseClockOffset;
+#[cfg(feature = "test-support")]
 use crate::statement_log::StatementLog;
 
 /// Settings for opening a [`DieselStore`](crate::DieselStore).
@@ -25,15 +27,16 @@ pub struct StoreConfig {
     pub clock: Arc<dyn Clock>,
     /// Where every statement sent is recorded, if anywhere (tests and the
     /// bench use it to count statements per operation).
+    #[cfg(feature = "test-support")]
     pub statement_log: Option<Arc<StatementLog>>,
     /// Whether [`DieselStore::open`](crate::DieselStore::open) checks that
     /// the database's applied migrations are exactly this library's (on by
-    /// default). Off only for a store used for operator SQL through
-    /// [`DieselStore::batch_execute`](crate::DieselStore::batch_execute) on a
-    /// database that holds no flowstate tables (a server's admin database).
+    /// default). Off only for a store used for operator SQL on a database
+    /// that holds no flowstate tables (a server's admin database).
     pub check_schema: bool,
     /// Added to the database's clock in every lease statement (see
-    /// [`crate::lease_clock`]): zero unless a test moves it.
+    /// [`LeaseClockOffset`](crate::lease_clock)): zero unless a test moves it.
+    #[cfg(feature = "test-support")]
     pub lease_clock_offset: LeaseClockOffset,
     /// How long a claim holds a step that has no claim timeout of its own
     /// ([`flowstate_core::step_claim`]): past it, recovery may take the
@@ -51,8 +54,10 @@ impl Default for StoreConfig {
             sqlite_busy_timeout: Duration::from_secs(10),
             limits: InputLimits::default(),
             clock: Arc::new(SystemClock),
+            #[cfg(feature = "test-support")]
             statement_log: None,
             check_schema: true,
+            #[cfg(feature = "test-support")]
             lease_clock_offset: LeaseClockOffset::default(),
             claim_timeout: DEFAULT_CLAIM_TIMEOUT,
         }
@@ -88,6 +93,7 @@ impl StoreConfig {
         self
     }
 
+    #[cfg(feature = "test-support")]
     /// The same settings with the schema check at open turned off (see
     /// [`StoreConfig::check_schema`]).
     #[must_use]
@@ -96,6 +102,7 @@ impl StoreConfig {
         self
     }
 
+    #[cfg(feature = "test-support")]
     /// The same settings measuring leases with `offset` added to the
     /// database's clock (share one offset between every store of a test).
     #[must_use]
@@ -121,11 +128,18 @@ impl StoreConfig {
         i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX)
     }
 
-    /// The lease clock offset in microseconds, as statements bind it.
+    /// The lease clock offset in microseconds, as statements bind it: zero
+    /// but in tests (the `test-support` feature's
+    /// [`LeaseClockOffset`](crate::lease_clock)).
+    #[cfg_attr(not(feature = "test-support"), allow(clippy::unused_self))]
     pub(crate) fn lease_offset_us(&self) -> i64 {
-        self.lease_clock_offset.micros()
+        #[cfg(feature = "test-support")]
+        return self.lease_clock_offset.micros();
+        #[cfg(not(feature = "test-support"))]
+        0
     }
 
+    #[cfg(feature = "test-support")]
     /// The same settings recording every statement in `log`.
     #[must_use]
     pub fn statement_log(mut self, log: Arc<StatementLog>) -> Self {

@@ -1,8 +1,9 @@
-//! [`Dialect`]: the one named seam between the shared code of
-//! [`crate::store`] and the three dialect modules (`postgres/`, `mysql/`,
-//! `sqlite/`).
+//! [`Dialect`] and [`Connection`]: the one named seam between the shared
+//! code (`crate::ports`, the typed fragments of `crate::sql::typed`) and
+//! the three dialect modules (`postgres/`, `mysql/`, `sqlite/`). "What does
+//! MySQL do differently?" is answered by its `impl`s of these two traits.
 //!
-//! What a dialect must provide: its pooled connection type
+//! What a dialect must provide ([`Dialect`]): its pooled connection type
 //! ([`Dialect::Conn`]), how to open a pool of it ([`Dialect::connect`]),
 //! and every write whose SQL differs per dialect: the claims (one step,
 //! a batch, a batch of run leases), the batch completion, the guarded
@@ -10,31 +11,40 @@
 //! step claims, expired run leases), and the two writes that need a
 //! dialect's own spelling of a multi-row insert (children, transcript
 //! chunks). Each takes the dialect's pool and the store's
-//! [`StoreConfig`], then its own arguments. Everything else is written
-//! once, in the diesel DSL, in [`crate::store`].
+//! [`StoreConfig`], then its own arguments.
 //!
-//! Why a trait: so that what a dialect owes is declared once, in one place,
+//! What its connection must provide ([`Connection`], each dialect's
+//! `connection.rs`): what the typed queries written once in the shared
+//! code spell per dialect: the lease clock's SQL, the upsert spelling,
+//! whether a skipped insert says so, the event lock and the keyed-run
+//! insert. The shared bodies see only a connection, so these live on it.
+//!
+//! Why traits: so that what a dialect owes is declared once, in one place,
 //! and a dialect that leaves an operation out fails to compile with an
 //! error naming the missing method, not with a macro expansion that cannot
-//! find a function. It plays the part diesel's `SqlDialect` plays for a
+//! find a function. They play the part diesel's `SqlDialect` plays for a
 //! backend's SQL spelling, and River's driver interface plays for its
-//! queue's statements: a named list of what a backend implements. The unit
-//! structs [`crate::postgres::Postgres`], [`crate::mysql::Mysql`] and
-//! [`crate::sqlite::Sqlite`] implement it.
+//! queue's statements: a named list of what a backend implements.
 //!
-//! A dialect implements it with [`wire_dialect!`], in its `mod.rs`: each
-//! method is the function of the same name in the dialect's file of the
-//! same family (`claim::claim`, `batch::claim_batch`, ...), so the
-//! signatures are written here, once, and the three folders hold the same
-//! files with the same function names; a function missing from a folder is
-//! a compile error naming it.
+//! A dialect implements [`Dialect`] with [`wire_dialect!`], in its
+//! `mod.rs`: each method is the function of the same name in the dialect's
+//! file of the same family (`claim::claim`, `batch::claim_batch`, ...), so
+//! the signatures are written here, once, and the three folders hold the
+//! same files with the same function names; a function missing from a
+//! folder is a compile error naming it.
 //!
-//! The trait is never used as `dyn` or as a generic bound on the store:
-//! `by_dialect!` (in `store/mod.rs`) is the one dispatch macro, matching
-//! the store's pool and calling `<D as Dialect>::op` on the dialect it
-//! holds. It stands in for diesel's `MultiConnection`, which diesel-async
-//! lacks; each call is monomorphic, so the futures stay `Send` exactly as
-//! the concrete functions' futures were.
+//! The traits are never used as `dyn` or as a generic bound on the store:
+//! the dispatch macros of `crate::backend` match the store's backend and
+//! call `<D as Dialect>::op` (or run a typed body on `D::Conn`) for the
+//! dialect it holds. They stand in for diesel's `MultiConnection`, which
+//! diesel-async lacks; each call is monomorphic, so the futures stay `Send`.
+//!
+//! Two differences stay outside the traits, in `crate::backend`'s macros:
+//! the transaction (SQLite's `BEGIN IMMEDIATE` is a method of diesel-async's
+//! wrapper, whose callback bound names a trait diesel-async does not
+//! export, so no trait method can forward to it) and the MySQL bodies of
+//! `by_returning!` (typed upserts and `RETURNING` reads whose row types
+//! differ per call).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -44,15 +54,19 @@ use diesel_async::pooled_connection::{
     AsyncDieselConnectionManager, PoolError, PoolableConnection,
 };
 
+use diesel::QueryResult;
+
 use flowstate_core::{ClaimOutcome, Result, RunId, StepId};
 
 use crate::config::StoreConfig;
-use crate::guard::Guarded;
+use crate::guard::{Guarded, Inserting};
+use crate::health::Watched;
 use crate::pool::ConnectionPool;
-use crate::rows::{RunRow, StepRow};
-use crate::rows_leases::LeasedRunRow;
-use crate::sql::Move;
-use crate::store::{BatchItem, ExpiredRow, Inserting};
+use crate::rows::events::EventRow;
+use crate::rows::leases::LeasedRunRow;
+use crate::rows::{BatchItem, ExpiredRow, RunRow, StepRow};
+use crate::sql::typed::LeaseClock;
+use crate::sql::{Move, Upsert};
 
 /// The pool of a dialect's connections.
 pub(crate) type PoolOf<D> = ConnectionPool<<D as Dialect>::Conn>;
@@ -64,7 +78,7 @@ where
 {
     /// The pooled connection type: what a [`ConnectionPool`] of this
     /// dialect hands out.
-    type Conn: PoolableConnection + Send + 'static;
+    type Conn: PoolableConnection + Connection + Send + 'static;
 
     /// Builds the pool for `url` (the URL with its scheme stripped) and
     /// opens one connection, so a bad URL or a server that is down is
@@ -160,6 +174,57 @@ where
     ) -> Result<Option<i64>>;
 }
 
+/// What a dialect's connection spells its own way inside the typed queries
+/// written once in `crate::ports`, which see only the connection (each
+/// body of `on_connection!` is compiled once per connection type): the
+/// lease clock's SQL, the upsert spelling, whether a skipped insert says
+/// so, the event lock and the keyed-run insert. [`Dialect::Conn`] must
+/// implement it; each dialect does so in its `connection.rs`.
+pub(crate) trait Connection: Watched {
+    /// "Now on the database's clock, in microseconds since the epoch", as
+    /// SQL text with no binds ([`crate::lease_clock`]); a lease statement
+    /// adds a bound offset to it.
+    const NOW_US: &'static str;
+
+    /// How the dialect's hand-written history upserts say "or update".
+    const UPSERT: Upsert;
+
+    /// Whether an insert that skips a taken key says so by affecting no
+    /// row (not on MySQL, where a skipped duplicate still counts as a row:
+    /// the caller reads the holder of the key to know).
+    const INSERTS_TELL_SKIPS: bool;
+
+    /// Locks event `id` for its dispatch if it is still pending at `now`;
+    /// `None` if it is not pending or another dispatcher holds it.
+    fn lock_pending(
+        &mut self,
+        id: &str,
+        now: i64,
+    ) -> impl std::future::Future<Output = QueryResult<Option<EventRow>>> + Send;
+
+    /// Locks the longest-due event pending at `now` that no other
+    /// dispatcher holds; `None` if there is none.
+    fn lock_next_pending(
+        &mut self,
+        now: i64,
+    ) -> impl std::future::Future<Output = QueryResult<Option<EventRow>>> + Send;
+
+    /// Inserts run `row` unless its idempotency key is taken: the one
+    /// shape `create_run` and the materialisation of events (inside their
+    /// own transaction) share. Answers whether the insert itself says it
+    /// wrote the row (`None`: it cannot tell, see
+    /// [`Self::INSERTS_TELL_SKIPS`]).
+    fn insert_keyed_run(
+        &mut self,
+        row: &RunRow,
+    ) -> impl std::future::Future<Output = QueryResult<Option<bool>>> + Send;
+}
+
+/// The typed fragments read the lease clock from any dialect's connection.
+impl<C: Connection> LeaseClock for C {
+    const NOW_US: &'static str = <C as Connection>::NOW_US;
+}
+
 /// Implements [`Dialect`] for the unit struct `$dialect` with connections of
 /// type `$conn`, each method calling the function of the same name in the
 /// invoking dialect module's files: `connect`, `claim::claim`,
@@ -201,7 +266,7 @@ macro_rules! wire_dialect {
             async fn complete_batch(
                 pool: &$crate::dialect::PoolOf<Self>,
                 config: &$crate::config::StoreConfig,
-                items: &[$crate::store::BatchItem],
+                items: &[$crate::rows::BatchItem],
             ) -> flowstate_core::Result<std::collections::HashSet<String>> {
                 batch::complete_batch(pool, config, items).await
             }
@@ -212,7 +277,7 @@ macro_rules! wire_dialect {
                 worker: &str,
                 n: u32,
                 lease_for: std::time::Duration,
-            ) -> flowstate_core::Result<Vec<$crate::rows_leases::LeasedRunRow>> {
+            ) -> flowstate_core::Result<Vec<$crate::rows::leases::LeasedRunRow>> {
                 leases::claim_runs(pool, config, worker, n, lease_for).await
             }
 
@@ -220,7 +285,7 @@ macro_rules! wire_dialect {
                 pool: &$crate::dialect::PoolOf<Self>,
                 config: &$crate::config::StoreConfig,
                 limit: u32,
-            ) -> flowstate_core::Result<Vec<$crate::store::ExpiredRow>> {
+            ) -> flowstate_core::Result<Vec<$crate::rows::ExpiredRow>> {
                 recovery::expire_step_claims(pool, config, limit).await
             }
 
@@ -238,7 +303,7 @@ macro_rules! wire_dialect {
                 run: flowstate_core::RunId,
                 row: &$crate::rows::StepRow,
                 token: Option<i64>,
-            ) -> flowstate_core::Result<$crate::store::Inserting> {
+            ) -> flowstate_core::Result<$crate::guard::Inserting> {
                 steps::insert_step(pool, config, run, row, token).await
             }
 

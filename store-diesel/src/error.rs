@@ -1,6 +1,8 @@
-//! Errors: the ones opening and migrating a store can raise, the mapping of
-//! diesel's errors into the ports' [`flowstate_core::Error`], and the one
-//! table (`ERRORS`) that decides which of them are worth retrying.
+//! Errors of the database: the mapping of diesel's errors into the ports'
+//! [`flowstate_core::Error`], and the one table (`ERRORS`) that decides
+//! which of them are worth retrying ([`is_retryable`], public for code
+//! that sends its own diesel statements beside a store). What opening and
+//! migrating a store can raise is [`crate::Error`].
 //!
 //! diesel-async does not hand us the servers' error codes, only what it
 //! keeps of them, so the table is keyed by that: a [`DatabaseErrorKind`]
@@ -28,96 +30,6 @@
 use std::time::Duration;
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
-
-/// Why opening or migrating a store failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The URL names no supported database, or a dialect this build leaves out.
-    #[error("unsupported database url {url:?}: {reason}")]
-    UnsupportedUrl {
-        /// The URL as given (passwords are not printed: only the scheme is kept).
-        url: String,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// The database could not be reached or refused the connection.
-    #[error("cannot connect to the {dialect} database")]
-    Connect {
-        /// Which dialect.
-        dialect: &'static str,
-        /// What went wrong.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// The connection pool could not be built.
-    #[error("cannot build the {dialect} connection pool: {detail}")]
-    Pool {
-        /// Which dialect.
-        dialect: &'static str,
-        /// What went wrong.
-        detail: String,
-    },
-    /// The database lacks migrations this library needs: it was never
-    /// migrated, or by an older flowstate. Nothing was opened.
-    #[error(
-        "the {dialect} database lacks {} flowstate migration(s) ({}): apply them with \
-         `cargo xtask migrate up --database-url <url>`, `migrate::up`, or open the store with \
-         `DieselStore::open_migrated`",
-        pending.len(),
-        pending.join(", ")
-    )]
-    NotMigrated {
-        /// Which dialect.
-        dialect: &'static str,
-        /// The versions not applied, oldest first.
-        pending: Vec<String>,
-    },
-    /// The database has migrations this library does not know: a newer
-    /// flowstate migrated it. Nothing was opened.
-    #[error(
-        "the {dialect} database has flowstate migration(s) this library does not know ({}): \
-         it was migrated by a newer flowstate; upgrade this program",
-        unknown.join(", ")
-    )]
-    SchemaAhead {
-        /// Which dialect.
-        dialect: &'static str,
-        /// The applied versions this library lacks.
-        unknown: Vec<String>,
-    },
-    /// A migration failed; the ones before it stay applied.
-    #[error("migration failed on {dialect}")]
-    Migration {
-        /// Which dialect.
-        dialect: &'static str,
-        /// What went wrong.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-}
-
-impl Error {
-    /// Whether opening again may succeed: a database that could not be
-    /// reached may come up; a bad URL, a pool that cannot be built or a
-    /// failed migration stay as they are.
-    pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Connect { .. })
-    }
-}
-
-/// Opening a store and using it fail with one error type for callers that
-/// want one: `?` on [`DieselStore::open`](crate::DieselStore::open) works in
-/// a function returning [`flowstate_core::Result`].
-impl From<Error> for flowstate_core::Error {
-    fn from(err: Error) -> Self {
-        let retryable = err.is_retryable();
-        flowstate_core::Error::backend("open", retryable, err)
-    }
-}
-
-/// `Result` with this crate's [`Error`].
-pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Maps a diesel error raised during `operation` into the ports' error,
 /// deciding whether it is worth retrying by [`ERRORS`]: a unique,
@@ -326,6 +238,20 @@ pub(crate) fn pool(
         },
         other => flowstate_core::Error::backend(operation, true, other),
     }
+}
+
+/// Why a unit of work run by [`in_transaction!`] failed: the database
+/// (mapped by [`crate::error::backend`], a lock conflict running the work
+/// again), or an answer of the port (a typed not-found, a corrupt row) that
+/// also rolls the transaction back.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TxError {
+    /// A diesel error.
+    #[error(transparent)]
+    Db(#[from] diesel::result::Error),
+    /// The port's own answer.
+    #[error(transparent)]
+    Port(#[from] flowstate_core::Error),
 }
 
 #[cfg(test)]

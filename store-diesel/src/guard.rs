@@ -8,7 +8,7 @@ use flowstate_core::{
     ClaimDecision, ClaimInput, ClaimOutcome, Error, RunId, RunStatus, Step, StepId, StepStatus,
 };
 
-use crate::rows::parse_status;
+use crate::rows::{StepRow, parse_status};
 
 /// What a dialect's status-guarded step write did.
 #[derive(Debug)]
@@ -17,12 +17,14 @@ pub(crate) enum Guarded {
     Moved,
     /// The guard matched nothing; the step's status as the same statement
     /// or transaction saw it (`None`: no such step).
+    #[cfg(feature = "postgres")]
     Refused(Option<String>),
     /// The guard matched nothing and the dialect did not look why: the
     /// caller reads the status (error path only).
     Unseen,
 }
 
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
 impl Guarded {
     /// What a write that does not look why it matched nothing did: whether
     /// its guard `moved` the step.
@@ -97,6 +99,19 @@ pub(crate) fn claim_lost(
         }
     }
     Ok(outcome)
+}
+
+/// What a dialect's step insert did.
+#[derive(Debug)]
+pub(crate) enum Inserting {
+    /// This call inserted the step, with its first history row.
+    Inserted,
+    /// A step already held the name (in a run that admits the write): it,
+    /// unchanged.
+    Held(Box<StepRow>),
+    /// Nothing: the run is missing, settled, or (fenced) its lease is not
+    /// the token's, or the name's holder was deleted meanwhile.
+    Refused,
 }
 
 #[cfg(test)]

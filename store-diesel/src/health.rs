@@ -60,21 +60,6 @@ pub(crate) trait Watched: AsyncConnection + 'static {
     const WATCHED: bool;
 }
 
-#[cfg(feature = "postgres")]
-impl Watched for diesel_async::AsyncPgConnection {
-    const WATCHED: bool = true;
-}
-
-#[cfg(feature = "mysql")]
-impl Watched for diesel_async::AsyncMysqlConnection {
-    const WATCHED: bool = true;
-}
-
-#[cfg(feature = "sqlite")]
-impl Watched for crate::sqlite::SqliteConn {
-    const WATCHED: bool = false;
-}
-
 /// What one pool knows of its connections' health, shared by their
 /// [`Watch`]es and its recycle hook.
 #[derive(Debug)]
@@ -354,19 +339,22 @@ mod tests {
         }
     }
 
+    /// The pooled SQLite connection type (as `sqlite/mod.rs` names it).
+    #[cfg(feature = "sqlite")]
+    type SqliteConn =
+        diesel_async::sync_connection_wrapper::SyncConnectionWrapper<diesel::SqliteConnection>;
+
     /// An in-memory SQLite connection (it has no server to lose, but is a
     /// real connection to watch) carrying `health`'s watch, reporting on
     /// to `log`.
-    async fn watched(health: &Arc<Health>, log: &Arc<StatementLog>) -> crate::sqlite::SqliteConn {
-        let mut conn = crate::sqlite::SqliteConn::establish(":memory:")
-            .await
-            .unwrap();
+    async fn watched(health: &Arc<Health>, log: &Arc<StatementLog>) -> SqliteConn {
+        let mut conn = SqliteConn::establish(":memory:").await.unwrap();
         conn.set_instrumentation(health.watch(Some(Box::new(log.instrumentation()))));
         conn
     }
 
     /// `conn`'s watch.
-    fn watch_of(conn: &mut crate::sqlite::SqliteConn) -> &mut Watch {
+    fn watch_of(conn: &mut SqliteConn) -> &mut Watch {
         conn.instrumentation().downcast_mut::<Watch>().unwrap()
     }
 

@@ -16,16 +16,20 @@
 //! [`StoreConfig::clock`](crate::StoreConfig::clock) still stamps
 //! `created_at` and `updated_at`; it never decides a lease.
 //!
-//! [`LeaseClockOffset`] is added to the database's time in every lease
-//! statement. It is zero unless set; tests share one offset between every
-//! store on a database and move it to make leases run out without
-//! waiting. Production code leaves it alone (or, to be exact, gives every
+//! `LeaseClockOffset` (feature `test-support`) is added to the database's
+//! time in every lease statement. It is zero unless set; tests share one
+//! offset between every store on a database and move it to make leases run
+//! out without waiting. Production code leaves it alone (or, to be exact, gives every
 //! store on a database the same one).
 
+#[cfg(feature = "test-support")]
 use std::sync::Arc;
+#[cfg(feature = "test-support")]
 use std::sync::atomic::{AtomicI64, Ordering};
+#[cfg(feature = "test-support")]
 use std::time::Duration;
 
+#[cfg(feature = "test-support")]
 use flowstate_core::{Clock, SystemClock};
 
 /// Microseconds added to the database's clock in lease statements; cloned
@@ -40,6 +44,7 @@ use flowstate_core::{Clock, SystemClock};
 /// stamped from a hand-moved clock then measures leases, claim deadlines
 /// and idleness on that clock too, as one clock would, while real time
 /// still passes between two statements.
+#[cfg(feature = "test-support")]
 #[derive(Clone, Debug, Default)]
 pub struct LeaseClockOffset {
     advanced: Arc<AtomicI64>,
@@ -47,12 +52,14 @@ pub struct LeaseClockOffset {
 }
 
 /// The clock an offset follows, and this machine's time when it began to.
+#[cfg(feature = "test-support")]
 #[derive(Clone, Debug)]
 struct Following {
     clock: Arc<dyn Clock>,
     machine_at_start: i64,
 }
 
+#[cfg(feature = "test-support")]
 impl LeaseClockOffset {
     /// An offset that makes the database's clock read what `clock` reads
     /// plus the real time passed since now: `clock`'s time minus this
@@ -92,42 +99,4 @@ impl LeaseClockOffset {
                 .saturating_add(advanced),
         }
     }
-}
-
-/// The SQL for "now on the database's clock, in microseconds since the
-/// epoch" in each dialect; a lease statement adds a bound offset to it.
-pub(crate) trait DbClock {
-    /// The expression, as SQL text with no binds.
-    const NOW_US: &'static str;
-}
-
-/// PostgreSQL: `EXTRACT` answers `numeric`, exact to the microsecond.
-#[cfg(feature = "postgres")]
-impl DbClock for diesel_async::AsyncPgConnection {
-    const NOW_US: &'static str = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000)::BIGINT";
-}
-
-/// MySQL: the difference from the epoch of two `DATETIME`s, which no time
-/// zone setting touches.
-#[cfg(feature = "mysql")]
-impl DbClock for diesel_async::AsyncMysqlConnection {
-    const NOW_US: &'static str =
-        "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
-}
-
-/// SQLite: the Julian day of the epoch is 2440587.5; `'now'` is one value
-/// for the whole statement.
-#[cfg(feature = "sqlite")]
-impl DbClock for crate::sqlite::SqliteConn {
-    const NOW_US: &'static str = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)";
-}
-
-#[cfg(feature = "sqlite")]
-impl DbClock for diesel::SqliteConnection {
-    const NOW_US: &'static str = <crate::sqlite::SqliteConn as DbClock>::NOW_US;
-}
-
-/// The dialect's clock expression for a connection of type `C`.
-pub(crate) fn now_sql<C: DbClock>(_conn: &C) -> &'static str {
-    C::NOW_US
 }

@@ -21,7 +21,12 @@
 //!
 //! Each dialect is a module behind a feature of the same name (`postgres`,
 //! `mysql`, `sqlite`; all on by default): a build with only `sqlite`
-//! compiles no PostgreSQL or MySQL driver.
+//! compiles no PostgreSQL or MySQL driver. The feature `test-support` (off
+//! by default; the crate's own tests, the bench and the fault harness turn
+//! it on) adds the plumbing of tests and benches: `StatementLog` and
+//! `LeaseClockOffset` (with their `StoreConfig` fields and setters),
+//! `StoreConfig::without_schema_check`, and `DieselStore::batch_execute`
+//! and `reserve_connection`.
 //!
 //! What it guarantees, and how:
 //! - Exclusion comes from the database only: a claim or a transition is one
@@ -29,7 +34,7 @@
 //!   idempotent inserts ride on unique keys. There is no read-then-write and
 //!   no in-process lock anywhere.
 //! - Every hot operation sends a fixed, small number of statements, counted
-//!   by the tests through [`StatementLog`]; a batch
+//!   by the tests through `StatementLog` (feature `test-support`); a batch
 //!   ([`BatchStepStore`](flowstate_core::ports::BatchStepStore)) sends the same
 //!   number however many steps it carries (up to 500 steps a statement on
 //!   MySQL and SQLite, which bind no arrays and list the steps instead).
@@ -44,7 +49,7 @@
 //!   delivery gets exactly one run.
 //! - Run leases ([`RunLeaseStore`](flowstate_core::ports::RunLeaseStore)) expire on
 //!   the database's clock, read in the SQL of every lease statement, never
-//!   on the clock of the worker that sends it ([`lease_clock`]): workers on
+//!   on the clock of the worker that sends it (`lease_clock.rs`): workers on
 //!   machines whose clocks disagree still never hold one run at once. The
 //!   claim is `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED)`
 //!   on PostgreSQL (one statement) and MySQL (a transaction), one
@@ -63,7 +68,7 @@
 //! moves) written once in the diesel DSL and compiled for each dialect.
 //! Hand-written SQL is left only where the DSL cannot say the statement in
 //! the same round trips, built from one scaffold of shared fragments
-//! (`sql.rs`) and prepared once per connection:
+//! (`sql/`) and prepared once per connection:
 //!
 //! | statement | dialect | why not the DSL |
 //! | --- | --- | --- |
@@ -73,44 +78,43 @@
 //! | history upserts | all | `INSERT ... SELECT` from the step row just written, `ON CONFLICT DO UPDATE` / `ON DUPLICATE KEY UPDATE`: no insert-from-select upsert in the DSL on every dialect |
 //! | guarded step `UPDATE`s | MySQL, SQLite | built from core's tables in the same scaffold as the history upsert they pair with, so guard and history cannot drift apart |
 //! | batch claim (`claim_batch`) | all | `FOR UPDATE SKIP LOCKED` in a writable CTE (PostgreSQL, one statement, in a transaction that first turns bitmap scans off so the pick walks its index in order) or a locking pick (MySQL), the claim's `CASE`s, and history ids zipped to the claimed rows (`row_number()` over an array, or a `CASE` per id) |
-//! | batch completions (`complete_batch`) | all | `unnest`ed arrays joined into a guarded `UPDATE ... FROM` with its history upsert (PostgreSQL, one statement); a `CASE` per step for its payload over an `IN` list, then the history upsert of the listed steps (MySQL, SQLite; `src/sql_listed.rs`) |
+//! | batch completions (`complete_batch`) | all | `unnest`ed arrays joined into a guarded `UPDATE ... FROM` with its history upsert (PostgreSQL, one statement); a `CASE` per step for its payload over an `IN` list, then the history upsert of the listed steps (MySQL, SQLite; `src/sql/in_list.rs`) |
 //! | expired-lease reap (`reap_expired_leases`) | PostgreSQL | `WITH expired AS (SELECT ... FOR UPDATE SKIP LOCKED) UPDATE ... FROM expired RETURNING`: the answer's order is the expiry the `UPDATE` clears, and diesel has neither `UPDATE ... FROM` nor `WITH`; MySQL and SQLite pick and free in one typed transaction |
+//!
+//! Every difference between the dialects crosses one seam, the
+//! crate-private traits of `dialect.rs` (`Dialect`: each hot operation a
+//! dialect owes; `Connection`: what its connection spells its own way in
+//! the shared typed queries), implemented in `postgres/`, `mysql/` and
+//! `sqlite/`, which list the same files; `backend.rs` dispatches to the
+//! dialect a store speaks (a stand-in for diesel's `MultiConnection`).
+//! The measured choices behind the SQL are in `SCHEMA.md`, Decisions.
 //!
 //! diesel's `i-implement-a-third-party-backend-and-opt-into-breaking-changes`
 //! feature is not used.
 
-// A build with only some dialects leaves parts of the shared scaffold (an
-// upsert spelling, a refusal only PostgreSQL reports, the config only
-// SQLite adjusts) unused.
-#![cfg_attr(
-    not(all(feature = "postgres", feature = "mysql", feature = "sqlite")),
-    allow(dead_code, unused_imports, unused_macros, unused_mut)
-)]
-
 #[cfg(not(any(feature = "postgres", feature = "mysql", feature = "sqlite")))]
 compile_error!("flowstate-store-diesel needs at least one of the features postgres, mysql, sqlite");
 
+mod backend;
 mod cached;
-pub mod config;
+mod config;
+mod conflict;
 mod dialect;
 pub mod error;
 mod guard;
 mod health;
-pub mod lease_clock;
+mod lease_clock;
 pub mod migrate;
+mod open_error;
 mod pool;
+mod ports;
 mod rows;
-mod rows_events;
-mod rows_leases;
-mod rows_virtual_users;
 mod schema;
 mod sql;
-#[cfg(any(feature = "mysql", feature = "sqlite"))]
-mod sql_listed;
-mod sql_waits;
-pub mod statement_log;
+#[cfg(feature = "test-support")]
+mod statement_log;
 mod store;
-pub mod url;
+mod url;
 
 #[cfg(feature = "mysql")]
 mod mysql;
@@ -120,8 +124,13 @@ mod postgres;
 mod sqlite;
 
 pub use config::StoreConfig;
-pub use error::{Error, Result};
-pub use lease_clock::LeaseClockOffset;
-pub use statement_log::StatementLog;
-pub use store::{DieselStore, ReservedConnection};
+pub use open_error::{Error, Result};
+pub use store::DieselStore;
 pub use url::{DatabaseUrl, Dialect};
+
+#[cfg(feature = "test-support")]
+pub use lease_clock::LeaseClockOffset;
+#[cfg(feature = "test-support")]
+pub use statement_log::{LogInstrumentation, StatementLog};
+#[cfg(feature = "test-support")]
+pub use store::ReservedConnection;

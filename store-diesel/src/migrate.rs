@@ -6,22 +6,25 @@
 //! they work on any tokio runtime flavour.
 
 use diesel::migration::MigrationSource;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper as Blocking;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness};
 
-use crate::error::{Error, Result};
+use crate::open_error::{Error, Result};
 use crate::url::{DatabaseUrl, Dialect};
 
 /// PostgreSQL's migrations.
 #[cfg(feature = "postgres")]
-pub static POSTGRES: EmbeddedMigrations =
+pub(crate) static POSTGRES: EmbeddedMigrations =
     diesel_migrations::embed_migrations!("migrations/postgres");
 /// MySQL's and MariaDB's migrations.
 #[cfg(feature = "mysql")]
-pub static MYSQL: EmbeddedMigrations = diesel_migrations::embed_migrations!("migrations/mysql");
+pub(crate) static MYSQL: EmbeddedMigrations =
+    diesel_migrations::embed_migrations!("migrations/mysql");
 /// SQLite's migrations.
 #[cfg(feature = "sqlite")]
-pub static SQLITE: EmbeddedMigrations = diesel_migrations::embed_migrations!("migrations/sqlite");
+pub(crate) static SQLITE: EmbeddedMigrations =
+    diesel_migrations::embed_migrations!("migrations/sqlite");
 
 /// One migration and whether the database has it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,7 +69,7 @@ pub async fn status(url: &str) -> Result<Vec<MigrationState>> {
 /// Fails unless every migration this library has is applied on `url` and
 /// none it lacks is: what [`DieselStore::open`](crate::DieselStore::open)
 /// checks, so a store never meets a schema it was not written for.
-pub async fn check(url: &str) -> Result<()> {
+pub(crate) async fn check(url: &str) -> Result<()> {
     let dialect = DatabaseUrl::parse(url)?.dialect;
     let states = run(url, Action::Check).await?;
     let pending: Vec<String> = states
@@ -126,7 +129,7 @@ async fn run(url: &str, action: Action) -> Result<Outcome> {
             ),
             #[cfg(feature = "sqlite")]
             Dialect::Sqlite => {
-                crate::sqlite::create_parent_dir(&target)?;
+                crate::url::create_parent_dir(&target)?;
                 apply::<diesel::SqliteConnection>(dialect, &target, &SQLITE, action)
             }
             #[allow(unreachable_patterns)]

@@ -16,8 +16,9 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 
 use crate::config::StoreConfig;
-use crate::error::{self, Error};
+use crate::error;
 use crate::health::{Health, Watched};
+use crate::open_error::Error;
 
 /// A pool of connections of type `C` and how long to wait for one.
 pub(crate) struct ConnectionPool<C>
@@ -60,7 +61,7 @@ where
     where
         F: for<'c> Fn(&'c mut C) -> BoxFuture<'c, diesel::QueryResult<()>> + Send + Sync + 'static,
     {
-        let log = config.statement_log.clone();
+        let log = statement_log(config);
         let setup = Arc::new(setup);
         let health = Health::new(dialect, config.acquire_timeout);
         let watching = Arc::clone(&health);
@@ -73,12 +74,12 @@ where
         // pool drop it and check the others (the `post_recycle` hook).
         manager_config.recycling_method = diesel_async::pooled_connection::RecyclingMethod::Fast;
         manager_config.custom_setup = Box::new(move |url| {
-            let log = log.clone();
+            let log = Arc::clone(&log);
             let setup = Arc::clone(&setup);
             let health = Arc::clone(&watching);
             async move {
                 let mut conn = C::establish(url).await?;
-                let log = log.map(|log| Box::new(log.instrumentation()) as Box<_>);
+                let log = log();
                 if C::WATCHED {
                     let next = log.or_else(diesel::connection::get_default_instrumentation);
                     conn.set_instrumentation(health.watch(next));
@@ -145,5 +146,27 @@ where
                 dialect,
                 source: Box::new(err),
             })
+    }
+}
+
+/// What makes the instrumentation recording a new connection's statements
+/// into the config's statement log, if it has one (a log is set only with
+/// the `test-support` feature; without it, nothing is recorded).
+type MakeLog = Arc<dyn Fn() -> Option<Box<dyn diesel::connection::Instrumentation>> + Send + Sync>;
+
+/// The [`MakeLog`] of `config`.
+fn statement_log(config: &StoreConfig) -> MakeLog {
+    #[cfg(feature = "test-support")]
+    {
+        let log = config.statement_log.clone();
+        Arc::new(move || {
+            log.as_ref()
+                .map(|log| Box::new(log.instrumentation()) as Box<_>)
+        })
+    }
+    #[cfg(not(feature = "test-support"))]
+    {
+        let _ = config;
+        Arc::new(|| None)
     }
 }

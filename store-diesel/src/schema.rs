@@ -13,7 +13,9 @@
 use diesel::deserialize::{self, FromSql, FromSqlRow};
 use diesel::expression::AsExpression;
 use diesel::serialize::{self, Output, ToSql};
-use diesel::sql_types::{SqlType, Text};
+use diesel::sql_types::SqlType;
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+use diesel::sql_types::Text;
 
 /// JSON stored in the dialect's JSON column, read and written as its text.
 ///
@@ -60,6 +62,7 @@ impl FromSql<Json, diesel::pg::Pg> for JsonText {
 }
 
 /// MySQL and SQLite take and give JSON as plain text.
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
 macro_rules! json_as_text {
     ($backend:ty) => {
         impl ToSql<Json, $backend> for JsonText {
@@ -88,7 +91,7 @@ diesel::table! {
     use super::Json;
 
     /// Runs; the `lease_*`, `failures`, `failure_reason` and
-    /// `cancel_requested` columns are the run leases' (`store/leases.rs`).
+    /// `cancel_requested` columns are the run leases' (`ports/leases.rs`).
     flowstate_runs (id) {
         id -> Text,
         workflow -> Text,

@@ -1,7 +1,7 @@
 //! Reading a database URL: which dialect it names and the form its driver
 //! wants.
 
-use crate::error::{Error, Result};
+use crate::open_error::{Error, Result};
 
 /// The SQL dialects this crate speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -85,6 +85,24 @@ fn unsupported(url: &str, reason: &'static str) -> Error {
 /// database rather than a file.
 pub(crate) fn is_sqlite_memory(target: &str) -> bool {
     target == ":memory:" || target.starts_with("file::memory:") || target.contains("mode=memory")
+}
+
+#[cfg(feature = "sqlite")]
+/// Creates the directory an SQLite target (a [`DatabaseUrl::target`])
+/// puts its file in, if it is missing.
+pub(crate) fn create_parent_dir(url: &str) -> crate::Result<()> {
+    if url.starts_with("file:") {
+        return Ok(()); // a URI filename: SQLite reads it, not us
+    }
+    match std::path::Path::new(url).parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => {
+            std::fs::create_dir_all(dir).map_err(|err| crate::Error::Connect {
+                dialect: "sqlite",
+                source: Box::new(err),
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

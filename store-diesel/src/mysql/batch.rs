@@ -7,12 +7,8 @@
 //! upserts their history rows with one `INSERT ... SELECT`. It answers the
 //! locked rows as that `UPDATE` leaves them ([`claimed`]) instead of
 //! reading them back (no other writer can change them under the lock): a
-//! claim of 256 is five statements, not six. (Stamping `claim_history_id`
-//! instead, so the claim trigger of migration
-//! `2026-12-01-000008_claim_history` wrote the rows, saved the `INSERT` but
-//! measured slower in the bench's batched mode, 3,517 against 4,163
-//! steps/s at 4 workers, medians of three noisy rounds each: the trigger
-//! runs once per row.)
+//! claim of 256 is five statements, not six. The claim trigger does not
+//! write these history rows: SCHEMA.md, Decisions, "MySQL's batch claim".
 //!
 //! The completions first try the move as it usually goes, every step still
 //! running: per target status one guarded `UPDATE` (a `CASE` per step for
@@ -25,7 +21,7 @@
 //! save the upsert, but MySQL refuses it: the claim trigger on
 //! `flowstate_steps` writes `flowstate_step_history`, and no statement may
 //! write a table a trigger it fires writes too.) The statements name at
-//! most [`MAX_LISTED`] steps each ([`crate::sql_listed`]).
+//! most [`MAX_LISTED`] steps each ([`crate::sql::in_list`]).
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -41,14 +37,14 @@ use flowstate_core::{ClaimDecision, Result, StepStatus};
 use super::Pool;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
+use crate::conflict::retry_conflicts;
+use crate::dialect::Connection;
 use crate::error::backend;
-use crate::lease_clock::DbClock;
+use crate::rows::BatchItem;
 use crate::rows::{StepRow, parse_status};
 use crate::schema::flowstate_steps as steps;
-use crate::sql::{Move, StepMove, Upsert, batch_claimable, claim_move, run_unsettled};
-use crate::sql_listed::{MAX_LISTED, claim_query, history_query, move_query};
-use crate::store::BatchItem;
-use crate::store::conflict::retry_conflicts;
+use crate::sql::in_list::{MAX_LISTED, claim_query, history_query, move_query};
+use crate::sql::{Move, StepMove, batch_claimable, claim_move, run_unsettled};
 use crate::url::Dialect;
 
 /// The locking pick of a batch claim, whole rows and the database's clock
@@ -65,7 +61,7 @@ fn pick_sql(by_function: bool) -> String {
          ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
         batch_claimable(Dialect::Mysql, "?", by_function.then_some("?")),
         run_unsettled("flowstate_steps.run_id"),
-        now = <AsyncMysqlConnection as DbClock>::NOW_US,
+        now = <AsyncMysqlConnection as Connection>::NOW_US,
     )
 }
 
@@ -88,7 +84,7 @@ async fn upsert_history(
     ids: &[String],
     now: i64,
 ) -> QueryResult<usize> {
-    history_query::<Mysql>(step_move, ids, now, Upsert::OnDuplicateKey)
+    history_query::<Mysql>(step_move, ids, now, super::UPSERT)
         .execute(conn)
         .await
 }

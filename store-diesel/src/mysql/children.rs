@@ -6,10 +6,10 @@ use diesel_async::RunQueryDsl;
 
 use super::Pool;
 use crate::config::StoreConfig;
+use crate::conflict::leased;
 use crate::error::or_missing_run;
 use crate::rows::RunRow;
 use crate::schema::flowstate_runs as runs;
-use crate::store::leased;
 
 /// Inserts every child row of `parent` not already stored under its key;
 /// a missing parent is [`flowstate_core::Error::RunNotFound`].

@@ -17,11 +17,11 @@ use super::Pool;
 use super::sql::CLAIM;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
+use crate::conflict::retry_conflicts;
 use crate::error::backend;
 use crate::guard::claim_lost;
 use crate::rows::StepRow;
 use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
-use crate::store::conflict::retry_conflicts;
 
 /// [`StepStore::claim_step_outcome`](flowstate_core::ports::StepStore::claim_step_outcome), its
 /// name and function already checked.

@@ -8,7 +8,7 @@
 //! hold; then the `UPDATE` of exactly those ids, and the
 //! runs read back, in the same transaction. Runs with a cancel requested
 //! are taken and settled the same way, before. Sleeping and waiting runs
-//! are left out by [`crate::sql_waits::awake`]. The time is the server's
+//! are left out by [`crate::sql::waits::awake`]. The time is the server's
 //! ([`crate::lease_clock`]).
 
 use std::sync::LazyLock;
@@ -24,12 +24,12 @@ use flowstate_core::{Result, RunStatus};
 use super::{Pool, transaction};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
+use crate::dialect::Connection;
 use crate::error::backend;
-use crate::lease_clock::DbClock;
 use crate::rows::IdRow;
-use crate::rows_leases::LeasedRunRow;
+use crate::rows::leases::LeasedRunRow;
 use crate::schema::flowstate_runs as runs;
-use crate::store::db_time;
+use crate::sql::typed::{db_time, now_sql};
 
 /// What one claim binds.
 struct Claim<'a> {
@@ -49,7 +49,7 @@ pub(super) async fn claim_runs(
     n: u32,
     lease_for: Duration,
 ) -> Result<Vec<LeasedRunRow>> {
-    let offset = config.lease_clock_offset.micros();
+    let offset = config.lease_offset_us();
     let claim = Claim {
         worker,
         n: i64::from(n),
@@ -82,7 +82,7 @@ pub(super) async fn claim_runs(
             .set((
                 runs::lease_token.eq(runs::lease_token + 1),
                 runs::lease_owner.eq(claim.worker),
-                runs::lease_expires_at.eq(db_time!(conn, claim.until)),
+                runs::lease_expires_at.eq(db_time(now_sql(&*conn), claim.until)),
                 runs::wake_at.eq(None::<i64>),
                 runs::waiting_on.eq(None::<String>),
             ))
@@ -103,21 +103,18 @@ pub(super) async fn claim_runs(
 ///
 /// `FORCE INDEX` names `flowstate_runs_leasable` (migration
 /// `2026-12-01-000007_lease_claim`, on the virtual column `leasable`, 1 for
-/// the leasable statuses): MariaDB 10.11 otherwise walks
-/// `flowstate_runs_created`, the `ORDER BY`'s own index, and reads and locks
-/// every settled run older than the first runnable one. With 27,000
-/// completed runs and 4,000 running ones that pick read 26,850 rows and took
-/// 77 ms; through the index it reads one row and takes 0.2 ms. Its estimate
-/// ("10 rows") assumes runnable runs are spread evenly in creation order,
-/// which a queue never has: the oldest runs are the settled ones. The DSL
+/// the leasable statuses): otherwise MariaDB walks `flowstate_runs_created`,
+/// the `ORDER BY`'s own index, and reads and locks every settled run older
+/// than the first runnable one (SCHEMA.md, Decisions, "MySQL's run claim
+/// index"). The DSL
 /// has no index hint, so this pick is written out.
 fn pick_sql(cancel: u8) -> String {
-    let now = <AsyncMysqlConnection as DbClock>::NOW_US;
+    let now = <AsyncMysqlConnection as Connection>::NOW_US;
     format!(
         "SELECT id FROM flowstate_runs FORCE INDEX (flowstate_runs_leasable) \
          WHERE leasable = 1 AND cancel_requested = {cancel} AND {runnable} \
          ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
-        runnable = crate::sql_waits::runnable_sql(&format!("{now} + ?")),
+        runnable = crate::sql::waits::runnable_sql(&format!("{now} + ?")),
     )
 }
 

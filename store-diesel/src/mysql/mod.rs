@@ -10,7 +10,7 @@
 //! is that `UPDATE` and a read of the step, with no transaction around them
 //! (`claim.rs`). InnoDB may pick any of these as a deadlock victim under
 //! contention; a rolled-back statement or transaction is run again whole,
-//! a bounded number of times ([`crate::store::conflict`]), before the error
+//! a bounded number of times ([`crate::conflict`]), before the error
 //! (retryable) is returned.
 //!
 //! Names and keys are stored as `VARBINARY(255)`, so they compare byte for
@@ -20,6 +20,7 @@
 mod batch;
 mod children;
 mod claim;
+mod connection;
 mod leases;
 mod recovery;
 mod sql;
@@ -46,6 +47,11 @@ pub(crate) struct Mysql;
 
 crate::dialect::wire_dialect!(Mysql, AsyncMysqlConnection);
 
+/// How this dialect's hand-written history upserts say "or update"
+/// ([`Connection::UPSERT`](crate::dialect::Connection::UPSERT)).
+const UPSERT: crate::sql::Upsert =
+    <diesel_async::AsyncMysqlConnection as crate::dialect::Connection>::UPSERT;
+
 /// What every new connection runs before it is used.
 ///
 /// - `READ COMMITTED`: every write here is a status-guarded `UPDATE` or an
@@ -57,9 +63,8 @@ crate::dialect::wire_dialect!(Mysql, AsyncMysqlConnection);
 ///   since no transaction here reads twice expecting the same answer. Under
 ///   `READ COMMITTED` a guarded `UPDATE` also skips a locked row without
 ///   waiting when its committed version already fails the guard (InnoDB's
-///   semi-consistent read). Measured on MariaDB 10.11: the conformance races
-///   and a 32-task mixed workload saw no deadlock under either level, so the
-///   choice rests on the reasoning above, not on a benchmark.
+///   semi-consistent read). What was measured: SCHEMA.md, Decisions,
+///   "MySQL's isolation level".
 /// - A strict `sql_mode`, so an over-long value is an error, never silently
 ///   truncated, whatever the server's default.
 const SESSION_SETUP: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; \
@@ -68,12 +73,12 @@ const SESSION_SETUP: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMIT
 
 /// Runs `$body` (typed queries on `$conn`, a `QueryResult`) as one
 /// transaction on a connection of `$pool`, and again whole after a lock
-/// conflict ([`crate::store::conflict`]); evaluates to its last
+/// conflict ([`crate::conflict`]); evaluates to its last
 /// `QueryResult`. A pool timeout returns from the enclosing function.
 macro_rules! transaction {
     ($pool:expr, $op:expr, |$conn:ident| $body:expr) => {{
         let mut conn = $pool.get($op).await?;
-        $crate::store::conflict::retry_conflicts!(
+        $crate::conflict::retry_conflicts!(
             $op,
             diesel_async::AsyncConnection::transaction(&mut *conn, async |$conn| $body).await
         )

@@ -17,9 +17,12 @@ use flowstate_core::{Result, StepStatus};
 use super::{Pool, transaction};
 use crate::config::StoreConfig;
 use crate::error::backend;
-use crate::sql::{StepMove, Upsert};
-use crate::sql_listed::{MAX_LISTED, history_query};
-use crate::store::{ExpiredRow, expired_claims, expired_first, fail_expired, free_leases, reaped};
+use crate::rows::ExpiredRow;
+use crate::sql::StepMove;
+use crate::sql::in_list::{MAX_LISTED, history_query};
+use crate::sql::typed::{
+    expired_claims, expired_first, fail_expired, free_leases, now_sql, reaped,
+};
 
 /// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::ports::RunRecoveryStore::reap_expired_leases)
 /// of at most `limit` runs (already the effective limit): each run reaped
@@ -30,9 +33,9 @@ pub(super) async fn reap_expired_leases(
     limit: u32,
 ) -> Result<Vec<(String, i64)>> {
     let op = "reap_expired_leases";
-    let offset = config.lease_clock_offset.micros();
+    let offset = config.lease_offset_us();
     transaction!(pool, op, |conn| {
-        let picked: Vec<(String, Option<i64>)> = expired_first!(conn, offset, limit)
+        let picked: Vec<(String, Option<i64>)> = expired_first(now_sql(&*conn), offset, limit)
             .for_update()
             .skip_locked()
             .load(conn)
@@ -59,7 +62,7 @@ pub(super) async fn expire_step_claims(
     let op = "expire_step_claims";
     let (offset, now) = (config.lease_offset_us(), config.clock.now().as_micros());
     transaction!(pool, op, |conn| {
-        let picked: Vec<ExpiredRow> = expired_claims!(conn, offset, limit)
+        let picked: Vec<ExpiredRow> = expired_claims(now_sql(&*conn), offset, limit)
             .for_update()
             .skip_locked()
             .load(conn)
@@ -68,7 +71,7 @@ pub(super) async fn expire_step_claims(
         let failed = StepMove::transition(StepStatus::Failed);
         for chunk in ids.chunks(MAX_LISTED) {
             fail_expired!(chunk, now).execute(conn).await?;
-            history_query::<Mysql>(&failed, chunk, now, Upsert::OnDuplicateKey)
+            history_query::<Mysql>(&failed, chunk, now, super::UPSERT)
                 .execute(conn)
                 .await?;
         }

@@ -11,16 +11,16 @@ use std::sync::LazyLock;
 use diesel_async::AsyncMysqlConnection;
 use flowstate_core::StepStatus;
 
-use crate::lease_clock::DbClock;
+use crate::dialect::Connection;
 use crate::sql::{
-    ByStatus, Deadline, HistorySource, LeaseFence, Move, MoveBinds, RunGuard, StepMove, Upsert,
-    claim_update, insert_step_guarded, payload_column,
+    ByMove, Deadline, HistorySource, LeaseFence, MoveBinds, RunGuard, StepMove, claim_update,
+    insert_step_guarded, payload_column,
 };
 
 /// A claim deadline over MySQL's clock, its offset and default bound in
 /// that order.
 pub(super) const DEADLINE: Deadline<'static> = Deadline {
-    now_us: <AsyncMysqlConnection as DbClock>::NOW_US,
+    now_us: <AsyncMysqlConnection as Connection>::NOW_US,
     offset: "?",
     default_us: "?",
 };
@@ -68,7 +68,7 @@ fn move_sql(step_move: &StepMove) -> MoveSql {
         payload: !step_move.retry && payload_column(step_move.to).is_some(),
         deadline: step_move.sets_deadline(),
         attempt: step_move.fenced,
-        history: step_move.history_upsert(BY_ID, Upsert::OnDuplicateKey),
+        history: step_move.history_upsert(BY_ID, super::UPSERT),
         stamps: crate::sql::stamp_column(step_move.to).is_some(),
     }
 }
@@ -83,8 +83,8 @@ pub(super) static CLAIM: LazyLock<String> =
     LazyLock::new(|| claim_update(Some("?"), "?", DEADLINE, "?", "?", "?"));
 
 /// The statements of every move.
-pub(super) static MOVES: LazyLock<ByStatus<Move, MoveSql>> =
-    LazyLock::new(|| ByStatus::new(&Move::all(), |m| move_sql(&StepMove::of(m))));
+pub(super) static MOVES: LazyLock<ByMove<MoveSql>> =
+    LazyLock::new(|| ByMove::new(|m| move_sql(&StepMove::of(m))));
 
 /// A new step, inserted only into a run that admits it ([`RunGuard`]), a
 /// taken name skipped. Binds: id, run, name, function, input, retries,
@@ -112,12 +112,14 @@ pub(super) static INSERT_STEP: LazyLock<[String; 2]> =
 /// A new step's first history row (pending). Binds: history id, now, step
 /// id.
 pub(super) static FIRST_HISTORY: LazyLock<String> = LazyLock::new(|| {
-    StepMove::transition(StepStatus::Pending).history_upsert(BY_ID, Upsert::OnDuplicateKey)
+    StepMove::transition(StepStatus::Pending).history_upsert(BY_ID, super::UPSERT)
 });
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::Move;
+    use crate::sql::Upsert;
     use crate::sql::claim_move;
     use flowstate_core::RetryStart;
 

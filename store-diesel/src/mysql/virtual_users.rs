@@ -10,12 +10,12 @@ use flowstate_core::Result;
 
 use super::Pool;
 use crate::config::StoreConfig;
+use crate::conflict::leased;
 use crate::error::backend;
-use crate::rows_virtual_users::{RUNNING, transcript_rows};
+use crate::rows::virtual_users::{RUNNING, transcript_rows};
 use crate::schema::{
     flowstate_virtual_user_runs as runs, flowstate_virtual_user_transcript as transcript,
 };
-use crate::store::leased;
 
 /// Appends `entries` (JSON text) to running run `id` at `now`: the new
 /// transcript length, or `None` if no running run `id` matched.

@@ -24,11 +24,11 @@ use super::sql::{deadline, history_ctes};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::backend;
+use crate::rows::BatchItem;
 use crate::rows::{IdRow, StepRow};
 use crate::sql::{
     Move, MoveBinds, StepMove, batch_claimable, claim_move, claim_set, run_unsettled,
 };
-use crate::store::BatchItem;
 use crate::url::Dialect;
 
 /// The batch claim. Binds: `$1` now, `$2` limit, `$3` as many fresh history
@@ -40,10 +40,9 @@ use crate::url::Dialect;
 /// The update finds what the pick locked by tuple id (`ctid = ANY(...)`, one
 /// TID scan), never by joining the pick back on the primary key: costed
 /// against a few hundred key lookups, a hash join over a sequential scan of
-/// the whole table looks cheap to the planner on tables of some ten thousand
-/// steps, and it took that plan (5.5 ms of an 8.5 ms claim of 256 on 20,000
-/// steps; the TID form ran 39% fewer server instructions per step). A tuple
-/// the pick locked cannot move before the statement ends.
+/// the whole table looks cheap to the planner (SCHEMA.md, Decisions,
+/// "PostgreSQL's batch claim by tuple id"). A tuple the pick locked cannot
+/// move before the statement ends.
 fn claim_batch_sql(by_function: bool) -> String {
     let claimable = batch_claimable(Dialect::Postgres, "$1", by_function.then_some("$6"));
     let history = history_ctes(

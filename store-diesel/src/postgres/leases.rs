@@ -23,16 +23,16 @@ use flowstate_core::{Result, RunStatus};
 use super::Pool;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
+use crate::dialect::Connection;
 use crate::error::backend;
-use crate::lease_clock::DbClock;
-use crate::rows_leases::LeasedRunRow;
+use crate::rows::leases::LeasedRunRow;
 
 /// The claim. Binds: `$1` the `updated_at` stamp of a cancelled run, `$2`
 /// the lease clock offset, `$3` how many runs, `$4` the worker, `$5` the
 /// offset plus the lease length.
 static CLAIM_RUNS: LazyLock<String> = LazyLock::new(|| {
-    let now = <AsyncPgConnection as DbClock>::NOW_US;
-    let runnable = crate::sql_waits::runnable_sql(&format!("{now} + $2"));
+    let now = <AsyncPgConnection as Connection>::NOW_US;
+    let runnable = crate::sql::waits::runnable_sql(&format!("{now} + $2"));
     let pick = |cancel: &str| {
         format!(
             "SELECT id FROM flowstate_runs WHERE {runnable} AND {cancel}cancel_requested \
@@ -60,7 +60,7 @@ pub(super) async fn claim_runs(
     n: u32,
     lease_for: Duration,
 ) -> Result<Vec<LeasedRunRow>> {
-    let offset = config.lease_clock_offset.micros();
+    let offset = config.lease_offset_us();
     let mut conn = pool.get("claim_run").await?;
     diesel::sql_query(CLAIM_RUNS.as_str())
         .bind::<BigInt, _>(config.clock.now().as_micros())

@@ -16,6 +16,7 @@
 mod batch;
 mod children;
 mod claim;
+mod connection;
 mod leases;
 mod recovery;
 mod sql;
@@ -40,6 +41,11 @@ pub(crate) type Pool = ConnectionPool<AsyncPgConnection>;
 pub(crate) struct Postgres;
 
 crate::dialect::wire_dialect!(Postgres, AsyncPgConnection);
+
+/// How this dialect's hand-written history upserts say "or update"
+/// ([`Connection::UPSERT`](crate::dialect::Connection::UPSERT)).
+const UPSERT: crate::sql::Upsert =
+    <diesel_async::AsyncPgConnection as crate::dialect::Connection>::UPSERT;
 
 /// Builds the pool for `url` and opens one connection, so a bad URL or a
 /// server that is down is reported now.

@@ -23,11 +23,11 @@ use super::Pool;
 use super::sql::history_ctes;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
+use crate::dialect::Connection;
 use crate::error::backend;
-use crate::lease_clock::DbClock;
+use crate::rows::ExpiredRow;
 use crate::schema::{Json, JsonText};
 use crate::sql::StepMove;
-use crate::store::ExpiredRow;
 
 /// The reap. Binds: `$1` the lease clock offset, `$2` how many. Rows: each
 /// run reaped and when its lease ran out.
@@ -37,7 +37,7 @@ use crate::store::ExpiredRow;
 /// has neither `UPDATE ... FROM` nor `WITH`; two statements would need a
 /// transaction and a second round trip.
 static REAP: LazyLock<String> = LazyLock::new(|| {
-    let now = <AsyncPgConnection as DbClock>::NOW_US;
+    let now = <AsyncPgConnection as Connection>::NOW_US;
     format!(
         "WITH expired AS (SELECT id, lease_expires_at FROM flowstate_runs \
            WHERE lease_expires_at IS NOT NULL AND lease_expires_at <= {now} + $1 \
@@ -68,7 +68,7 @@ pub(super) async fn reap_expired_leases(
     let op = "reap_expired_leases";
     let mut conn = pool.get(op).await?;
     let rows: Vec<Reaped> = diesel::sql_query(REAP.as_str())
-        .bind::<BigInt, _>(config.lease_clock_offset.micros())
+        .bind::<BigInt, _>(config.lease_offset_us())
         .bind::<BigInt, _>(i64::from(limit))
         .cached()
         .load(&mut *conn)
@@ -88,7 +88,7 @@ pub(super) async fn reap_expired_leases(
 /// completed meanwhile is left alone, and two expiries never answer one
 /// step. The attempt's history row fails with it ([`history_ctes`]).
 static EXPIRE: LazyLock<String> = LazyLock::new(|| {
-    let now = <AsyncPgConnection as DbClock>::NOW_US;
+    let now = <AsyncPgConnection as Connection>::NOW_US;
     let running = StepStatus::Running.as_str();
     let failed = StepMove::transition(StepStatus::Failed);
     let history = history_ctes(

@@ -10,14 +10,14 @@ use std::sync::LazyLock;
 use diesel_async::AsyncPgConnection;
 use flowstate_core::StepStatus;
 
-use crate::lease_clock::DbClock;
+use crate::dialect::Connection;
 use crate::sql::{
-    ByStatus, Deadline, HistorySource, LeaseFence, Move, MoveBinds, RunGuard, StepMove, Upsert,
-    claim_move, claim_update, insert_step_guarded, payload_column,
+    ByMove, Deadline, HistorySource, LeaseFence, MoveBinds, RunGuard, StepMove, claim_move,
+    claim_update, insert_step_guarded, payload_column,
 };
 
 /// PostgreSQL's clock, in microseconds: the lease clock's base.
-const NOW_US: &str = <AsyncPgConnection as DbClock>::NOW_US;
+const NOW_US: &str = <AsyncPgConnection as Connection>::NOW_US;
 
 /// A claim deadline bound at `offset` and `default_us`.
 pub(super) const fn deadline<'a>(offset: &'a str, default_us: &'a str) -> Deadline<'a> {
@@ -52,10 +52,9 @@ pub(super) fn history_from<'a>(
 /// Nearly every attempt's row exists when it moves (the step's insert or
 /// its claim wrote it), and a plain `UPDATE` writes it once, where an
 /// upsert's conflict path also locked it first (a WAL record of its own)
-/// and ran the insert's checks: 6% fewer server instructions per step on
-/// the batched path. A single step's move keeps its upsert: there the two
-/// more CTEs cost more per statement than the row saves (12% more
-/// instructions per claim + succeed). The upsert stays for the rows the
+/// and ran the insert's checks. A single step's move keeps its upsert:
+/// there the two more CTEs cost more per statement than the row saves
+/// (SCHEMA.md, Decisions, "PostgreSQL's history update"). The upsert stays for the rows the
 /// update missed (a retry's new attempt, a row deleted behind the store's
 /// back), through a hashed anti-join over what the update returned; both
 /// read the statement's one snapshot, and nothing else writes the history
@@ -79,8 +78,7 @@ pub(super) fn history_ctes(
         set.join(", ")
     );
     let missing = format!("FROM {moved} AS m WHERE m.id NOT IN (SELECT step_id FROM {settled})");
-    let history =
-        step_move.history_upsert(history_from(&missing, "m.", id, now), Upsert::OnConflict);
+    let history = step_move.history_upsert(history_from(&missing, "m.", id, now), super::UPSERT);
     format!("{settled} AS ({settle}), {tag}_history AS ({history})")
 }
 
@@ -93,7 +91,7 @@ pub(super) static CLAIM: LazyLock<String> = LazyLock::new(|| {
     let update = claim_update(None, "$1", deadline("$6", "$7"), "$2", "$3", "$4");
     let history = claim_move().history_upsert(
         history_from("FROM claimed AS c", "c.", "$5", "$1"),
-        Upsert::OnConflict,
+        super::UPSERT,
     );
     format!(
         "WITH claimed AS ({update} RETURNING *), history AS ({history}) \
@@ -173,7 +171,7 @@ fn move_sql(step_move: &StepMove) -> MoveSql {
     let update = step_move.update(binds, "$1");
     let history = step_move.history_upsert(
         history_from("FROM moved AS m", "m.", "$3", "$2"),
-        Upsert::OnConflict,
+        super::UPSERT,
     );
     let sql = format!(
         "WITH moved AS ({update} RETURNING id, status, current_attempt, result, error), \
@@ -187,8 +185,8 @@ fn move_sql(step_move: &StepMove) -> MoveSql {
 }
 
 /// The statement of every move.
-pub(super) static MOVES: LazyLock<ByStatus<Move, MoveSql>> =
-    LazyLock::new(|| ByStatus::new(&Move::all(), |m| move_sql(&StepMove::of(m))));
+pub(super) static MOVES: LazyLock<ByMove<MoveSql>> =
+    LazyLock::new(|| ByMove::new(|m| move_sql(&StepMove::of(m))));
 
 /// A new step and its first history row, or nothing if the name is taken
 /// or the run refuses it ([`RunGuard`]: missing, settled, or, `fenced`,
@@ -211,7 +209,7 @@ fn insert_step_sql(fenced: bool) -> String {
         guard,
     );
     let history = StepMove::transition(StepStatus::Pending)
-        .history_upsert(history_from("FROM s", "s.", "$9", "$8"), Upsert::OnConflict);
+        .history_upsert(history_from("FROM s", "s.", "$9", "$8"), super::UPSERT);
     format!(
         "WITH s AS ({insert} ON CONFLICT (run_id, name) DO NOTHING RETURNING id, current_attempt), \
          history AS ({history}) \
@@ -226,6 +224,7 @@ pub(super) static INSERT_STEP: LazyLock<[String; 2]> =
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::Move;
     use flowstate_core::RetryStart;
 
     #[test]

@@ -13,9 +13,10 @@ use super::sql::INSERT_STEP;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::error::{backend, or_missing_run};
+use crate::guard::Inserting;
 use crate::rows::StepRow;
 use crate::sql::bind_new_step;
-use crate::store::{Inserting, holder};
+use crate::sql::typed::holder;
 
 /// How many steps the insert wrote.
 #[derive(QueryableByName)]

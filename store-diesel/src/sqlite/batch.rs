@@ -7,8 +7,8 @@
 //! per target status, one guarded `UPDATE ... WHERE id IN (...) RETURNING
 //! id` (a `CASE` per step for its payload) and one history upsert of the
 //! ids it returned: four statements for a batch of successes however many
-//! it carries (chunked at [`MAX_LISTED`](crate::sql_listed::MAX_LISTED)
-//! steps a statement, see [`crate::sql_listed`]).
+//! it carries (chunked at [`MAX_LISTED`](crate::sql::in_list::MAX_LISTED)
+//! steps a statement, see [`crate::sql::in_list`]).
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -22,10 +22,10 @@ use flowstate_core::{Result, StepStatus};
 use super::sql::deadline;
 use super::{Pool, write};
 use crate::config::StoreConfig;
+use crate::rows::BatchItem;
 use crate::rows::{IdRow, StepRow};
-use crate::sql::{Move, StepMove, Upsert, batch_claimable, claim_move, claim_set, run_unsettled};
-use crate::sql_listed::{MAX_LISTED, history_query, move_query};
-use crate::store::BatchItem;
+use crate::sql::in_list::{MAX_LISTED, history_query, move_query};
+use crate::sql::{Move, StepMove, batch_claimable, claim_move, claim_set, run_unsettled};
 use crate::url::Dialect;
 
 /// The batch claim. Binds: `?1` now, `?2` limit, `?3` the lease clock
@@ -87,7 +87,7 @@ fn write_history(
     ids: &[String],
     now: i64,
 ) -> QueryResult<usize> {
-    history_query::<Sqlite>(step_move, ids, now, Upsert::OnConflict).execute(conn)
+    history_query::<Sqlite>(step_move, ids, now, super::UPSERT).execute(conn)
 }
 
 /// [`BatchStepStore::complete_batch`](flowstate_core::ports::BatchStepStore::complete_batch)

@@ -21,9 +21,9 @@ use flowstate_core::{Result, RunStatus};
 use super::{Pool, SqliteConn, write};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
-use crate::lease_clock::DbClock;
+use crate::dialect::Connection;
 use crate::rows::IdRow;
-use crate::rows_leases::LeasedRunRow;
+use crate::rows::leases::LeasedRunRow;
 
 /// The `IN (SELECT ...)` of runnable runs with (`1`) or without (`0`) a
 /// cancel requested. Binds: the lease clock offset (twice), how many.
@@ -37,11 +37,11 @@ fn pick(cancel: u8) -> String {
     } else {
         "flowstate_runs_claimable_idx"
     };
-    let now = <SqliteConn as DbClock>::NOW_US;
+    let now = <SqliteConn as Connection>::NOW_US;
     format!(
         "SELECT id FROM flowstate_runs INDEXED BY {index} WHERE {runnable} \
          AND cancel_requested = {cancel} ORDER BY created_at, id LIMIT ?",
-        runnable = crate::sql_waits::runnable_sql(&format!("{now} + ?")),
+        runnable = crate::sql::waits::runnable_sql(&format!("{now} + ?")),
     )
 }
 
@@ -63,7 +63,7 @@ static CLAIM: LazyLock<String> = LazyLock::new(|| {
         "UPDATE flowstate_runs SET lease_token = lease_token + 1, lease_owner = ?, \
          lease_expires_at = {} + ?, wake_at = NULL, waiting_on = NULL \
          WHERE id IN ({}) RETURNING *",
-        <SqliteConn as DbClock>::NOW_US,
+        <SqliteConn as Connection>::NOW_US,
         pick(0)
     )
 });
@@ -77,7 +77,7 @@ pub(super) async fn claim_runs(
     n: u32,
     lease_for: Duration,
 ) -> Result<Vec<LeasedRunRow>> {
-    let offset = config.lease_clock_offset.micros();
+    let offset = config.lease_offset_us();
     let now = config.clock.now().as_micros();
     let worker = worker.to_owned();
     let until = offset.saturating_add(lease_micros(lease_for));

@@ -2,7 +2,7 @@
 //! libsqlite3) behind diesel-async's `SyncConnectionWrapper`.
 //!
 //! How it works:
-//! - The typed queries of [`crate::store`] run through the async wrapper,
+//! - The typed queries of [`crate::ports`] run through the async wrapper,
 //!   one hop to tokio's blocking pool per statement. Each hot write
 //!   (claim, transition, retry, insert) is ONE hop ([`write`]): a closure
 //!   that runs all of its statements on the plain connection, as one
@@ -30,14 +30,13 @@
 mod batch;
 mod children;
 mod claim;
+mod connection;
 mod leases;
 mod recovery;
 mod sql;
 mod steps;
 mod transition;
 mod virtual_users;
-
-use std::path::Path;
 
 use diesel::connection::SimpleConnection;
 use diesel::result::Error as DieselError;
@@ -47,8 +46,8 @@ use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use futures_util::future::BoxFuture;
 
 use crate::config::StoreConfig;
+use crate::error::TxError;
 use crate::pool::ConnectionPool;
-use crate::store::TxError;
 
 /// The dialect's name, as errors and logs print it.
 const DIALECT: &str = "sqlite";
@@ -66,6 +65,10 @@ pub(crate) struct Sqlite;
 
 crate::dialect::wire_dialect!(Sqlite, SqliteConn);
 
+/// How this dialect's hand-written history upserts say "or update"
+/// ([`Connection::UPSERT`](crate::dialect::Connection::UPSERT)).
+const UPSERT: crate::sql::Upsert = <SqliteConn as crate::dialect::Connection>::UPSERT;
+
 /// Opens a pool on the SQLite file `url` (a path, as [`crate::DatabaseUrl`]
 /// leaves it once `sqlite://` is stripped), creating its parent directory
 /// if it is missing, and checks that a connection can be made. For
@@ -77,7 +80,7 @@ async fn connect(url: &str, config: &mut StoreConfig) -> crate::Result<Pool> {
         // Each connection to `:memory:` is a database of its own.
         config.pool_size = 1;
     } else {
-        create_parent_dir(url)?;
+        crate::url::create_parent_dir(url)?;
     }
     let busy_ms = u64::try_from(config.sqlite_busy_timeout.as_millis()).unwrap_or(u64::MAX);
     // busy_timeout first: switching to WAL takes a lock another connection
@@ -184,22 +187,6 @@ where
         .get_result::<crate::rows::IdRow>(conn)
         .optional()
         .map(|row| row.is_some())
-}
-
-/// Creates the directory the database file goes in, if it is missing.
-pub(crate) fn create_parent_dir(url: &str) -> crate::Result<()> {
-    if url.starts_with("file:") {
-        return Ok(()); // a URI filename: SQLite reads it, not us
-    }
-    match Path::new(url).parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => {
-            std::fs::create_dir_all(dir).map_err(|err| crate::Error::Connect {
-                dialect: DIALECT,
-                source: Box::new(err),
-            })
-        }
-        _ => Ok(()),
-    }
 }
 
 /// Applies the embedded migrations on `conn` itself (for `:memory:`, the

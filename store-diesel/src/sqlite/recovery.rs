@@ -14,9 +14,12 @@ use flowstate_core::{Result, StepStatus};
 
 use super::{Pool, write};
 use crate::config::StoreConfig;
-use crate::sql::{StepMove, Upsert};
-use crate::sql_listed::{MAX_LISTED, history_query};
-use crate::store::{ExpiredRow, expired_claims, expired_first, fail_expired, free_leases, reaped};
+use crate::rows::ExpiredRow;
+use crate::sql::StepMove;
+use crate::sql::in_list::{MAX_LISTED, history_query};
+use crate::sql::typed::{
+    expired_claims, expired_first, fail_expired, free_leases, now_sql, reaped,
+};
 
 /// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::ports::RunRecoveryStore::reap_expired_leases)
 /// of at most `limit` runs (already the effective limit): each run reaped
@@ -26,9 +29,10 @@ pub(super) async fn reap_expired_leases(
     config: &StoreConfig,
     limit: u32,
 ) -> Result<Vec<(String, i64)>> {
-    let offset = config.lease_clock_offset.micros();
+    let offset = config.lease_offset_us();
     write(pool, "reap_expired_leases", move |conn| {
-        let picked: Vec<(String, Option<i64>)> = expired_first!(conn, offset, limit).load(conn)?;
+        let picked: Vec<(String, Option<i64>)> =
+            expired_first(now_sql(&*conn), offset, limit).load(conn)?;
         if !picked.is_empty() {
             let ids: Vec<&String> = picked.iter().map(|(id, _)| id).collect();
             free_leases!(ids).execute(conn)?;
@@ -50,12 +54,12 @@ pub(super) async fn expire_step_claims(
 ) -> Result<Vec<ExpiredRow>> {
     let (offset, now) = (config.lease_offset_us(), config.clock.now().as_micros());
     write(pool, "expire_step_claims", move |conn| {
-        let picked: Vec<ExpiredRow> = expired_claims!(conn, offset, limit).load(conn)?;
+        let picked: Vec<ExpiredRow> = expired_claims(now_sql(&*conn), offset, limit).load(conn)?;
         let ids: Vec<String> = picked.iter().map(|row| row.id.clone()).collect();
         let failed = StepMove::transition(StepStatus::Failed);
         for chunk in ids.chunks(MAX_LISTED) {
             fail_expired!(chunk, now).execute(conn)?;
-            history_query::<Sqlite>(&failed, chunk, now, Upsert::OnConflict).execute(conn)?;
+            history_query::<Sqlite>(&failed, chunk, now, super::UPSERT).execute(conn)?;
         }
         Ok(picked)
     })

@@ -8,10 +8,10 @@
 
 use std::sync::LazyLock;
 
-use crate::lease_clock::DbClock;
+use crate::dialect::Connection;
 use crate::sql::{
-    ByStatus, Deadline, HistorySource, LeaseFence, Move, MoveBinds, RunGuard, StepMove, Upsert,
-    claim_update, insert_step_guarded, payload_column,
+    ByMove, Deadline, HistorySource, LeaseFence, MoveBinds, RunGuard, StepMove, claim_update,
+    insert_step_guarded, payload_column,
 };
 
 use super::SqliteConn;
@@ -19,7 +19,7 @@ use super::SqliteConn;
 /// A claim deadline over SQLite's clock bound at `offset` and `default_us`.
 pub(super) const fn deadline<'a>(offset: &'a str, default_us: &'a str) -> Deadline<'a> {
     Deadline {
-        now_us: <SqliteConn as DbClock>::NOW_US,
+        now_us: <SqliteConn as Connection>::NOW_US,
         offset,
         default_us,
     }
@@ -87,7 +87,7 @@ fn move_sql(step_move: &StepMove) -> MoveSql {
         attempt: step_move.fenced,
         history: format!(
             "{} {RETURNING}",
-            step_move.history_upsert(source, Upsert::OnConflict)
+            step_move.history_upsert(source, super::UPSERT)
         ),
     }
 }
@@ -113,7 +113,7 @@ fn insert_step_sql(fenced: bool) -> String {
         run: "?2",
         fence: fenced.then_some(LeaseFence {
             token: "?10",
-            now_us: <SqliteConn as DbClock>::NOW_US,
+            now_us: <SqliteConn as Connection>::NOW_US,
             offset: "?11",
         }),
     };
@@ -131,12 +131,13 @@ pub(super) static INSERT_STEP: LazyLock<[String; 2]> =
     LazyLock::new(|| [insert_step_sql(false), insert_step_sql(true)]);
 
 /// The statements of every move.
-pub(super) static MOVES: LazyLock<ByStatus<Move, MoveSql>> =
-    LazyLock::new(|| ByStatus::new(&Move::all(), |m| move_sql(&StepMove::of(m))));
+pub(super) static MOVES: LazyLock<ByMove<MoveSql>> =
+    LazyLock::new(|| ByMove::new(|m| move_sql(&StepMove::of(m))));
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::Move;
 
     #[test]
     fn numbered_placeholders_bind_now_id_payload() {

@@ -13,10 +13,11 @@ use super::sql::{INSERT_STEP, MOVES};
 use super::{Pool, TxError, write, wrote};
 use crate::config::StoreConfig;
 use crate::error::or_missing_run;
+use crate::guard::Inserting;
 use crate::rows::StepRow;
 use crate::sql::Move;
 use crate::sql::bind_new_step;
-use crate::store::{Inserting, holder};
+use crate::sql::typed::holder;
 
 /// Inserts `row` with its first history row, into a run that is not
 /// settled (and, with `token`, whose lease the token holds): whether this

@@ -1,7 +1,7 @@
 //! Appending to a virtual-user run's transcript on SQLite: the guarded
 //! `UPDATE` that admits the chunk and takes its positions, then the
 //! chunk's one multi-row `INSERT`, as one `BEGIN IMMEDIATE` transaction in
-//! one hop. Here rather than in `store/virtual_users.rs` because diesel
+//! one hop. Here rather than in `ports/virtual_users.rs` because diesel
 //! builds SQLite's multi-row insert only on its blocking connection, not
 //! through diesel-async's wrapper.
 
@@ -11,7 +11,7 @@ use flowstate_core::Result;
 
 use super::{Pool, write};
 use crate::config::StoreConfig;
-use crate::rows_virtual_users::{RUNNING, TranscriptRow};
+use crate::rows::virtual_users::{RUNNING, TranscriptRow};
 use crate::schema::{
     JsonText, flowstate_virtual_user_runs as runs, flowstate_virtual_user_transcript as transcript,
 };

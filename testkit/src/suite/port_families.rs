@@ -22,7 +22,7 @@ macro_rules! __port_family {
                     complete_batch_answers_per_item,
                     complete_batch_of_nothing,
                 }
-                batch_races {
+                races {
                     claim_batch_race_16,
                     complete_batch_race_8,
                 }
@@ -35,7 +35,7 @@ macro_rules! __port_family {
                     complete_batch_recreates_missing_history_row,
                     batches_are_atomic_with_their_history,
                 }
-                batch_atomicity {
+                atomicity {
                     claim_batch_is_atomic_across_its_steps,
                     complete_batch_is_atomic_across_its_items,
                 }
@@ -57,13 +57,13 @@ macro_rules! __port_family {
                     lease_calls_on_unknown_runs,
                     bad_lease_input_is_refused,
                 }
-                lease_releases {
+                releases {
                     release_yield_frees_and_resets_failures,
                     failure_limit_fails_the_run,
                     failure_limit_is_overridable,
                     cancel_is_settled_at_the_next_claim,
                 }
-                lease_races {
+                races {
                     claim_race_2_workers,
                     claim_race_16_workers,
                     claim_runs_race_16_workers,
@@ -82,7 +82,7 @@ macro_rules! __port_family {
     (waits $($mode:tt)*) => {
         $crate::__expand_family! { [$($mode)*] waits waits [$crate::family::Waits]
             cases {
-                lease_waits {
+                basics {
                     sleeping_run_is_left_alone_until_its_time,
                     signal_wakes_a_waiting_run,
                     signal_before_wait_is_not_lost,
@@ -98,7 +98,7 @@ macro_rules! __port_family {
     (children $($mode:tt)*) => {
         $crate::__expand_family! { [$($mode)*] children children [$crate::family::Children]
             cases {
-                lease_children {
+                basics {
                     create_children_is_idempotent_per_key,
                     create_children_of_unknown_parent,
                     create_children_race_16,
@@ -156,14 +156,14 @@ macro_rules! __port_family {
                     bad_event_input_is_refused,
                     unknown_event_ids_are_typed,
                 }
-                event_races {
+                races {
                     emit_race_8_same_dedupe_key,
                     emit_race_32_same_dedupe_key,
                     emit_race_16_deferred_same_dedupe_key,
                     dispatch_race_16_one_event,
                     dispatchers_race_4_over_200_events,
                 }
-                event_queue {
+                queue {
                     dispatch_next_takes_the_longest_due_first,
                     dispatch_next_leaves_what_is_not_pending,
                     dispatch_queued_backs_off_and_dead_letters,
@@ -178,7 +178,7 @@ macro_rules! __port_family {
     (recovery $($mode:tt)*) => {
         $crate::__expand_family! { [$($mode)*] recovery recovery [$crate::family::Recovery]
             cases {
-                recovery_queries {
+                queries {
                     undispatched_steps_are_idle_claimable_steps,
                     undispatched_steps_wait_for_the_retry_delay,
                     recovery_queries_honour_their_limit,
@@ -186,7 +186,7 @@ macro_rules! __port_family {
                     leased_and_waiting_runs_are_not_stalled,
                     settled_runs_hold_nothing_to_recover,
                 }
-                recovery_leases {
+                leases {
                     lease_run_takes_the_named_run,
                     lease_run_carries_out_a_cancel,
                     lease_run_refusals,
@@ -219,7 +219,7 @@ macro_rules! __port_family {
     (virtual_users $($mode:tt)*) => {
         $crate::__expand_family! { [$($mode)*] virtual_users virtual_users [$crate::family::VirtualUsers]
             cases {
-                virtual_user_schedules {
+                schedules {
                     upsert_schedule_then_get,
                     upsert_schedule_replaces_and_keeps_last_run,
                     new_schedule_defaults_next_run_at_from_now,
@@ -227,21 +227,21 @@ macro_rules! __port_family {
                     claim_schedule_is_compare_and_set,
                     claim_schedule_race_8,
                 }
-                virtual_user_runs {
+                runs {
                     start_and_get_virtual_user_run,
                     list_virtual_user_runs_newest_first,
                     complete_and_fail_are_status_guarded,
                     settle_race_8,
                     bad_virtual_user_input_is_refused,
                 }
-                virtual_user_transcripts {
+                transcripts {
                     transcript_appends_in_order_and_pages,
                     transcript_keeps_json_types,
                     transcript_of_unknown_or_settled_run,
                     transcripts_are_per_run,
                     transcript_append_race_8,
                 }
-                virtual_user_races {
+                races {
                     ticks_race_2,
                     ticks_race_8,
                     claimed_draws_stay_within_bounds_and_swapped_bounds_are_a_range,

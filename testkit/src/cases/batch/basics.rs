@@ -1,6 +1,6 @@
 //! [`BatchStepStore`]: which steps a batch claim takes, in which order and
 //! in which state it leaves them, and what each item of a batch of
-//! completions answers. The races are in `batch_races`.
+//! completions answers. The races are in `races`.
 
 use std::time::Duration;
 

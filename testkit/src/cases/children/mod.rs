@@ -1,3 +1,3 @@
 //! The `children` family: [`ChildRunStore`](flowstate_core::ports::ChildRunStore).
 
-pub mod lease_children;
+pub mod basics;

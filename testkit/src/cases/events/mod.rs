@@ -2,5 +2,5 @@
 //! [`EventQueueStore`](flowstate_core::ports::EventQueueStore).
 
 pub mod basics;
-pub mod event_queue;
-pub mod event_races;
+pub mod queue;
+pub mod races;

@@ -4,5 +4,5 @@
 
 pub mod basics;
 pub mod fenced_writes;
-pub mod lease_races;
-pub mod lease_releases;
+pub mod races;
+pub mod releases;

@@ -20,7 +20,7 @@ use flowstate_recovery::{
 
 use crate::LeaseHarness;
 use crate::cases::leases::basics::{LEASE, PAST_LEASE};
-use crate::cases::recovery::recovery_queries::{IDLE, PAST_IDLE};
+use crate::cases::recovery::queries::{IDLE, PAST_IDLE};
 use crate::cases::support::{new_run, new_step, step_in};
 
 /// What the cases sweep with: [`IDLE`] for both thresholds.

@@ -17,7 +17,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 use crate::Harness;
-use crate::cases::virtual_users::virtual_user_schedules::{HOURLY, schedule_at};
+use crate::cases::virtual_users::schedules::{HOURLY, schedule_at};
 
 /// The dispatch a host would give: start a run of the schedule's persona.
 pub(crate) fn starter<S>(

@@ -15,7 +15,7 @@ use flowstate_recovery::{Reason, Sweeper};
 use serde_json::json;
 
 use crate::LeaseHarness;
-use crate::cases::recovery::recovery_queries::{IDLE, PAST_IDLE};
+use crate::cases::recovery::queries::{IDLE, PAST_IDLE};
 use crate::cases::steps::step_claims::held;
 use crate::cases::support::{FUNCTION, assert_err, history_of, new_run, new_step, race};
 

@@ -6,5 +6,5 @@
 pub mod claim_expiry;
 pub mod dense_expiry;
 pub mod expiry_atomicity;
-pub mod recovery_leases;
-pub mod recovery_queries;
+pub mod leases;
+pub mod queries;

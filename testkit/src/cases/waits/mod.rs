@@ -1,4 +1,4 @@
 //! The `waits` family: [`RunWaitStore`](flowstate_core::ports::RunWaitStore):
 //! runs that sleep, wait for a signal or a deadline.
 
-pub mod lease_waits;
+pub mod basics;

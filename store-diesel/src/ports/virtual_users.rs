@@ -25,16 +25,17 @@ use flowstate_core::{
     VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
 };
 
-use super::{DieselStore, by_dialect, by_returning, on_connection};
+use crate::backend::{by_dialect, by_returning, on_connection};
 use crate::cached::CacheExt;
 use crate::rows::convert;
-use crate::rows_virtual_users::{
+use crate::rows::virtual_users::{
     RUNNING, ScheduleRow, VirtualUserRunRow, position, transcript_entry,
 };
 use crate::schema::{
     JsonText, flowstate_virtual_user_runs as runs, flowstate_virtual_user_schedules as schedules,
     flowstate_virtual_user_transcript as transcript,
 };
+use crate::store::DieselStore;
 
 impl DieselStore {
     /// Why a guarded write to run `id` matched nothing (error path only):

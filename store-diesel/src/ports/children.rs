@@ -15,9 +15,10 @@ use flowstate_core::ports::ChildRunStore;
 use flowstate_core::ports::checks;
 use flowstate_core::{Error, Inserted, NewChild, Result, Run, RunId, Timestamp};
 
-use super::{DieselStore, by_dialect, on_connection};
+use crate::backend::{by_dialect, on_connection};
 use crate::rows::RunRow;
 use crate::schema::flowstate_runs as runs;
+use crate::store::DieselStore;
 
 impl ChildRunStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %parent, n = children.len()))]

@@ -16,11 +16,14 @@ use diesel_async::RunQueryDsl;
 use flowstate_core::ports::EventQueueStore;
 use flowstate_core::{Event, NextDispatch, PendingEvent, Result, Timestamp};
 
-use super::events::{LockPending, dispatch_locked, materialise, run_row};
-use super::{DieselStore, InsertKeyedRun, TxError, in_transaction};
+use super::events::{dispatch_locked, materialise, run_row};
+use crate::backend::in_transaction;
+use crate::dialect::Connection;
+use crate::error::TxError;
+use crate::rows::events::DeliveryRow;
 use crate::rows::parse_id;
-use crate::rows_events::DeliveryRow;
 use crate::schema::{flowstate_event_deliveries as deliveries, flowstate_events as events};
+use crate::store::DieselStore;
 
 impl EventQueueStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all)]

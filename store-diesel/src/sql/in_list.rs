@@ -17,9 +17,11 @@ use diesel::sql_types::{BigInt, HasSqlType, Text};
 
 use flowstate_core::HistoryId;
 
+use crate::rows::BatchItem;
 use crate::schema::{Json, JsonText};
-use crate::sql::{Deadline, HistorySource, MoveBinds, StepMove, Upsert, claim_set, stamp_column};
-use crate::store::BatchItem;
+#[cfg(feature = "mysql")]
+use crate::sql::claim_set;
+use crate::sql::{Deadline, HistorySource, MoveBinds, StepMove, Upsert, stamp_column};
 
 /// The most steps one listed statement names.
 pub(crate) const MAX_LISTED: usize = 500;
@@ -178,6 +180,7 @@ where
 /// most [`MAX_LISTED`]), bound: MySQL's batch claim, which picks first and
 /// reads the lease clock's now with its pick (`lease_now`, offset added),
 /// so the deadlines it sets are the ones it answers.
+#[cfg(feature = "mysql")]
 pub(crate) fn claim_query<'f, DB>(
     ids: &[String],
     now: i64,

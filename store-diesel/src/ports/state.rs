@@ -19,10 +19,13 @@ use flowstate_core::ports::checks;
 use flowstate_core::{Error, Result, RunId};
 
 use super::leases::stored_token;
-use super::{DieselStore, by_returning, held, leasable_texts, on_connection};
+use crate::backend::{by_returning, on_connection};
 use crate::cached::CacheExt;
 use crate::rows::{StateRow, joined_to_run, state_map};
 use crate::schema::{JsonText, flowstate_run_state as state, flowstate_runs as runs};
+use crate::sql::leasable_texts;
+use crate::sql::typed::{held, now_sql};
+use crate::store::DieselStore;
 
 /// The state upsert of `$row` from `$source` (a `SELECT` of the run's id
 /// from the guarded run row): on PostgreSQL and SQLite `ON CONFLICT ... DO
@@ -105,8 +108,8 @@ impl DieselStore {
                 |conn| upsert_state!(returning: conn, row, unsettled_run!(id)),
                 mysql: |conn| upsert_state!(mysql: conn, row, unsettled_run!(id)))?,
             Some(token) => by_returning!(self, op, parent: run,
-                |conn| upsert_state!(returning: conn, row, held!(conn, id, token, offset)),
-                mysql: |conn| upsert_state!(mysql: conn, row, held!(conn, id, token, offset)))?,
+                |conn| upsert_state!(returning: conn, row, held(now_sql(&*conn), id, token, offset)),
+                mysql: |conn| upsert_state!(mysql: conn, row, held(now_sql(&*conn), id, token, offset)))?,
         };
         if written > 0 {
             return Ok(());

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::Harness;
 use crate::cases::support::{assert_err, race};
-use crate::cases::virtual_users::virtual_user_schedules::HOURLY;
+use crate::cases::virtual_users::schedules::HOURLY;
 
 fn secs(n: u64) -> Duration {
     Duration::from_secs(n)

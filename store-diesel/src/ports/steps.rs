@@ -14,12 +14,16 @@ use flowstate_core::{
 };
 
 use super::leases::stored_token;
-use super::{DieselStore, IDEMPOTENT_TRIES, by_dialect, by_returning, held, on_connection};
+use super::runs::IDEMPOTENT_TRIES;
+use crate::backend::{by_dialect, by_returning, on_connection};
+use crate::guard::Inserting;
 use crate::guard::{Guarded, step_transition_refused};
 use crate::rows::{AttemptRow, StepRow, convert, joined_to_run};
 use crate::schema::flowstate_steps as steps;
 use crate::schema::{flowstate_runs as runs, flowstate_step_history as history};
 use crate::sql::Move;
+use crate::sql::typed::{held, now_sql};
+use crate::store::DieselStore;
 
 /// A new claim deadline for a step row read through connection `$conn`:
 /// the database's time plus the lease clock offset `$offset`, plus the
@@ -29,7 +33,7 @@ macro_rules! deadline_impl {
     ($conn:expr, $offset:expr, $default_us:expr) => {
         diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::BigInt>>(&format!(
             "({} + ",
-            $crate::lease_clock::now_sql(&*$conn)
+            $crate::sql::typed::now_sql(&*$conn)
         ))
         .bind::<diesel::sql_types::BigInt, _>($offset)
         .sql(" + COALESCE(claim_timeout_ms * 1000, ")
@@ -38,47 +42,6 @@ macro_rules! deadline_impl {
     };
 }
 use deadline_impl as deadline;
-
-/// What a dialect's step insert did.
-#[derive(Debug)]
-pub(crate) enum Inserting {
-    /// This call inserted the step, with its first history row.
-    Inserted,
-    /// A step already held the name (in a run that admits the write): it,
-    /// unchanged.
-    Held(Box<StepRow>),
-    /// Nothing: the run is missing, settled, or (fenced) its lease is not
-    /// the token's, or the name's holder was deleted meanwhile.
-    Refused,
-}
-
-/// The step holding `$row`'s name in its run, read through `$conn` as a
-/// boxed query for a backend `$db`, if the run still admits the insert
-/// (not settled; with `Some(token)`, its lease held by the token at the
-/// lease clock offset `$offset`): an insert that skipped a taken name
-/// answers its holder only under the same guard it was written under.
-macro_rules! holder_impl {
-    ($db:ty, $conn:expr, $row:expr, $token:expr, $offset:expr) => {{
-        use $crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
-        let query = steps::table
-            .into_boxed::<$db>()
-            .filter(steps::run_id.eq(&$row.run_id))
-            .filter(steps::name.eq(&$row.name))
-            .select($crate::rows::StepRow::as_select());
-        match $token {
-            None => query.filter(diesel::dsl::exists(
-                runs::table
-                    .filter(runs::id.eq(&$row.run_id))
-                    .filter(runs::status.eq_any($crate::store::leasable_texts()))
-                    .select(runs::id),
-            )),
-            Some(token) => query.filter(diesel::dsl::exists(
-                $crate::store::held!($conn, &$row.run_id, token, $offset).select(runs::id),
-            )),
-        }
-    }};
-}
-pub(crate) use holder_impl as holder;
 
 impl DieselStore {
     /// Step `name` of `run`, if it exists.
@@ -165,12 +128,16 @@ impl DieselStore {
             return Ok(None);
         };
         let (id, offset, stored) = (run.to_string(), self.lease_offset(), stored_token(token));
-        let held: Option<String> =
-            on_connection!(self, "lease_held", |conn| held!(conn, &id, stored, offset)
-                .select(runs::id)
-                .first(conn)
-                .await
-                .optional())?;
+        let held: Option<String> = on_connection!(self, "lease_held", |conn| held(
+            now_sql(&*conn),
+            &id,
+            stored,
+            offset
+        )
+        .select(runs::id)
+        .first(conn)
+        .await
+        .optional())?;
         Ok(held.is_none().then_some(Error::LeaseLost { run, token }))
     }
 
@@ -179,6 +146,7 @@ impl DieselStore {
     async fn moved_or_refused(&self, id: StepId, written: Guarded, to: StepStatus) -> Result<()> {
         let status = match written {
             Guarded::Moved => return Ok(()),
+            #[cfg(feature = "postgres")]
             Guarded::Refused(status) => status,
             Guarded::Unseen => {
                 let id_text = id.to_string();

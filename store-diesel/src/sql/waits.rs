@@ -14,7 +14,7 @@ use crate::sql::status_in;
 /// and `name = NULL` matches no signal, so each case needs no more than
 /// this.
 pub(crate) fn awake(now: &str) -> String {
-    let unsettled = status_in("c.status", &crate::store::leasable_texts());
+    let unsettled = status_in("c.status", &crate::sql::leasable_texts());
     format!(
         "(wake_at <= {now} OR (waiting_on IS NULL AND wake_at IS NULL) OR EXISTS \
          (SELECT 1 FROM flowstate_run_signals s WHERE s.run_id = flowstate_runs.id \
@@ -31,12 +31,13 @@ pub(crate) fn awake(now: &str) -> String {
 pub(crate) fn runnable_sql(now: &str) -> String {
     format!(
         "{} AND (lease_expires_at IS NULL OR lease_expires_at <= {now}) AND {}",
-        status_in("status", &crate::store::leasable_texts()),
+        status_in("status", &crate::sql::leasable_texts()),
         awake(now)
     )
 }
 
-/// The type of [`awake_at`]: the condition's text around one bound offset.
+/// The type of [`awake_at`] (and of any condition that is text around one
+/// bound offset).
 pub(crate) type AwakeAt = diesel::expression::SqlLiteral<
     diesel::sql_types::Bool,
     diesel::expression::UncheckedBind<
@@ -46,9 +47,10 @@ pub(crate) type AwakeAt = diesel::expression::SqlLiteral<
 >;
 
 /// [`awake`] at the database's time plus `offset` (bound), for the typed
-/// queries of a connection `conn` of any dialect.
-pub(crate) fn awake_at<C: crate::lease_clock::DbClock>(conn: &C, offset: i64) -> AwakeAt {
-    let text = awake(&format!("({} + \u{0})", crate::lease_clock::now_sql(conn)));
+/// queries of any dialect: `now_us` is its clock SQL
+/// ([`crate::dialect::Connection::NOW_US`]).
+pub(crate) fn awake_at(now_us: &str, offset: i64) -> AwakeAt {
+    let text = awake(&format!("({now_us} + \u{0})"));
     let (before, after) = text.split_once('\u{0}').expect("one time in the condition");
     diesel::dsl::sql::<diesel::sql_types::Bool>(before)
         .bind::<diesel::sql_types::BigInt, _>(offset)

@@ -15,11 +15,13 @@ use flowstate_core::{
 };
 
 use super::leases::stored_token;
-use super::{DieselStore, by_returning, on_connection};
+use crate::backend::{by_returning, on_connection};
 use crate::cached::CacheExt;
+use crate::dialect::Connection;
 use crate::guard::run_transition_refused;
 use crate::rows::{RunRow, convert, parse_status};
 use crate::schema::flowstate_runs as runs;
+use crate::store::DieselStore;
 
 /// How many times an idempotent create tries again when the row its key
 /// collided with is deleted before it can be read.
@@ -116,11 +118,11 @@ impl DieselStore {
                 mysql: |conn| moved!(mysql: conn, move_run!(&id_text, to, now)))?,
             Some(token) => by_returning!(self, op,
             |conn| {
-                let clock = crate::lease_clock::now_sql(&*conn);
+                let clock = crate::sql::typed::now_sql(&*conn);
                 moved!(conn, move_run!(clock, &id_text, to, now, token, offset))
             },
             mysql: |conn| {
-                let clock = crate::lease_clock::now_sql(&*conn);
+                let clock = crate::sql::typed::now_sql(&*conn);
                 moved!(mysql: conn, move_run!(clock, &id_text, to, now, token, offset))
             })?,
         };
@@ -156,57 +158,6 @@ impl DieselStore {
         on_connection!(self, "create_run", parent: parent, |conn| conn
             .insert_keyed_run(row)
             .await)
-    }
-}
-
-/// The insert of a run whose idempotency key may be taken, on a connection
-/// of each dialect: the one shape `create_run` and the materialisation of
-/// events (inside their own transaction) share. Answers whether the insert
-/// itself says it wrote the row (`None`: it cannot tell, on MySQL, where a
-/// duplicate counts as a matched row).
-pub(crate) trait InsertKeyedRun {
-    /// Inserts `row` unless its idempotency key is taken.
-    fn insert_keyed_run(
-        &mut self,
-        row: &RunRow,
-    ) -> impl std::future::Future<Output = QueryResult<Option<bool>>> + Send;
-}
-
-/// `ON CONFLICT (idempotency_key) DO NOTHING`, for the dialects that have it.
-macro_rules! on_conflict_keyed_run {
-    ($conn:ty) => {
-        impl InsertKeyedRun for $conn {
-            async fn insert_keyed_run(&mut self, row: &RunRow) -> QueryResult<Option<bool>> {
-                diesel::insert_into(runs::table)
-                    .values(row)
-                    .on_conflict(runs::idempotency_key)
-                    .do_nothing()
-                    .execute(self)
-                    .await
-                    .map(|n| Some(n == 1))
-            }
-        }
-    };
-}
-
-#[cfg(feature = "postgres")]
-on_conflict_keyed_run!(diesel_async::AsyncPgConnection);
-#[cfg(feature = "sqlite")]
-on_conflict_keyed_run!(crate::sqlite::SqliteConn);
-
-#[cfg(feature = "mysql")]
-impl InsertKeyedRun for diesel_async::AsyncMysqlConnection {
-    async fn insert_keyed_run(&mut self, row: &RunRow) -> QueryResult<Option<bool>> {
-        // `INSERT IGNORE` would also turn a missing parent into a warning;
-        // `ON DUPLICATE KEY UPDATE id = id` only skips the key.
-        diesel::insert_into(runs::table)
-            .values(row)
-            .on_conflict(diesel::dsl::DuplicatedKeys)
-            .do_update()
-            .set(runs::id.eq(runs::id))
-            .execute(self)
-            .await
-            .map(|_| None)
     }
 }
 

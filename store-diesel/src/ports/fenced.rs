@@ -9,7 +9,7 @@ use serde_json::Value;
 use flowstate_core::ports::FencedWrites;
 use flowstate_core::{Inserted, NewStep, Result, Run, RunId, RunStatus, Step};
 
-use super::DieselStore;
+use crate::store::DieselStore;
 
 impl FencedWrites for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]

@@ -20,21 +20,27 @@ use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::lease::lease_micros;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+use flowstate_core::ports::RunLeaseStore;
 use flowstate_core::ports::checks;
-use flowstate_core::ports::{RecoveryStore, RunLeaseStore, RunRecoveryStore};
+use flowstate_core::ports::{RecoveryStore, RunRecoveryStore};
 use flowstate_core::recovery::effective_limit;
 use flowstate_core::{
-    Error, ExpiredClaim, Result, RetryPolicy, RunId, RunLease, RunStatus, StalledRun, StepStatus,
-    Timestamp, UndispatchedStep,
+    Error, ExpiredClaim, Result, RunId, RunLease, RunStatus, StalledRun, StepStatus, Timestamp,
+    UndispatchedStep,
 };
 
-use super::{
-    DieselStore, by_dialect, by_returning, db_time, leasable_texts, on_connection, runnable,
-};
-use crate::rows::{parse_id, parse_status, to_u32};
-use crate::rows_leases::LeasedRunRow;
+use crate::backend::{by_dialect, by_returning, on_connection};
+use crate::rows::ExpiredRow;
+use crate::rows::leases::LeasedRunRow;
+use crate::rows::{parse_id, parse_status};
 use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
 use crate::sql::batch_claimable_around_now;
+use crate::sql::leasable_texts;
+use crate::sql::typed::{db_time, now_sql, runnable};
+use crate::sql::waits::AwakeAt;
+use crate::store::DieselStore;
+use crate::url::Dialect;
 
 /// A step the relay found, as read.
 #[derive(Queryable)]
@@ -71,25 +77,23 @@ enum Leased {
     /// The run had a cancel requested and is settled as cancelled.
     Cancelled,
     /// No run was runnable under that id (it may not exist).
+    #[cfg(any(feature = "postgres", feature = "sqlite"))]
     Refused,
     /// The run exists and is not runnable (MySQL, whose locked read tells).
+    #[cfg(feature = "mysql")]
     NotRunnable,
     /// No run has that id (MySQL, whose locked read tells).
+    #[cfg(feature = "mysql")]
     Missing,
 }
 
-/// [`crate::sql::batch_claimable`] on `$dialect`, now being the lease
-/// clock's (the database's time plus `$offset`) for connection `$conn`.
-macro_rules! claimable {
-    ($conn:expr, $dialect:expr, $offset:expr) => {{
-        let (before, after) = batch_claimable_around_now($dialect, None);
-        sql::<Bool>(&format!(
-            "{before}({} + ",
-            crate::lease_clock::now_sql(&*$conn)
-        ))
-        .bind::<BigInt, _>($offset)
+/// [`crate::sql::batch_claimable`] on `dialect`, now being the lease
+/// clock's: the database's time (`now_us`) plus `offset` (bound).
+fn claimable(dialect: Dialect, now_us: &str, offset: i64) -> AwakeAt {
+    let (before, after) = batch_claimable_around_now(dialect, None);
+    sql::<Bool>(&format!("{before}({now_us} + "))
+        .bind::<BigInt, _>(offset)
         .sql(&format!("){after}"))
-    }};
 }
 
 /// `idle_for` in microseconds, saturating.
@@ -125,7 +129,7 @@ macro_rules! lease_set {
                 runs::cancel_requested,
                 None::<i64>.into_sql::<Nullable<BigInt>>(),
             )
-            .otherwise(db_time!($conn, $until))),
+            .otherwise(db_time(now_sql(&*$conn), $until))),
             runs::wake_at.eq(None::<i64>),
             runs::waiting_on.eq(None::<String>),
             runs::cancel_requested.eq(false),
@@ -149,16 +153,16 @@ impl RecoveryStore for DieselStore {
         // never updated before it is created) and bounds the walk of the
         // claimable index, which is in `(created_at, id)` order.
         let rows: Vec<UndispatchedRow> = on_connection!(self, op, |conn| steps::table
-            .filter(claimable!(conn, self.dialect(), offset))
+            .filter(claimable(self.dialect(), now_sql(&*conn), offset))
             .filter(
                 steps::updated_at
                     .nullable()
-                    .lt(db_time!(conn, offset - ago))
+                    .lt(db_time(now_sql(&*conn), offset - ago))
             )
             .filter(
                 steps::created_at
                     .nullable()
-                    .lt(db_time!(conn, offset - ago))
+                    .lt(db_time(now_sql(&*conn), offset - ago))
             )
             .filter(exists(
                 runs::table
@@ -197,17 +201,21 @@ impl RecoveryStore for DieselStore {
         let busy = vec![StepStatus::Running.as_str(), StepStatus::Scheduled.as_str()];
         let rows: Vec<StalledRow> = on_connection!(self, op, |conn| runs::table
             .filter(sql::<Bool>(&running))
-            .filter(runs::updated_at.nullable().lt(db_time!(conn, cutoff)))
+            .filter(
+                runs::updated_at
+                    .nullable()
+                    .lt(db_time(now_sql(&*conn), cutoff))
+            )
             .filter(
                 runs::lease_expires_at
                     .is_null()
-                    .or(runs::lease_expires_at.le(db_time!(conn, offset))),
+                    .or(runs::lease_expires_at.le(db_time(now_sql(&*conn), offset))),
             )
             .filter(runs::waiting_on.is_null())
             .filter(
                 runs::wake_at
                     .is_null()
-                    .or(runs::wake_at.le(db_time!(conn, offset))),
+                    .or(runs::wake_at.le(db_time(now_sql(&*conn), offset))),
             )
             .filter(not(exists(
                 steps::table
@@ -215,7 +223,7 @@ impl RecoveryStore for DieselStore {
                     .filter(
                         steps::updated_at
                             .nullable()
-                            .ge(db_time!(conn, cutoff))
+                            .ge(db_time(now_sql(&*conn), cutoff))
                             .or(steps::status.eq_any(busy.clone()).nullable()),
                     )
                     .select(steps::id),
@@ -266,97 +274,6 @@ impl RecoveryStore for DieselStore {
     }
 }
 
-/// A step whose claim a dialect's expiry took back, as it read it: the
-/// step, its run and name, the attempt that failed, its retries and when
-/// the claim had run out.
-#[derive(Debug, diesel::QueryableByName, Queryable)]
-pub(crate) struct ExpiredRow {
-    #[diesel(sql_type = Text)]
-    pub id: String,
-    #[diesel(sql_type = Text)]
-    pub run_id: String,
-    #[diesel(sql_type = Text)]
-    pub name: String,
-    #[diesel(sql_type = BigInt)]
-    pub current_attempt: i64,
-    #[diesel(sql_type = BigInt)]
-    pub retries: i64,
-    #[diesel(sql_type = BigInt)]
-    pub expired_at: i64,
-}
-
-impl TryFrom<ExpiredRow> for ExpiredClaim {
-    type Error = Error;
-
-    fn try_from(row: ExpiredRow) -> Result<Self> {
-        let key = row.id.clone();
-        let attempt = to_u32("step attempt", &key, row.current_attempt)?;
-        let retries = to_u32("step retries", &key, row.retries)?;
-        Ok(Self {
-            run: parse_id("step run id", &key, &row.run_id)?,
-            step: parse_id("step id", &key, &row.id)?,
-            name: row.name,
-            attempt,
-            claimed_until: Timestamp::from_micros(row.expired_at),
-            retrying: RetryPolicy::with_retries(retries).has_attempts_left(attempt),
-        })
-    }
-}
-
-/// The typed expiry's pick (MySQL, SQLite): at most `$limit` running steps
-/// whose claim ran out on the database's clock plus `$offset`, first
-/// expired first (by the deadline index), as [`ExpiredRow`]s. MySQL adds
-/// its row locks to it.
-macro_rules! expired_claims_impl {
-    ($conn:expr, $offset:expr, $limit:expr) => {
-        $crate::schema::flowstate_steps::table
-            .filter($crate::schema::flowstate_steps::claimed_until.is_not_null())
-            .filter(
-                $crate::schema::flowstate_steps::claimed_until
-                    .le($crate::store::db_time!($conn, $offset)),
-            )
-            .order((
-                $crate::schema::flowstate_steps::claimed_until,
-                $crate::schema::flowstate_steps::id,
-            ))
-            .limit(i64::from($limit))
-            .select((
-                $crate::schema::flowstate_steps::id,
-                $crate::schema::flowstate_steps::run_id,
-                $crate::schema::flowstate_steps::name,
-                $crate::schema::flowstate_steps::current_attempt,
-                $crate::schema::flowstate_steps::retries,
-                diesel::dsl::sql::<diesel::sql_types::BigInt>("claimed_until"),
-            ))
-    };
-}
-pub(crate) use expired_claims_impl as expired_claims;
-
-/// The typed expiry's write (MySQL, SQLite): the picked steps `$ids`, still
-/// running, fail with core's claim-expired error stamped `$now`, their
-/// deadline cleared; the history upsert follows.
-macro_rules! fail_expired_impl {
-    ($ids:expr, $now:expr) => {
-        diesel::update(
-            $crate::schema::flowstate_steps::table
-                .filter($crate::schema::flowstate_steps::id.eq_any($ids))
-                .filter(
-                    $crate::schema::flowstate_steps::status
-                        .eq(flowstate_core::StepStatus::Running.as_str()),
-                ),
-        )
-        .set((
-            $crate::schema::flowstate_steps::status.eq(flowstate_core::StepStatus::Failed.as_str()),
-            $crate::schema::flowstate_steps::error.eq(Some($crate::schema::JsonText(
-                flowstate_core::step_claim::claim_expired_error().to_string(),
-            ))),
-            $crate::schema::flowstate_steps::updated_at.eq($now),
-            $crate::schema::flowstate_steps::claimed_until.eq(None::<i64>),
-        ))
-    };
-}
-pub(crate) use fail_expired_impl as fail_expired;
-
 impl RunRecoveryStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, worker = %worker))]
     async fn lease_run(
@@ -377,7 +294,7 @@ impl RunRecoveryStore for DieselStore {
             let row: Option<LeasedRunRow> = diesel::update(
                 runs::table
                     .filter(runs::id.eq(&id))
-                    .filter(runnable!(conn, offset)),
+                    .filter(runnable(now_sql(&*conn), offset)),
             )
             .set(lease_set!(conn, now, worker, until))
             .returning(LeasedRunRow::as_select())
@@ -399,7 +316,7 @@ impl RunRecoveryStore for DieselStore {
             conn.transaction(async |conn| {
                 let found: Option<(bool, Option<bool>)> = runs::table
                     .filter(runs::id.eq(&id))
-                    .select((runs::cancel_requested, runnable!(conn, offset)))
+                    .select((runs::cancel_requested, runnable(now_sql(&*conn), offset)))
                     .for_update()
                     .first(conn)
                     .await
@@ -435,8 +352,11 @@ impl RunRecoveryStore for DieselStore {
                 tracing::debug!("run cancelled instead of leased");
                 Ok(None)
             }
+            #[cfg(feature = "mysql")]
             Leased::NotRunnable => Ok(None),
+            #[cfg(feature = "mysql")]
             Leased::Missing => Err(Error::RunNotFound(run)),
+            #[cfg(any(feature = "postgres", feature = "sqlite"))]
             Leased::Refused => {
                 // Not runnable, or missing.
                 self.lease_state(run).await?;
@@ -457,66 +377,4 @@ impl RunRecoveryStore for DieselStore {
         tracing::debug!(reaped = reaped.len(), "expired leases reaped");
         Ok(reaped.into_iter().map(|(_, id)| id).collect())
     }
-}
-
-/// The lease-expiry guard of the reaper on a row of `flowstate_runs`, for
-/// the dialects whose reap is typed (MySQL, SQLite): a lease is held (the
-/// predicate of the expiry index, stated as is so every planner sees it
-/// applies) and ran out on the database's clock plus `$offset`. A settled
-/// run still holding one (settled by `set_run_status` under its lease) is
-/// freed too: the lease has run out like any other.
-macro_rules! expired_impl {
-    ($conn:expr, $offset:expr) => {
-        $crate::schema::flowstate_runs::table
-            .filter($crate::schema::flowstate_runs::lease_expires_at.is_not_null())
-            .filter(
-                $crate::schema::flowstate_runs::lease_expires_at
-                    .le($crate::store::db_time!($conn, $offset)),
-            )
-    };
-}
-pub(crate) use expired_impl as expired;
-
-/// The typed reapers' pick (MySQL, SQLite): at most `$limit` expired
-/// leases, first expired first (by the expiry index), each run's id with
-/// the expiry the answer reports. MySQL adds its row locks to it.
-macro_rules! expired_first_impl {
-    ($conn:expr, $offset:expr, $limit:expr) => {
-        $crate::store::expired!($conn, $offset)
-            .order((
-                $crate::schema::flowstate_runs::lease_expires_at,
-                $crate::schema::flowstate_runs::id,
-            ))
-            .limit(i64::from($limit))
-            .select((
-                $crate::schema::flowstate_runs::id,
-                $crate::schema::flowstate_runs::lease_expires_at,
-            ))
-    };
-}
-pub(crate) use expired_first_impl as expired_first;
-
-/// The typed reapers' `UPDATE` (MySQL, SQLite): frees the leases of the
-/// runs `$ids` the pick answered.
-macro_rules! free_leases_impl {
-    ($ids:expr) => {
-        diesel::update(
-            $crate::schema::flowstate_runs::table
-                .filter($crate::schema::flowstate_runs::id.eq_any($ids)),
-        )
-        .set((
-            $crate::schema::flowstate_runs::lease_owner.eq(None::<String>),
-            $crate::schema::flowstate_runs::lease_expires_at.eq(None::<i64>),
-        ))
-    };
-}
-pub(crate) use free_leases_impl as free_leases;
-
-/// The typed reapers' answer from what their pick read: each run and its
-/// old expiry (never null: the pick takes held leases only).
-pub(crate) fn reaped(picked: Vec<(String, Option<i64>)>) -> Vec<(String, i64)> {
-    picked
-        .into_iter()
-        .map(|(id, at)| (id, at.unwrap_or_default()))
-        .collect()
 }

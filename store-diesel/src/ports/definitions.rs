@@ -18,14 +18,16 @@ use flowstate_core::{
     PublishedVersion, PublishedVersionId, Result, Workflow, WorkflowId,
 };
 
-use super::{DieselStore, TxError, in_transaction, on_connection};
+use crate::backend::{in_transaction, on_connection};
+use crate::error::TxError;
 use crate::error::is_foreign_key_violation;
 use crate::rows::convert;
-use crate::rows_events::{ActivationRow, PublishedVersionRow, WorkflowRow};
+use crate::rows::events::{ActivationRow, PublishedVersionRow, WorkflowRow};
 use crate::schema::{
     JsonText, flowstate_activations as activations, flowstate_published_versions as versions,
     flowstate_workflows as workflows,
 };
+use crate::store::DieselStore;
 
 impl DieselStore {
     /// The workflow row `id`, if any.

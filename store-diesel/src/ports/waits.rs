@@ -2,7 +2,7 @@
 //! lease-guarded `UPDATE` of `leases.rs` setting `wake_at`/`waiting_on`, a
 //! signal one upsert into `flowstate_run_signals`, taking a signal one
 //! `DELETE` guarded by the lease. Whether a run is awake is decided in the
-//! claim's SQL alone ([`crate::sql_waits::awake`]).
+//! claim's SQL alone ([`crate::sql::waits::awake`]).
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -14,10 +14,13 @@ use flowstate_core::ports::RunWaitStore;
 use flowstate_core::ports::checks;
 use flowstate_core::{Error, Result, RunId, Wait};
 
-use super::leases::{held, stored_token};
-use super::{DieselStore, by_returning, db_time, leasable_texts, on_connection};
+use super::leases::stored_token;
+use crate::backend::{by_returning, on_connection};
 use crate::cached::CacheExt;
 use crate::schema::{JsonText, flowstate_run_signals as signals, flowstate_runs as runs};
+use crate::sql::leasable_texts;
+use crate::sql::typed::{db_time, held, now_sql};
+use crate::store::DieselStore;
 
 /// A signal to insert.
 struct SignalRow {
@@ -44,13 +47,16 @@ impl RunWaitStore for DieselStore {
         );
         let waited = on_connection!(self, "wait", |conn| match wake {
             Some(wake) => {
-                diesel::update(held!(conn, &id, stored, offset))
-                    .set((free.clone(), runs::wake_at.eq(db_time!(conn, wake))))
+                diesel::update(held(now_sql(&*conn), &id, stored, offset))
+                    .set((
+                        free.clone(),
+                        runs::wake_at.eq(db_time(now_sql(&*conn), wake)),
+                    ))
                     .execute(conn)
                     .await
             }
             None => {
-                diesel::update(held!(conn, &id, stored, offset))
+                diesel::update(held(now_sql(&*conn), &id, stored, offset))
                     .set((free.clone(), runs::wake_at.eq(None::<i64>)))
                     .execute(conn)
                     .await
@@ -133,7 +139,7 @@ impl RunWaitStore for DieselStore {
                     .filter(signals::run_id.eq(&id))
                     .filter(signals::name.eq(name))
                     .filter(diesel::dsl::exists(
-                        held!($conn, &id, stored, offset).select(runs::id),
+                        held(now_sql(&*$conn), &id, stored, offset).select(runs::id),
                     ))
             };
         }
@@ -170,11 +176,15 @@ impl RunWaitStore for DieselStore {
             return decode_json("signal payload", &id, &payload.0).map(Some);
         }
         // None: no signal, or no lease (error path only).
-        let holds: i64 =
-            on_connection!(self, "take_signal", |conn| held!(conn, &id, stored, offset)
-                .count()
-                .get_result(conn)
-                .await)?;
+        let holds: i64 = on_connection!(self, "take_signal", |conn| held(
+            now_sql(&*conn),
+            &id,
+            stored,
+            offset
+        )
+        .count()
+        .get_result(conn)
+        .await)?;
         if holds == 0 {
             return self.lease_refused("take_signal", run, token).await;
         }
@@ -187,7 +197,7 @@ impl RunWaitStore for DieselStore {
         let woken = on_connection!(self, "wake_expired", |conn| diesel::update(
             runs::table
                 .filter(runs::status.eq_any(leasable_texts()))
-                .filter(runs::wake_at.le(db_time!(conn, offset)))
+                .filter(runs::wake_at.le(db_time(now_sql(&*conn), offset)))
         )
         .set((
             runs::wake_at.eq(None::<i64>),

@@ -10,6 +10,11 @@
 //! every value is bound. Placeholders are passed in as text (`$1`, `?1`,
 //! `?`), so each fragment is written once whatever the dialect's syntax; a
 //! caller using positional `?` binds in the order the placeholders appear.
+//!
+//! Beside it: `in_list.rs` (MySQL's and SQLite's batch statements over an
+//! `IN` list of steps), `waits.rs` (the one SQL spelling of "this run is
+//! awake") and `typed.rs` (the fragments written in the diesel DSL rather
+//! than as text).
 
 use std::fmt::Write as _;
 
@@ -20,11 +25,24 @@ use diesel::sql_types::{BigInt, HasSqlType, Nullable, Text};
 
 use flowstate_core::lease::leasable_statuses;
 use flowstate_core::step_claim::claimed_targets;
-use flowstate_core::{BatchClaim, ClaimDecision, RetryStart, StepStatus};
+use flowstate_core::{BatchClaim, ClaimDecision, RetryStart, RunStatus, StepStatus};
 
 use crate::rows::StepRow;
 use crate::schema::{Json, JsonText};
 use crate::url::Dialect;
+
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+pub(crate) mod in_list;
+pub(crate) mod typed;
+pub(crate) mod waits;
+
+/// The stored texts of [`leasable_statuses`], for `IN` guards.
+pub(crate) fn leasable_texts() -> Vec<&'static str> {
+    leasable_statuses()
+        .into_iter()
+        .map(RunStatus::as_str)
+        .collect()
+}
 
 /// `column IN ('a', 'b')` for `statuses`, or a guard that matches nothing
 /// when there are none. The literals come from the status enums' `Display`,
@@ -68,8 +86,10 @@ pub(crate) const fn payload_column(to: StepStatus) -> Option<&'static str> {
 pub(crate) enum Upsert {
     /// `ON CONFLICT (step_id, attempt) DO UPDATE SET c = EXCLUDED.c`
     /// (PostgreSQL, SQLite).
+    #[cfg(any(feature = "postgres", feature = "sqlite"))]
     OnConflict,
     /// `ON DUPLICATE KEY UPDATE c = VALUES(c)` (MySQL, MariaDB).
+    #[cfg(feature = "mysql")]
     OnDuplicateKey,
 }
 
@@ -318,12 +338,16 @@ impl StepMove {
         let updated = settles.iter().map(|(col, _)| col);
         let updates: Vec<String> = updated
             .map(|col| match upsert {
+                #[cfg(any(feature = "postgres", feature = "sqlite"))]
                 Upsert::OnConflict => format!("{col} = EXCLUDED.{col}"),
+                #[cfg(feature = "mysql")]
                 Upsert::OnDuplicateKey => format!("{col} = VALUES({col})"),
             })
             .collect();
         let conflict = match upsert {
+            #[cfg(any(feature = "postgres", feature = "sqlite"))]
             Upsert::OnConflict => "ON CONFLICT (step_id, attempt) DO UPDATE SET",
+            #[cfg(feature = "mysql")]
             Upsert::OnDuplicateKey => "ON DUPLICATE KEY UPDATE",
         };
         format!(
@@ -518,25 +542,26 @@ pub(crate) fn claim_move() -> StepMove {
     StepMove::transition(StepStatus::Running)
 }
 
-/// A statement per value of `all`, built once by `build`.
+/// A prepared statement (or anything built) per [`Move`], built once: a
+/// dialect's table of guarded-move statements, keyed by move.
 #[derive(Debug)]
-pub(crate) struct ByStatus<S: 'static, T> {
-    entries: Vec<(S, T)>,
+pub(crate) struct ByMove<T> {
+    entries: Vec<(Move, T)>,
 }
 
-impl<S: Copy + PartialEq + std::fmt::Debug, T> ByStatus<S, T> {
-    /// `build(s)` for every `s` of `all`.
-    pub fn new(all: &[S], build: impl Fn(S) -> T) -> Self {
+impl<T> ByMove<T> {
+    /// `build(m)` for every move `m` ([`Move::all`]).
+    pub fn new(build: impl Fn(Move) -> T) -> Self {
         Self {
-            entries: all.iter().map(|&s| (s, build(s))).collect(),
+            entries: Move::all().into_iter().map(|m| (m, build(m))).collect(),
         }
     }
 
-    /// The entry of `status`.
-    pub fn get(&self, status: S) -> &T {
-        match self.entries.iter().find(|(s, _)| *s == status) {
+    /// The entry of `step_move`.
+    pub fn get(&self, step_move: Move) -> &T {
+        match self.entries.iter().find(|(m, _)| *m == step_move) {
             Some((_, entry)) => entry,
-            None => unreachable!("every status has its entry: {status:?}"),
+            None => unreachable!("every move has its entry: {step_move:?}"),
         }
     }
 }

@@ -47,7 +47,7 @@ impl MaybeConflict for DieselError {
     }
 }
 
-impl MaybeConflict for super::TxError {
+impl MaybeConflict for crate::error::TxError {
     fn is_conflict(&self) -> bool {
         matches!(self, Self::Db(err) if is_conflict(err))
     }
@@ -75,12 +75,12 @@ macro_rules! retry_conflicts {
         loop {
             match $work {
                 Err(err)
-                    if conflicts < $crate::store::conflict::MAX_CONFLICT_RETRIES
-                        && $crate::store::conflict::MaybeConflict::is_conflict(&err) =>
+                    if conflicts < $crate::conflict::MAX_CONFLICT_RETRIES
+                        && $crate::conflict::MaybeConflict::is_conflict(&err) =>
                 {
                     conflicts += 1;
                     tracing::debug!(operation = $op, conflicts, %err, "conflict, running again");
-                    $crate::store::conflict::back_off(conflicts).await;
+                    $crate::conflict::back_off(conflicts).await;
                 }
                 other => break other,
             }
@@ -88,6 +88,33 @@ macro_rules! retry_conflicts {
     }};
 }
 pub(crate) use retry_conflicts;
+
+/// One arm of [`by_returning!`]: take a pooled connection, run the body
+/// on it (again after a conflict).
+macro_rules! leased {
+    ($pool:expr, $op:expr, |$conn:ident| $body:expr) => {{
+        let mut conn = $pool.get($op).await?;
+        let $conn = &mut *conn;
+        $crate::conflict::retry_conflicts!($op, async { $body }.await)
+    }};
+}
+pub(crate) use leased;
+
+/// One arm of [`in_transaction!`]: a pooled connection, the transaction
+/// run again after a lock conflict, its error mapped.
+macro_rules! transacted {
+    ($pool:expr, $op:expr, |$c:ident| $work:expr) => {{
+        let mut conn = $pool.get($op).await?;
+        let $c = &mut *conn;
+        let out: Result<_, $crate::error::TxError> = $crate::conflict::retry_conflicts!($op, $work);
+        match out {
+            Ok(value) => Ok(value),
+            Err($crate::error::TxError::Db(err)) => Err($crate::error::backend($op, err)),
+            Err($crate::error::TxError::Port(err)) => Err(err),
+        }
+    }};
+}
+pub(crate) use transacted;
 
 #[cfg(test)]
 mod tests {

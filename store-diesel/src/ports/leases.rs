@@ -13,76 +13,20 @@ use std::time::Duration;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use flowstate_core::lease::{leasable_statuses, lease_micros};
+use flowstate_core::lease::lease_micros;
 use flowstate_core::ports::RunLeaseStore;
 use flowstate_core::ports::checks;
 use flowstate_core::{
     Error, LeaseState, Release, Released, Result, RunId, RunLease, RunOutcome, RunStatus,
 };
 
-use super::{DieselStore, by_dialect, by_returning, on_connection};
+use crate::backend::{by_dialect, by_returning, on_connection};
+use crate::rows::leases::{LeaseRow, claimed};
 use crate::rows::parse_status;
-use crate::rows_leases::{LeaseRow, claimed};
 use crate::schema::flowstate_runs as runs;
-
-/// The database's time plus `$plus` microseconds (a bound `i64`), as a
-/// nullable `BIGINT` expression, for a connection `$conn` of any dialect.
-macro_rules! db_time {
-    ($conn:expr, $plus:expr) => {
-        diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::BigInt>>(&format!(
-            "({} + ",
-            $crate::lease_clock::now_sql(&*$conn)
-        ))
-        .bind::<diesel::sql_types::BigInt, _>($plus)
-        .sql(")")
-    };
-}
-pub(crate) use db_time;
-
-/// The row of run `$id` if `$token` holds its lease now: the token matches,
-/// a holder is set, the run is not settled and the lease has not run out.
-macro_rules! held_impl {
-    ($conn:expr, $id:expr, $token:expr, $offset:expr) => {
-        $crate::schema::flowstate_runs::table
-            .filter($crate::schema::flowstate_runs::id.eq($id))
-            .filter($crate::schema::flowstate_runs::lease_token.eq($token))
-            .filter($crate::schema::flowstate_runs::lease_owner.is_not_null())
-            .filter($crate::schema::flowstate_runs::status.eq_any($crate::store::leasable_texts()))
-            .filter(
-                $crate::schema::flowstate_runs::lease_expires_at
-                    .gt($crate::store::db_time!($conn, $offset)),
-            )
-    };
-}
-pub(crate) use held_impl as held;
-
-/// Whether a run may be leased now, on a row of `flowstate_runs` read
-/// through connection `$conn` at the lease clock offset `$offset`: not
-/// settled, its lease free or run out on the database's clock, and awake
-/// ([`crate::sql_waits::awake`]). The runnable predicate of MySQL's claim
-/// and of `lease_run` on every dialect, spelled once (PostgreSQL's and
-/// SQLite's claims state the same terms in their hand-written text).
-macro_rules! runnable_impl {
-    ($conn:expr, $offset:expr) => {
-        runs::status
-            .eq_any($crate::store::leasable_texts())
-            .and(
-                runs::lease_expires_at
-                    .is_null()
-                    .or(runs::lease_expires_at.le($crate::store::db_time!($conn, $offset))),
-            )
-            .and($crate::sql_waits::awake_at(&*$conn, $offset))
-    };
-}
-pub(crate) use runnable_impl as runnable;
-
-/// The stored texts of [`leasable_statuses`], for `IN` guards.
-pub(crate) fn leasable_texts() -> Vec<&'static str> {
-    leasable_statuses()
-        .into_iter()
-        .map(RunStatus::as_str)
-        .collect()
-}
+use crate::sql::leasable_texts;
+use crate::sql::typed::{db_time, held, now_sql};
+use crate::store::DieselStore;
 
 /// A fencing token as stored (tokens never exceed `i64::MAX`: each claim
 /// adds one); a larger one can hold no lease and matches nothing.
@@ -127,7 +71,7 @@ impl DieselStore {
 
     /// The lease clock offset, in microseconds.
     pub(super) fn lease_offset(&self) -> i64 {
-        self.config.lease_clock_offset.micros()
+        self.config.lease_offset_us()
     }
 }
 
@@ -150,13 +94,13 @@ impl RunLeaseStore for DieselStore {
         checks::renew(&self.config.limits, lease_for)?;
         let (id, offset) = (run.to_string(), self.lease_offset());
         let until = offset.saturating_add(lease_micros(lease_for));
-        let renewed = on_connection!(self, "renew", |conn| diesel::update(held!(
-            conn,
+        let renewed = on_connection!(self, "renew", |conn| diesel::update(held(
+            now_sql(&*conn),
             &id,
             stored_token(token),
             offset
         ))
-        .set(runs::lease_expires_at.eq(db_time!(conn, until)))
+        .set(runs::lease_expires_at.eq(db_time(now_sql(&*conn), until)))
         .execute(conn)
         .await)?;
         if renewed == 0 {
@@ -169,8 +113,8 @@ impl RunLeaseStore for DieselStore {
     async fn finish(&self, run: RunId, token: u64, outcome: RunOutcome) -> Result<()> {
         checks::finish(&self.config.limits, &outcome)?;
         let (id, offset, now) = (run.to_string(), self.lease_offset(), self.now());
-        let finished = on_connection!(self, "finish", |conn| diesel::update(held!(
-            conn,
+        let finished = on_connection!(self, "finish", |conn| diesel::update(held(
+            now_sql(&*conn),
             &id,
             stored_token(token),
             offset
@@ -201,8 +145,7 @@ impl RunLeaseStore for DieselStore {
         // transaction); the failure and yield arms differ only in `$set`.
         macro_rules! release_with {
             ($set:ident) => {
-                by_returning!(self, "release", |conn| diesel::update(held!(
-                    conn, &id, stored, offset
+                by_returning!(self, "release", |conn| diesel::update(held(now_sql(&*conn), &id, stored, offset
                 ))
                 .set($set())
                 .returning((runs::status, runs::failures))
@@ -212,7 +155,7 @@ impl RunLeaseStore for DieselStore {
                 mysql: |conn| {
                     use diesel_async::AsyncConnection;
                     conn.transaction(async |conn| {
-                        let n = diesel::update(held!(conn, &id, stored, offset))
+                        let n = diesel::update(held(now_sql(&*conn), &id, stored, offset))
                             .set($set())
                             .execute(conn)
                             .await?;

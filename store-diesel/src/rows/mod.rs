@@ -6,6 +6,10 @@
 //! hand-written statements, so one struct per table serves every dialect and
 //! every query. A value read back is the value written, to the microsecond.
 
+pub(crate) mod events;
+pub(crate) mod leases;
+pub(crate) mod virtual_users;
+
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -14,9 +18,11 @@ use serde_json::{Map, Value};
 
 use flowstate_core::backend::decode_json;
 use flowstate_core::{
-    Error, HistoryId, RetryPolicy, Run, RunId, RunStatus, Step, StepAttempt, StepId, StepStatus,
-    Timestamp, VersionId, WorkflowVersion,
+    Error, ExpiredClaim, HistoryId, RetryPolicy, Run, RunId, RunStatus, Step, StepAttempt, StepId,
+    StepStatus, Timestamp, VersionId, WorkflowVersion,
 };
+
+use diesel::sql_types::{BigInt, Text};
 
 use crate::schema::{
     JsonText, flowstate_run_state, flowstate_runs, flowstate_step_history, flowstate_steps,
@@ -330,4 +336,55 @@ pub(crate) fn state_map(
 /// Converts rows, stopping at the first corrupt one.
 pub(crate) fn convert<R, T: TryFrom<R, Error = Error>>(rows: Vec<R>) -> Result<Vec<T>, Error> {
     rows.into_iter().map(T::try_from).collect()
+}
+
+/// One completion as a dialect writes it: checked, encoded, its step named
+/// by no earlier item of the batch, fenced by its claim's attempt.
+#[derive(Clone, Debug)]
+pub(crate) struct BatchItem {
+    /// The step.
+    pub id: StepId,
+    /// The attempt the completing claim holds.
+    pub attempt: u32,
+    /// The status it moves to.
+    pub to: StepStatus,
+    /// The result or error, as JSON text.
+    pub payload: String,
+}
+
+/// A step whose claim a dialect's expiry took back, as it read it: the
+/// step, its run and name, the attempt that failed, its retries and when
+/// the claim had run out.
+#[derive(Debug, diesel::QueryableByName, Queryable)]
+pub(crate) struct ExpiredRow {
+    #[diesel(sql_type = Text)]
+    pub id: String,
+    #[diesel(sql_type = Text)]
+    pub run_id: String,
+    #[diesel(sql_type = Text)]
+    pub name: String,
+    #[diesel(sql_type = BigInt)]
+    pub current_attempt: i64,
+    #[diesel(sql_type = BigInt)]
+    pub retries: i64,
+    #[diesel(sql_type = BigInt)]
+    pub expired_at: i64,
+}
+
+impl TryFrom<ExpiredRow> for ExpiredClaim {
+    type Error = Error;
+
+    fn try_from(row: ExpiredRow) -> Result<Self, Error> {
+        let key = row.id.clone();
+        let attempt = to_u32("step attempt", &key, row.current_attempt)?;
+        let retries = to_u32("step retries", &key, row.retries)?;
+        Ok(Self {
+            run: parse_id("step run id", &key, &row.run_id)?,
+            step: parse_id("step id", &key, &row.id)?,
+            name: row.name,
+            attempt,
+            claimed_until: Timestamp::from_micros(row.expired_at),
+            retrying: RetryPolicy::with_retries(retries).has_attempts_left(attempt),
+        })
+    }
 }

@@ -12,25 +12,13 @@ use flowstate_core::batch::repeated_items;
 use flowstate_core::limits::{Dismantle, checked};
 use flowstate_core::ports::BatchStepStore;
 use flowstate_core::ports::checks;
-use flowstate_core::{BatchClaim, Completion, Error, Result, Step, StepClaim, StepId, StepStatus};
+use flowstate_core::{BatchClaim, Completion, Error, Result, Step, StepClaim, StepId};
 
-use super::{DieselStore, by_dialect, on_connection};
+use crate::backend::{by_dialect, on_connection};
+use crate::rows::BatchItem;
 use crate::rows::{StepRow, convert};
 use crate::schema::flowstate_steps as steps;
-
-/// One completion as a dialect writes it: checked, encoded, its step named
-/// by no earlier item of the batch, fenced by its claim's attempt.
-#[derive(Clone, Debug)]
-pub(crate) struct BatchItem {
-    /// The step.
-    pub id: StepId,
-    /// The attempt the completing claim holds.
-    pub attempt: u32,
-    /// The status it moves to.
-    pub to: StepStatus,
-    /// The result or error, as JSON text.
-    pub payload: String,
-}
+use crate::store::DieselStore;
 
 impl DieselStore {
     /// Each of `ids` that exists, read after a batch left them unmoved (the

@@ -10,9 +10,10 @@ use flowstate_core::ports::checks;
 use flowstate_core::{Error, Inserted, NewWorkflowVersion, Result, VersionId, WorkflowVersion};
 
 use super::runs::IDEMPOTENT_TRIES;
-use super::{DieselStore, on_connection};
+use crate::backend::on_connection;
 use crate::rows::VersionRow;
 use crate::schema::{JsonText, flowstate_workflow_versions as versions};
+use crate::store::DieselStore;
 
 impl DieselStore {
     /// The stored version of (workflow, hash), if any.

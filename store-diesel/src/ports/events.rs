@@ -5,11 +5,14 @@
 //! [`EventQueueStore`](flowstate_core::ports::EventQueueStore) (`event_queue.rs`)
 //! takes the same transaction with the next free event's lock in front.
 //!
-//! Only the lock differs per dialect ([`LockPending`], stamped here for each
-//! connection): `FOR UPDATE SKIP LOCKED` on PostgreSQL and MySQL, and on
-//! SQLite nothing, since the dispatch's `BEGIN IMMEDIATE` already makes it
-//! the only writer. Runs are inserted with the same statement `create_run`
-//! sends ([`InsertKeyedRun`]), in the event's transaction.
+//! Only the lock differs per dialect
+//! ([`Connection::lock_pending`](crate::dialect::Connection::lock_pending),
+//! in each dialect's `connection.rs`): `FOR UPDATE SKIP LOCKED` on
+//! PostgreSQL and MySQL, and on SQLite nothing, since the dispatch's `BEGIN
+//! IMMEDIATE` already makes it the only writer. Runs are inserted with the
+//! same statement `create_run` sends
+//! ([`Connection::insert_keyed_run`](crate::dialect::Connection::insert_keyed_run)),
+//! in the event's transaction.
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -22,109 +25,18 @@ use flowstate_core::{
     PendingEvent, Result, RunCause, RunId, Timestamp,
 };
 
-use super::{DieselStore, InsertKeyedRun, TxError, in_transaction, on_connection};
+use crate::backend::{in_transaction, on_connection};
+use crate::dialect::Connection;
+use crate::error::TxError;
+use crate::rows::events::{DeliveryRow, EventRow};
 use crate::rows::{RunRow, parse_id};
-use crate::rows_events::{DeliveryRow, EventRow};
 use crate::schema::{
     JsonText, flowstate_activations as activations, flowstate_event_deliveries as deliveries,
     flowstate_events as events, flowstate_published_versions as versions, flowstate_runs as runs,
     flowstate_workflows as workflows,
 };
-
-/// Locks a pending event for its dispatch, answering its row.
-pub(crate) trait LockPending {
-    /// Locks event `id` if it is still pending at `now`; `None` if it is
-    /// not pending or another dispatcher holds it.
-    fn lock_pending(
-        &mut self,
-        id: &str,
-        now: i64,
-    ) -> impl std::future::Future<Output = QueryResult<Option<EventRow>>> + Send;
-
-    /// Locks the longest-due event pending at `now` that no other
-    /// dispatcher holds; `None` if there is none.
-    fn lock_next_pending(
-        &mut self,
-        now: i64,
-    ) -> impl std::future::Future<Output = QueryResult<Option<EventRow>>> + Send;
-}
-
-/// The pending events, guarded as [`Event::is_pending`] says; each
-/// dialect's lock filters it to one id and adds its locking clause.
-macro_rules! pending {
-    ($now:expr) => {
-        events::table
-            .filter(events::dispatched_at.is_null())
-            .filter(events::dead_lettered_at.is_null())
-            .filter(events::matched.gt(0_i64))
-            .filter(events::dispatch_after.le($now))
-    };
-}
-
-/// The order dispatchers take pending events in: the longest due first
-/// ([`EventStore::pending_events`] lists them in it too).
-pub(crate) const DUE_ORDER: (events::dispatch_after, events::occurred_at, events::id) =
-    (events::dispatch_after, events::occurred_at, events::id);
-
-/// PostgreSQL, MySQL 8 and MariaDB 10.6+ lock with `FOR UPDATE SKIP
-/// LOCKED`, so a dispatcher passes over an event another one holds instead
-/// of waiting for it.
-macro_rules! skip_locked {
-    ($conn:ty) => {
-        impl LockPending for $conn {
-            async fn lock_pending(&mut self, id: &str, now: i64) -> QueryResult<Option<EventRow>> {
-                pending!(now)
-                    .filter(events::id.eq(id))
-                    .select(EventRow::as_select())
-                    .for_update()
-                    .skip_locked()
-                    .first(self)
-                    .await
-                    .optional()
-            }
-
-            async fn lock_next_pending(&mut self, now: i64) -> QueryResult<Option<EventRow>> {
-                pending!(now)
-                    .order(DUE_ORDER)
-                    .select(EventRow::as_select())
-                    .for_update()
-                    .skip_locked()
-                    .first(self)
-                    .await
-                    .optional()
-            }
-        }
-    };
-}
-
-#[cfg(feature = "postgres")]
-skip_locked!(diesel_async::AsyncPgConnection);
-#[cfg(feature = "mysql")]
-skip_locked!(diesel_async::AsyncMysqlConnection);
-
-/// SQLite has no row locks and needs none: a dispatch runs in a `BEGIN
-/// IMMEDIATE` transaction, so it is the only writer until it commits, and a
-/// second dispatcher of the same event reads it dispatched.
-#[cfg(feature = "sqlite")]
-impl LockPending for crate::sqlite::SqliteConn {
-    async fn lock_pending(&mut self, id: &str, now: i64) -> QueryResult<Option<EventRow>> {
-        pending!(now)
-            .filter(events::id.eq(id))
-            .select(EventRow::as_select())
-            .first(self)
-            .await
-            .optional()
-    }
-
-    async fn lock_next_pending(&mut self, now: i64) -> QueryResult<Option<EventRow>> {
-        pending!(now)
-            .order(DUE_ORDER)
-            .select(EventRow::as_select())
-            .first(self)
-            .await
-            .optional()
-    }
-}
+use crate::sql::typed::{DUE_ORDER, pending};
+use crate::store::DieselStore;
 
 /// What an emit's transaction did.
 enum Emitted {
@@ -331,13 +243,12 @@ impl EventStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn pending_events(&self, limit: u32) -> Result<Vec<PendingEvent>> {
         let now = self.now();
-        let rows: Vec<(String, i64)> =
-            on_connection!(self, "pending_events", |conn| pending!(now)
-                .select((events::id, events::attempts))
-                .order(DUE_ORDER)
-                .limit(i64::from(limit))
-                .load(conn)
-                .await)?;
+        let rows: Vec<(String, i64)> = on_connection!(self, "pending_events", |conn| pending(now)
+            .select((events::id, events::attempts))
+            .order(DUE_ORDER)
+            .limit(i64::from(limit))
+            .load(conn)
+            .await)?;
         rows.into_iter()
             .map(|(id, attempts)| {
                 Ok(PendingEvent {

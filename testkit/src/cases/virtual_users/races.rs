@@ -17,7 +17,7 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::cases::policies::virtual_user_ticks::{runs_of, starter, tick_at};
 use crate::cases::support::race;
-use crate::cases::virtual_users::virtual_user_schedules::schedule_at;
+use crate::cases::virtual_users::schedules::schedule_at;
 use crate::{Harness, ManualClock};
 
 /// The personas the races tick over.

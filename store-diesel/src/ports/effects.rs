@@ -14,9 +14,10 @@ use flowstate_core::ports::EffectJournal;
 use flowstate_core::ports::checks;
 use flowstate_core::{EffectBegin, Error, Result, RunId, StrandedEffect, Timestamp};
 
-use super::{DieselStore, by_returning, on_connection};
+use crate::backend::{by_returning, on_connection};
 use crate::rows::parse_id;
 use crate::schema::{JsonText, flowstate_effects as effects};
+use crate::store::DieselStore;
 
 /// A row of `flowstate_effects`.
 #[derive(Debug, Queryable, Selectable, Insertable)]

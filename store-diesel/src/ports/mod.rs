@@ -1,0 +1,27 @@
+//! Every port of `flowstate-core` for [`DieselStore`], one file per port
+//! family (`impl <Port> for DieselStore`), written once for all three
+//! dialects: the typed queries run through `on_connection!`
+//! (`crate::backend`), which binds a pooled connection of whichever dialect
+//! the store speaks and monomorphises the same diesel DSL for each. The hot
+//! writes that truly differ (claims, transitions, step inserts, batches,
+//! reaps) are handed to the dialect modules through the one seam, the
+//! `crate::dialect::Dialect` trait, which `by_dialect!` dispatches on. No
+//! file here names a dialect module.
+//!
+//! [`DieselStore`]: crate::DieselStore
+
+mod batch;
+mod children;
+mod definitions;
+mod effects;
+mod event_queue;
+mod events;
+mod fenced;
+mod leases;
+mod recovery;
+mod runs;
+mod state;
+mod steps;
+mod versions;
+mod virtual_users;
+mod waits;

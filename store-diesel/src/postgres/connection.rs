@@ -1,0 +1,63 @@
+//! What PostgreSQL's connection spells its own way inside the shared typed
+//! queries ([`crate::dialect::Connection`]).
+
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+
+use crate::dialect::Connection;
+use crate::health::Watched;
+use crate::rows::RunRow;
+use crate::rows::events::EventRow;
+use crate::schema::flowstate_events as events;
+use crate::schema::flowstate_runs as runs;
+use crate::sql::Upsert;
+use crate::sql::typed::{DUE_ORDER, pending};
+
+impl Connection for AsyncPgConnection {
+    /// `EXTRACT` answers `numeric`, exact to the microsecond.
+    const NOW_US: &'static str = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000)::BIGINT";
+
+    const UPSERT: Upsert = Upsert::OnConflict;
+
+    const INSERTS_TELL_SKIPS: bool = true;
+
+    /// `FOR UPDATE SKIP LOCKED`: a dispatcher passes over an event another
+    /// one holds instead of waiting for it.
+    async fn lock_pending(&mut self, id: &str, now: i64) -> QueryResult<Option<EventRow>> {
+        pending(now)
+            .filter(events::id.eq(id))
+            .select(EventRow::as_select())
+            .for_update()
+            .skip_locked()
+            .first(self)
+            .await
+            .optional()
+    }
+
+    async fn lock_next_pending(&mut self, now: i64) -> QueryResult<Option<EventRow>> {
+        pending(now)
+            .order(DUE_ORDER)
+            .select(EventRow::as_select())
+            .for_update()
+            .skip_locked()
+            .first(self)
+            .await
+            .optional()
+    }
+
+    /// `ON CONFLICT (idempotency_key) DO NOTHING`.
+    async fn insert_keyed_run(&mut self, row: &RunRow) -> QueryResult<Option<bool>> {
+        diesel::insert_into(runs::table)
+            .values(row)
+            .on_conflict(runs::idempotency_key)
+            .do_nothing()
+            .execute(self)
+            .await
+            .map(|n| Some(n == 1))
+    }
+}
+
+/// A server connection can be lost: the pool watches it.
+impl Watched for AsyncPgConnection {
+    const WATCHED: bool = true;
+}

@@ -1,0 +1,254 @@
+//! The typed query fragments shared by the ports and the dialects, each the
+//! diesel DSL written once: the lease guards ([`held`], [`runnable`]), the
+//! database's time ([`db_time`]), the typed expiry and reap of MySQL and
+//! SQLite ([`expired_claims`], [`expired`], [`expired_first`]) and the
+//! pending events ([`pending`]) are functions (`#[auto_type]` where the
+//! type is the DSL's own). A fragment that reads the lease clock takes its
+//! SQL text, `now_us`, which a caller reads off its connection with
+//! [`now_sql`] ([`LeaseClock`]). Three stay macros: `holder!` (a boxed
+//! query for the backend the caller names), `fail_expired!` and
+//! `free_leases!` (whole `UPDATE` statements, not fragments).
+
+use diesel::dsl::{AsExprOf, sql};
+use diesel::expression::{SqlLiteral, UncheckedBind};
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Nullable};
+
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+use crate::schema::flowstate_steps as steps;
+use crate::schema::{flowstate_events, flowstate_runs as runs};
+use crate::sql::leasable_texts;
+use crate::sql::waits::{AwakeAt, awake_at};
+
+/// What the fragments read the lease clock's SQL from: a dialect's pooled
+/// connection (through its `crate::dialect::Connection::NOW_US`), or
+/// SQLite's plain connection inside its blocking hop
+/// (`sqlite/connection.rs`).
+pub(crate) trait LeaseClock {
+    /// "Now on the database's clock, in microseconds since the epoch", as
+    /// SQL text with no binds.
+    const NOW_US: &'static str;
+}
+
+/// The lease clock's SQL of connection `C`.
+pub(crate) fn now_sql<C: LeaseClock>(_conn: &C) -> &'static str {
+    C::NOW_US
+}
+
+/// The type of [`db_time`].
+pub(crate) type DbTime = SqlLiteral<
+    Nullable<BigInt>,
+    UncheckedBind<SqlLiteral<Nullable<BigInt>>, AsExprOf<i64, BigInt>>,
+>;
+
+/// The database's time (`now_us`, the connection's [`LeaseClock`] SQL)
+/// plus `plus` microseconds (bound), as a nullable `BIGINT` expression.
+pub(crate) fn db_time(now_us: &str, plus: i64) -> DbTime {
+    sql::<Nullable<BigInt>>(&format!("({now_us} + "))
+        .bind::<BigInt, _>(plus)
+        .sql(")")
+}
+
+/// The row of run `id` if `token` holds its lease now (the lease clock
+/// `now_us` plus `offset`): the token matches, a holder is set, the run is
+/// not settled and the lease has not run out.
+#[diesel::dsl::auto_type]
+pub(crate) fn held<'a>(now_us: &'static str, id: &'a str, token: i64, offset: i64) -> _ {
+    let statuses: Vec<&'static str> = leasable_texts();
+    let now: DbTime = db_time(now_us, offset);
+    runs::table
+        .filter(runs::id.eq(id))
+        .filter(runs::lease_token.eq(token))
+        .filter(runs::lease_owner.is_not_null())
+        .filter(runs::status.eq_any(statuses))
+        .filter(runs::lease_expires_at.gt(now))
+}
+
+/// Whether a run may be leased now, on a row of `flowstate_runs`, at the
+/// lease clock `now_us` plus `offset`: not settled, its lease free or run
+/// out on the database's clock, and awake ([`crate::sql::waits::awake`]).
+/// The runnable predicate of MySQL's claim and of `lease_run` on every
+/// dialect, spelled once (PostgreSQL's and SQLite's claims state the same
+/// terms in their hand-written text).
+#[diesel::dsl::auto_type]
+pub(crate) fn runnable(now_us: &'static str, offset: i64) -> _ {
+    let statuses: Vec<&'static str> = leasable_texts();
+    let now: DbTime = db_time(now_us, offset);
+    let awake: AwakeAt = awake_at(now_us, offset);
+    runs::status
+        .eq_any(statuses)
+        .and(
+            runs::lease_expires_at
+                .is_null()
+                .or(runs::lease_expires_at.le(now)),
+        )
+        .and(awake)
+}
+
+/// The step holding `$row`'s name in its run, read through `$conn` as a
+/// boxed query for a backend `$db`, if the run still admits the insert
+/// (not settled; with `Some(token)`, its lease held by the token at the
+/// lease clock offset `$offset`): an insert that skipped a taken name
+/// answers its holder only under the same guard it was written under.
+macro_rules! holder_impl {
+    ($db:ty, $conn:expr, $row:expr, $token:expr, $offset:expr) => {{
+        use $crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
+        let query = steps::table
+            .into_boxed::<$db>()
+            .filter(steps::run_id.eq(&$row.run_id))
+            .filter(steps::name.eq(&$row.name))
+            .select($crate::rows::StepRow::as_select());
+        match $token {
+            None => query.filter(diesel::dsl::exists(
+                runs::table
+                    .filter(runs::id.eq(&$row.run_id))
+                    .filter(runs::status.eq_any($crate::sql::leasable_texts()))
+                    .select(runs::id),
+            )),
+            Some(token) => query.filter(diesel::dsl::exists(
+                $crate::sql::typed::held(
+                    $crate::sql::typed::now_sql(&*$conn),
+                    &$row.run_id,
+                    token,
+                    $offset,
+                )
+                .select(runs::id),
+            )),
+        }
+    }};
+}
+pub(crate) use holder_impl as holder;
+
+/// The typed expiry's pick (MySQL, SQLite): at most `limit` running steps
+/// whose claim ran out on the lease clock `now_us` plus `offset`, first
+/// expired first (by the deadline index), as
+/// [`ExpiredRow`](crate::rows::ExpiredRow)s. MySQL adds its row locks to it.
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+#[diesel::dsl::auto_type]
+pub(crate) fn expired_claims(now_us: &'static str, offset: i64, limit: u32) -> _ {
+    let now: DbTime = db_time(now_us, offset);
+    let limit: i64 = i64::from(limit);
+    let expired_at: SqlLiteral<BigInt> = sql::<BigInt>("claimed_until");
+    steps::table
+        .filter(steps::claimed_until.is_not_null())
+        .filter(steps::claimed_until.le(now))
+        .order((steps::claimed_until, steps::id))
+        .limit(limit)
+        .select((
+            steps::id,
+            steps::run_id,
+            steps::name,
+            steps::current_attempt,
+            steps::retries,
+            expired_at,
+        ))
+}
+
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+/// The typed expiry's write (MySQL, SQLite): the picked steps `$ids`, still
+/// running, fail with core's claim-expired error stamped `$now`, their
+/// deadline cleared; the history upsert follows.
+macro_rules! fail_expired_impl {
+    ($ids:expr, $now:expr) => {
+        diesel::update(
+            $crate::schema::flowstate_steps::table
+                .filter($crate::schema::flowstate_steps::id.eq_any($ids))
+                .filter(
+                    $crate::schema::flowstate_steps::status
+                        .eq(flowstate_core::StepStatus::Running.as_str()),
+                ),
+        )
+        .set((
+            $crate::schema::flowstate_steps::status.eq(flowstate_core::StepStatus::Failed.as_str()),
+            $crate::schema::flowstate_steps::error.eq(Some($crate::schema::JsonText(
+                flowstate_core::step_claim::claim_expired_error().to_string(),
+            ))),
+            $crate::schema::flowstate_steps::updated_at.eq($now),
+            $crate::schema::flowstate_steps::claimed_until.eq(None::<i64>),
+        ))
+    };
+}
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+pub(crate) use fail_expired_impl as fail_expired;
+
+/// The lease-expiry guard of the reaper on a row of `flowstate_runs`, for
+/// the dialects whose reap is typed (MySQL, SQLite): a lease is held (the
+/// predicate of the expiry index, stated as is so every planner sees it
+/// applies) and ran out on the lease clock `now_us` plus `offset`. A
+/// settled run still holding one (settled by `set_run_status` under its
+/// lease) is freed too: the lease has run out like any other.
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+#[diesel::dsl::auto_type]
+pub(crate) fn expired(now_us: &'static str, offset: i64) -> _ {
+    let now: DbTime = db_time(now_us, offset);
+    runs::table
+        .filter(runs::lease_expires_at.is_not_null())
+        .filter(runs::lease_expires_at.le(now))
+}
+
+/// The typed reapers' pick (MySQL, SQLite): at most `limit` expired leases
+/// ([`expired`]), first expired first (by the expiry index), each run's id
+/// with the expiry the answer reports. MySQL adds its row locks to it.
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+#[diesel::dsl::auto_type]
+pub(crate) fn expired_first(now_us: &'static str, offset: i64, limit: u32) -> _ {
+    let leases: expired = expired(now_us, offset);
+    let limit: i64 = i64::from(limit);
+    leases
+        .order((runs::lease_expires_at, runs::id))
+        .limit(limit)
+        .select((runs::id, runs::lease_expires_at))
+}
+
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+/// The typed reapers' `UPDATE` (MySQL, SQLite): frees the leases of the
+/// runs `$ids` the pick answered.
+macro_rules! free_leases_impl {
+    ($ids:expr) => {
+        diesel::update(
+            $crate::schema::flowstate_runs::table
+                .filter($crate::schema::flowstate_runs::id.eq_any($ids)),
+        )
+        .set((
+            $crate::schema::flowstate_runs::lease_owner.eq(None::<String>),
+            $crate::schema::flowstate_runs::lease_expires_at.eq(None::<i64>),
+        ))
+    };
+}
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+pub(crate) use free_leases_impl as free_leases;
+
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+/// The typed reapers' answer from what their pick read: each run and its
+/// old expiry (never null: the pick takes held leases only).
+pub(crate) fn reaped(picked: Vec<(String, Option<i64>)>) -> Vec<(String, i64)> {
+    picked
+        .into_iter()
+        .map(|(id, at)| (id, at.unwrap_or_default()))
+        .collect()
+}
+
+/// The pending events at `now`, guarded as
+/// [`flowstate_core::Event::is_pending`] says; each dialect's lock filters
+/// it to one id and adds its locking clause.
+#[diesel::dsl::auto_type]
+pub(crate) fn pending(now: i64) -> _ {
+    let zero: i64 = 0;
+    flowstate_events::table
+        .filter(flowstate_events::dispatched_at.is_null())
+        .filter(flowstate_events::dead_lettered_at.is_null())
+        .filter(flowstate_events::matched.gt(zero))
+        .filter(flowstate_events::dispatch_after.le(now))
+}
+
+/// The order dispatchers take pending events in: the longest due first
+/// ([`flowstate_core::ports::EventStore::pending_events`] lists them in it too).
+pub(crate) const DUE_ORDER: (
+    flowstate_events::dispatch_after,
+    flowstate_events::occurred_at,
+    flowstate_events::id,
+) = (
+    flowstate_events::dispatch_after,
+    flowstate_events::occurred_at,
+    flowstate_events::id,
+);

@@ -1,0 +1,68 @@
+//! What SQLite's connection spells its own way inside the shared typed
+//! queries ([`crate::dialect::Connection`]).
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use super::SqliteConn;
+use crate::dialect::Connection;
+use crate::health::Watched;
+use crate::rows::RunRow;
+use crate::rows::events::EventRow;
+use crate::schema::flowstate_events as events;
+use crate::schema::flowstate_runs as runs;
+use crate::sql::Upsert;
+use crate::sql::typed::{DUE_ORDER, LeaseClock, pending};
+
+impl Connection for SqliteConn {
+    /// The Julian day of the epoch is 2440587.5; `'now'` is one value for
+    /// the whole statement.
+    const NOW_US: &'static str = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)";
+
+    const UPSERT: Upsert = Upsert::OnConflict;
+
+    const INSERTS_TELL_SKIPS: bool = true;
+
+    /// No row locks, and none needed: a dispatch runs in a `BEGIN
+    /// IMMEDIATE` transaction, so it is the only writer until it commits,
+    /// and a second dispatcher of the same event reads it dispatched.
+    async fn lock_pending(&mut self, id: &str, now: i64) -> QueryResult<Option<EventRow>> {
+        pending(now)
+            .filter(events::id.eq(id))
+            .select(EventRow::as_select())
+            .first(self)
+            .await
+            .optional()
+    }
+
+    async fn lock_next_pending(&mut self, now: i64) -> QueryResult<Option<EventRow>> {
+        pending(now)
+            .order(DUE_ORDER)
+            .select(EventRow::as_select())
+            .first(self)
+            .await
+            .optional()
+    }
+
+    /// `ON CONFLICT (idempotency_key) DO NOTHING`.
+    async fn insert_keyed_run(&mut self, row: &RunRow) -> QueryResult<Option<bool>> {
+        diesel::insert_into(runs::table)
+            .values(row)
+            .on_conflict(runs::idempotency_key)
+            .do_nothing()
+            .execute(self)
+            .await
+            .map(|n| Some(n == 1))
+    }
+}
+
+/// Embedded: there is no server to lose, so the pool does not watch.
+impl Watched for SqliteConn {
+    const WATCHED: bool = false;
+}
+
+/// SQLite's plain connection, inside a hot write's blocking hop, reads the
+/// same clock.
+impl LeaseClock for diesel::SqliteConnection {
+    const NOW_US: &'static str = <SqliteConn as Connection>::NOW_US;
+}
