@@ -34,6 +34,7 @@
 
 pub mod child;
 pub mod clock;
+pub mod cluster;
 pub mod ledger;
 pub mod load;
 pub mod mariadb;
