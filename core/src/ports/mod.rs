@@ -28,35 +28,36 @@
 //! name them. [`Store`] is the core three; every other family is a trait of
 //! its own, so a backend without it still compiles.
 //!
-//! | family | traits | testkit suite |
+//! | family | traits | also run by the testkit's policy families |
 //! | --- | --- | --- |
-//! | runs | [`RunStore`] | `conformance_suite!` |
-//! | steps | [`StepStore`] | `conformance_suite!` |
-//! | versions | [`VersionStore`] | `conformance_suite!` |
-//! | batch | [`BatchStepStore`] | `batch_suite!`, `pool_suite!` |
-//! | leases | [`RunLeaseStore`], [`FencedWrites`] | `lease_suite!` |
-//! | waits | [`RunWaitStore`] | `lease_suite!` |
-//! | children | [`ChildRunStore`] | `lease_suite!` |
-//! | effects | [`EffectJournal`] | `lease_suite!` |
-//! | definitions | [`DefinitionStore`] | `events_suite!` |
-//! | events | [`EventStore`], [`EventQueueStore`] | `events_suite!`, `event_queue_suite!` |
-//! | recovery | [`RecoveryStore`], [`RunRecoveryStore`] | `recovery_suite!` |
-//! | virtual users | [`ScheduleStore`], [`VirtualUserRunStore`] | `virtual_users_suite!` |
+//! | `runs` | [`RunStore`] | |
+//! | `steps` | [`StepStore`] | |
+//! | `versions` | [`VersionStore`] | |
+//! | `batch` | [`BatchStepStore`] | `pool` (with `recovery`) |
+//! | `leases` | [`RunLeaseStore`], [`FencedWrites`] | |
+//! | `waits` | [`RunWaitStore`] | `sweeps`, `guard` |
+//! | `children` | [`ChildRunStore`] | |
+//! | `effects` | [`EffectJournal`] | |
+//! | `definitions` | [`DefinitionStore`] | |
+//! | `events` | [`EventStore`], [`EventQueueStore`] | `dispatch` |
+//! | `recovery` | [`RecoveryStore`], [`RunRecoveryStore`] | `sweeps`, `guard` |
+//! | `virtual_users` | [`ScheduleStore`], [`VirtualUserRunStore`] | `ticks` |
 //!
 //! # Running the kit
 //!
-//! `flowstate-testkit` proves a backend keeps these guarantees. With a
-//! function that opens a fresh, empty store for a clock, one macro call per
-//! family the backend has, in a test file of the backend's crate:
+//! `flowstate-testkit` proves a backend keeps these guarantees: one
+//! `suite!` call, in a test file of the backend's crate, names the
+//! families the backend has (a family whose port the store lacks is one
+//! compile error naming it):
 //!
 //! ```text
-//! flowstate_testkit::conformance_suite!(my_backend, StoreHarness::create(open));
-//! flowstate_testkit::batch_suite!(my_backend_batch, StoreHarness::create(open));
+//! flowstate_testkit::suite!(my_backend, StoreHarness::create(open), [runs, steps, versions, batch]);
 //! ```
 //!
-//! The testkit's crate doc shows the whole hook-up, the harnesses and what
-//! a harness without hooks skips; `testkit/tests/memory.rs` runs every
-//! suite over the reference backend, `MemoryStore`.
+//! The testkit's crate doc shows the whole hook-up and the harnesses (a
+//! harness with hooks gets the hook cases, one without does not get them
+//! at all); `testkit/tests/memory.rs` runs every family over the
+//! reference backend, `MemoryStore`.
 
 mod batch;
 pub mod checks;
