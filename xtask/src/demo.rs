@@ -258,6 +258,7 @@ pub async fn run(options: Options) -> Result<()> {
     let mut first_dispatchers = Some(dispatchers);
     let mut dispatch_totals = dispatch::Dispatched::default();
     let mut stuck = None;
+    let mut poll_every = Duration::from_secs(1);
     loop {
         tokio::select! {
             notice = &mut crash_rx, if crash_open => {
@@ -269,13 +270,17 @@ pub async fn run(options: Options) -> Result<()> {
                     crash = Some((notice, Instant::now()));
                 }
             }
-            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            () = tokio::time::sleep(poll_every) => {}
         }
         while let Some(done) = emitters.try_join_next() {
             emitters_left -= 1;
             emitted.add(done.context("an emitter panicked")??);
         }
+        let polled = Instant::now();
         let poll = verify::poll(&mut provider).await?;
+        // The poll reads the whole session: on a large run it waits four
+        // times as long as it took, so it never crowds out the work.
+        poll_every = (polled.elapsed() * 4).max(Duration::from_secs(1));
         progress.update(poll.snapshot);
         admission.allowed.store(
             poll.orders_settled + options.in_flight as u64,

@@ -541,7 +541,7 @@ impl Summary {
         }
         let lease = flowstate_core::ports::RunLeaseStore::lease_state(store, run.id).await?;
         println!(
-            "  {:<8} {} at {}, after {} leases (fencing token {})",
+            "  {:<8} {} at {}, leased {} times (its fencing token is {})",
             "run",
             run.status.as_str(),
             at(run.updated_at),
