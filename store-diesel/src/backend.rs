@@ -15,9 +15,10 @@
 //!   SQLite, which diesel-async spells as a method of its wrapper only).
 
 use crate::config::StoreConfig;
+use crate::database::Dialect;
 use crate::dialect::{Dialect as _, PoolOf};
 use crate::open_error::{Error, Result};
-use crate::url::{DatabaseUrl, Dialect};
+use crate::url::DatabaseUrl;
 
 /// The connection pool of the dialect a store speaks: one dialect's
 /// backend.

@@ -11,39 +11,52 @@ use crate::lease_clock::LeaseClockOffset;
 #[cfg(feature = "test-support")]
 use crate::statement_log::StatementLog;
 
-/// Settings for opening a [`DieselStore`](crate::DieselStore).
+/// Settings for opening a [`DieselStore`](crate::DieselStore), built from
+/// [`StoreConfig::default`] with its methods, each answering the same
+/// settings with one changed:
+///
+/// ```
+/// use std::time::Duration;
+/// use flowstate_store_diesel::StoreConfig;
+///
+/// let config = StoreConfig::default()
+///     .pool_size(4)
+///     .acquire_timeout(Duration::from_secs(2))
+///     .claim_timeout(Duration::from_secs(60));
+/// # drop(config);
+/// ```
 #[derive(Clone, Debug)]
 pub struct StoreConfig {
     /// The most connections the pool holds.
-    pub pool_size: usize,
+    pub(crate) pool_size: usize,
     /// How long a call waits for a free connection before it fails with
     /// [`flowstate_core::Error::PoolTimeout`]; it never hangs.
-    pub acquire_timeout: Duration,
+    pub(crate) acquire_timeout: Duration,
     /// How long SQLite waits on a locked database before giving up.
-    pub sqlite_busy_timeout: Duration,
+    pub(crate) sqlite_busy_timeout: Duration,
     /// The limits applied to every name, key and JSON value before it is written.
-    pub limits: InputLimits,
+    pub(crate) limits: InputLimits,
     /// Where the store reads the time it stamps on rows.
-    pub clock: Arc<dyn Clock>,
+    pub(crate) clock: Arc<dyn Clock>,
     /// Where every statement sent is recorded, if anywhere (tests and the
     /// bench use it to count statements per operation).
     #[cfg(feature = "test-support")]
-    pub statement_log: Option<Arc<StatementLog>>,
+    pub(crate) statement_log: Option<Arc<StatementLog>>,
     /// Whether [`DieselStore::open`](crate::DieselStore::open) checks that
     /// the database's applied migrations are exactly this library's (on by
     /// default). Off only for a store used for operator SQL on a database
     /// that holds no flowstate tables (a server's admin database).
-    pub check_schema: bool,
+    pub(crate) check_schema: bool,
     /// Added to the database's clock in every lease statement (see
     /// [`LeaseClockOffset`](crate::lease_clock)): zero unless a test moves it.
     #[cfg(feature = "test-support")]
-    pub lease_clock_offset: LeaseClockOffset,
+    pub(crate) lease_clock_offset: LeaseClockOffset,
     /// How long a claim holds a step that has no claim timeout of its own
     /// ([`flowstate_core::step_claim`]): past it, recovery may take the
     /// attempt back. [`DEFAULT_CLAIM_TIMEOUT`] unless set; between 1 ms and
     /// [`LONGEST_CLAIM_TIMEOUT`]
     /// (a value outside is clamped into it when the store opens).
-    pub claim_timeout: Duration,
+    pub(crate) claim_timeout: Duration,
 }
 
 impl Default for StoreConfig {
@@ -79,6 +92,14 @@ impl StoreConfig {
         self
     }
 
+    /// The same settings with SQLite waiting up to `timeout` on a locked
+    /// database before a write gives up (a retryable error).
+    #[must_use]
+    pub fn sqlite_busy_timeout(mut self, timeout: Duration) -> Self {
+        self.sqlite_busy_timeout = timeout;
+        self
+    }
+
     /// The same settings reading time from `clock`.
     #[must_use]
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
@@ -94,8 +115,9 @@ impl StoreConfig {
     }
 
     #[cfg(feature = "test-support")]
-    /// The same settings with the schema check at open turned off (see
-    /// [`StoreConfig::check_schema`]).
+    /// The same settings with the schema check at open turned off: only
+    /// for a store used for operator SQL on a database that holds no
+    /// flowstate tables (a server's admin database).
     #[must_use]
     pub fn without_schema_check(mut self) -> Self {
         self.check_schema = false;

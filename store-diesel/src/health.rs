@@ -43,6 +43,7 @@ use diesel::result::Error as DieselError;
 use diesel_async::AsyncConnection;
 use diesel_async::pooled_connection::PoolError;
 
+use crate::database::Dialect;
 use crate::error::{Retry, row_for};
 
 /// The longest a check of a pooled connection may take (shorter if the
@@ -65,7 +66,7 @@ pub(crate) trait Watched: AsyncConnection + 'static {
 #[derive(Debug)]
 pub(crate) struct Health {
     /// The dialect, for the logs.
-    dialect: &'static str,
+    dialect: Dialect,
     /// When the pool was built: times are kept as nanoseconds since.
     origin: Instant,
     /// When a connection was last found lost, as [`Health::stamp`] keeps
@@ -93,7 +94,7 @@ enum Verdict {
 impl Health {
     /// The health of a new pool of `dialect` whose callers wait at most
     /// `acquire_timeout` for a connection.
-    pub(crate) fn new(dialect: &'static str, acquire_timeout: Duration) -> Arc<Self> {
+    pub(crate) fn new(dialect: Dialect, acquire_timeout: Duration) -> Arc<Self> {
         Arc::new(Self {
             dialect,
             origin: Instant::now(),
@@ -135,7 +136,7 @@ impl Health {
             .fetch_max(self.stamp(Instant::now()), Ordering::AcqRel);
         if self.serving.swap(false, Ordering::AcqRel) {
             tracing::warn!(
-                dialect = self.dialect,
+                dialect = self.dialect.name(),
                 error = %err,
                 code = row.code,
                 "database connection lost: pooled connections are checked before they are handed out again"
@@ -187,7 +188,7 @@ impl Health {
             Verdict::Keep => Box::pin(std::future::ready(Ok(()))),
             Verdict::Drop => {
                 tracing::debug!(
-                    dialect = self.dialect,
+                    dialect = self.dialect.name(),
                     "pooled connection dropped: a statement on it lost the connection"
                 );
                 Box::pin(std::future::ready(Err(HookError::message(
@@ -207,7 +208,7 @@ impl Health {
             Ok(Ok(())) => Ok(()),
             Ok(Err(err)) => {
                 tracing::debug!(
-                    dialect = self.dialect,
+                    dialect = self.dialect.name(),
                     error = %err,
                     "pooled connection dropped: it failed its check"
                 );
@@ -215,7 +216,7 @@ impl Health {
             }
             Err(_) => {
                 tracing::debug!(
-                    dialect = self.dialect,
+                    dialect = self.dialect.name(),
                     within = ?self.check_within,
                     "pooled connection dropped: it did not answer its check"
                 );
@@ -360,7 +361,7 @@ mod tests {
 
     #[test]
     fn a_loss_is_warned_once_until_a_statement_succeeds() {
-        let health = Health::new("postgres", Duration::from_secs(5));
+        let health = Health::new(Dialect::Postgres, Duration::from_secs(5));
         let (warnings, _) = logging(|| {
             assert!(health.failed(&lost()));
             assert!(health.failed(&lost()));
@@ -382,7 +383,7 @@ mod tests {
     #[cfg(feature = "sqlite")]
     #[tokio::test]
     async fn only_connections_handed_out_before_a_loss_are_checked() {
-        let health = Health::new("postgres", Duration::from_secs(5));
+        let health = Health::new(Dialect::Postgres, Duration::from_secs(5));
         let log = StatementLog::new();
         let mut conn = watched(&health, &log).await;
         let made = Instant::now();
@@ -421,7 +422,7 @@ mod tests {
     #[cfg(feature = "sqlite")]
     #[tokio::test]
     async fn a_connection_that_lost_itself_is_dropped_and_an_unfinished_one_checked() {
-        let health = Health::new("mysql", Duration::from_secs(5));
+        let health = Health::new(Dialect::Mysql, Duration::from_secs(5));
         let log = StatementLog::new();
         let mut conn = watched(&health, &log).await;
         let fresh = metrics(Instant::now(), None);
@@ -443,7 +444,7 @@ mod tests {
     #[cfg(feature = "sqlite")]
     #[tokio::test]
     async fn a_check_keeps_a_live_connection_and_steady_state_sends_nothing() {
-        let health = Health::new("postgres", Duration::from_secs(5));
+        let health = Health::new(Dialect::Postgres, Duration::from_secs(5));
         let log = StatementLog::new();
         let mut conn = watched(&health, &log).await;
         let made = Instant::now();

@@ -99,6 +99,7 @@ mod backend;
 mod cached;
 mod config;
 mod conflict;
+mod database;
 mod dialect;
 pub mod error;
 mod guard;
@@ -124,9 +125,10 @@ mod postgres;
 mod sqlite;
 
 pub use config::StoreConfig;
+pub use database::Dialect;
 pub use open_error::{Error, Result};
 pub use store::DieselStore;
-pub use url::{DatabaseUrl, Dialect};
+pub use url::DatabaseUrl;
 
 #[cfg(feature = "test-support")]
 pub use lease_clock::LeaseClockOffset;

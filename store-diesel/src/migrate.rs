@@ -10,8 +10,9 @@ use diesel::migration::MigrationSource;
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper as Blocking;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness};
 
+use crate::database::Dialect;
 use crate::open_error::{Error, Result};
-use crate::url::{DatabaseUrl, Dialect};
+use crate::url::DatabaseUrl;
 
 /// PostgreSQL's migrations.
 #[cfg(feature = "postgres")]
@@ -83,16 +84,10 @@ pub(crate) async fn check(url: &str) -> Result<()> {
         .map(|s| s.version.clone())
         .collect();
     if !unknown.is_empty() {
-        return Err(Error::SchemaAhead {
-            dialect: dialect.name(),
-            unknown,
-        });
+        return Err(Error::SchemaAhead { dialect, unknown });
     }
     if !pending.is_empty() {
-        return Err(Error::NotMigrated {
-            dialect: dialect.name(),
-            pending,
-        });
+        return Err(Error::NotMigrated { dialect, pending });
     }
     Ok(())
 }
@@ -140,7 +135,7 @@ async fn run(url: &str, action: Action) -> Result<Outcome> {
         }
     });
     task.await.map_err(|err| Error::Migration {
-        dialect: dialect.name(),
+        dialect,
         source: Box::new(err),
     })?
 }
@@ -158,12 +153,10 @@ where
     // `EmbeddedMigrations` is neither `Copy` nor `Clone`; each call borrows
     // the static set through this tiny adapter.
     let source = StaticSource(source);
-    let fail = |source: Box<dyn std::error::Error + Send + Sync>| Error::Migration {
-        dialect: dialect.name(),
-        source,
-    };
+    let fail =
+        |source: Box<dyn std::error::Error + Send + Sync>| Error::Migration { dialect, source };
     let mut conn = C::establish(target).map_err(|err| Error::Connect {
-        dialect: dialect.name(),
+        dialect,
         source: Box::new(err),
     })?;
     if dialect == Dialect::Sqlite {

@@ -2,6 +2,8 @@
 //! [`flowstate_core::Error`]; see `error.rs` for how diesel's errors map
 //! into it).
 
+use crate::database::Dialect;
+
 /// Why opening or migrating a store failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -18,7 +20,7 @@ pub enum Error {
     #[error("cannot connect to the {dialect} database")]
     Connect {
         /// Which dialect.
-        dialect: &'static str,
+        dialect: Dialect,
         /// What went wrong.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
@@ -27,7 +29,7 @@ pub enum Error {
     #[error("cannot build the {dialect} connection pool: {detail}")]
     Pool {
         /// Which dialect.
-        dialect: &'static str,
+        dialect: Dialect,
         /// What went wrong.
         detail: String,
     },
@@ -42,7 +44,7 @@ pub enum Error {
     )]
     NotMigrated {
         /// Which dialect.
-        dialect: &'static str,
+        dialect: Dialect,
         /// The versions not applied, oldest first.
         pending: Vec<String>,
     },
@@ -55,7 +57,7 @@ pub enum Error {
     )]
     SchemaAhead {
         /// Which dialect.
-        dialect: &'static str,
+        dialect: Dialect,
         /// The applied versions this library lacks.
         unknown: Vec<String>,
     },
@@ -63,7 +65,7 @@ pub enum Error {
     #[error("migration failed on {dialect}")]
     Migration {
         /// Which dialect.
-        dialect: &'static str,
+        dialect: Dialect,
         /// What went wrong.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,

@@ -16,6 +16,7 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 
 use crate::config::StoreConfig;
+use crate::database::Dialect;
 use crate::error;
 use crate::health::{Health, Watched};
 use crate::open_error::Error;
@@ -53,7 +54,7 @@ where
     /// statement log if the config has one, and on a server dialect the
     /// watch that heals the pool after a lost connection.
     pub(crate) fn build<F>(
-        dialect: &'static str,
+        dialect: Dialect,
         url: &str,
         config: &StoreConfig,
         setup: F,
@@ -137,7 +138,7 @@ where
 
     /// Opens one connection now, so a bad URL or a server that is down is
     /// reported when the store is opened, not on its first call.
-    pub(crate) async fn check(&self, dialect: &'static str) -> Result<(), Error> {
+    pub(crate) async fn check(&self, dialect: Dialect) -> Result<(), Error> {
         self.pool
             .get()
             .await

@@ -4,8 +4,9 @@
 
 use crate::backend::Backend;
 use crate::config::StoreConfig;
+use crate::database::Dialect;
 use crate::open_error::Result;
-use crate::url::{DatabaseUrl, Dialect};
+use crate::url::DatabaseUrl;
 
 /// A flowstate store on PostgreSQL, MySQL/MariaDB or SQLite.
 ///
@@ -57,10 +58,19 @@ impl DieselStore {
         self.backend.dialect()
     }
 
-    /// The settings the store was opened with (for SQLite `:memory:`, with
-    /// its pool of one connection).
-    pub fn config(&self) -> &StoreConfig {
-        &self.config
+    /// The lease clock offset the store was opened with, shared with every
+    /// store opened from the same config: a test moves it to expire leases
+    /// without waiting.
+    #[cfg(feature = "test-support")]
+    pub fn lease_clock_offset(&self) -> &crate::LeaseClockOffset {
+        &self.config.lease_clock_offset
+    }
+
+    /// The most connections the store's pool holds: the configured
+    /// [`StoreConfig::pool_size`], or 1 for SQLite `:memory:`, whose every
+    /// connection would be a database of its own.
+    pub fn pool_size(&self) -> usize {
+        self.config.pool_size
     }
 
     /// Runs SQL text with no binds on a pooled connection: an escape hatch for

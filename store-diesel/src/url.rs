@@ -1,38 +1,8 @@
 //! Reading a database URL: which dialect it names and the form its driver
 //! wants.
 
+use crate::database::Dialect;
 use crate::open_error::{Error, Result};
-
-/// The SQL dialects this crate speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Dialect {
-    /// PostgreSQL, through `AsyncPgConnection`.
-    Postgres,
-    /// MySQL 8 or MariaDB 10.6+, through `AsyncMysqlConnection`.
-    Mysql,
-    /// An embedded SQLite file, through `SyncConnectionWrapper<SqliteConnection>`.
-    Sqlite,
-}
-
-impl Dialect {
-    /// Every dialect, for loops over backends (tests, bench).
-    pub const ALL: [Self; 3] = [Self::Postgres, Self::Mysql, Self::Sqlite];
-
-    /// The dialect's name as printed.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Postgres => "postgres",
-            Self::Mysql => "mysql",
-            Self::Sqlite => "sqlite",
-        }
-    }
-}
-
-impl std::fmt::Display for Dialect {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// A database URL read: its dialect and what to hand the driver.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,7 +67,7 @@ pub(crate) fn create_parent_dir(url: &str) -> crate::Result<()> {
     match std::path::Path::new(url).parent() {
         Some(dir) if !dir.as_os_str().is_empty() => {
             std::fs::create_dir_all(dir).map_err(|err| crate::Error::Connect {
-                dialect: "sqlite",
+                dialect: Dialect::Sqlite,
                 source: Box::new(err),
             })
         }

@@ -90,7 +90,7 @@ impl StepRun {
                 probe_heal(
                     Arc::clone(&self.store),
                     self.steps[0].run,
-                    self.store.config().pool_size,
+                    self.store.pool_size(),
                     since,
                     HEAL_BOUND,
                 )

@@ -38,6 +38,7 @@ use super::Pool;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::conflict::retry_conflicts;
+use crate::database::Dialect;
 use crate::dialect::Connection;
 use crate::error::backend;
 use crate::rows::BatchItem;
@@ -45,7 +46,6 @@ use crate::rows::{StepRow, parse_status};
 use crate::schema::flowstate_steps as steps;
 use crate::sql::in_list::{MAX_LISTED, claim_query, history_query, move_query};
 use crate::sql::{Move, StepMove, batch_claimable, claim_move, run_unsettled};
-use crate::url::Dialect;
 
 /// The locking pick of a batch claim, whole rows and the database's clock
 /// (`db_now_us`: the claim's deadlines are set from it, so the rows it

@@ -32,10 +32,11 @@ use diesel_async::{AsyncMysqlConnection, SimpleAsyncConnection};
 use futures_util::FutureExt;
 
 use crate::config::StoreConfig;
+use crate::database::Dialect;
 use crate::pool::ConnectionPool;
 
 /// The dialect's name, as errors and logs print it.
-const DIALECT: &str = "mysql";
+const DIALECT: Dialect = Dialect::Mysql;
 
 /// This dialect's pool.
 pub(crate) type Pool = ConnectionPool<AsyncMysqlConnection>;

@@ -31,6 +31,7 @@ use flowstate_core::{
 };
 
 use crate::backend::{by_dialect, by_returning, on_connection};
+use crate::database::Dialect;
 use crate::rows::ExpiredRow;
 use crate::rows::leases::LeasedRunRow;
 use crate::rows::{parse_id, parse_status};
@@ -40,7 +41,6 @@ use crate::sql::leasable_texts;
 use crate::sql::typed::{db_time, now_sql, runnable};
 use crate::sql::waits::AwakeAt;
 use crate::store::DieselStore;
-use crate::url::Dialect;
 
 /// A step the relay found, as read.
 #[derive(Queryable)]

@@ -23,13 +23,13 @@ use super::Pool;
 use super::sql::{deadline, history_ctes};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
+use crate::database::Dialect;
 use crate::error::backend;
 use crate::rows::BatchItem;
 use crate::rows::{IdRow, StepRow};
 use crate::sql::{
     Move, MoveBinds, StepMove, batch_claimable, claim_move, claim_set, run_unsettled,
 };
-use crate::url::Dialect;
 
 /// The batch claim. Binds: `$1` now, `$2` limit, `$3` as many fresh history
 /// ids as the limit, `$4` the lease clock offset, `$5` the default claim

@@ -28,10 +28,11 @@ use diesel_async::AsyncPgConnection;
 use futures_util::FutureExt;
 
 use crate::config::StoreConfig;
+use crate::database::Dialect;
 use crate::pool::ConnectionPool;
 
 /// The name this dialect reports in errors.
-const DIALECT: &str = "postgres";
+const DIALECT: Dialect = Dialect::Postgres;
 
 /// This dialect's pool.
 pub(crate) type Pool = ConnectionPool<AsyncPgConnection>;

@@ -27,9 +27,9 @@ use flowstate_core::lease::leasable_statuses;
 use flowstate_core::step_claim::claimed_targets;
 use flowstate_core::{BatchClaim, ClaimDecision, RetryStart, RunStatus, StepStatus};
 
+use crate::database::Dialect;
 use crate::rows::StepRow;
 use crate::schema::{Json, JsonText};
-use crate::url::Dialect;
 
 #[cfg(any(feature = "mysql", feature = "sqlite"))]
 pub(crate) mod in_list;

@@ -22,11 +22,11 @@ use flowstate_core::{Result, StepStatus};
 use super::sql::deadline;
 use super::{Pool, write};
 use crate::config::StoreConfig;
+use crate::database::Dialect;
 use crate::rows::BatchItem;
 use crate::rows::{IdRow, StepRow};
 use crate::sql::in_list::{MAX_LISTED, history_query, move_query};
 use crate::sql::{Move, StepMove, batch_claimable, claim_move, claim_set, run_unsettled};
-use crate::url::Dialect;
 
 /// The batch claim. Binds: `?1` now, `?2` limit, `?3` the lease clock
 /// offset, `?4` the default claim timeout (microseconds), then `?5` the

@@ -46,11 +46,12 @@ use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use futures_util::future::BoxFuture;
 
 use crate::config::StoreConfig;
+use crate::database::Dialect;
 use crate::error::TxError;
 use crate::pool::ConnectionPool;
 
 /// The dialect's name, as errors and logs print it.
-const DIALECT: &str = "sqlite";
+const DIALECT: Dialect = Dialect::Sqlite;
 
 /// The pooled connection type: a blocking `SqliteConnection` made async.
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;

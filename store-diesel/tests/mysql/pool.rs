@@ -53,7 +53,8 @@ async fn a_server_that_is_not_there_is_a_connect_error() {
     match outcome {
         Err(
             err @ flowstate_store_diesel::Error::Connect {
-                dialect: "mysql", ..
+                dialect: Dialect::Mysql,
+                ..
             },
         ) => assert!(err.is_retryable(), "{err}"),
         other => panic!("expected a mysql Connect error, got {other:?}"),

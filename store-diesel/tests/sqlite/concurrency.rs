@@ -96,10 +96,7 @@ async fn thirty_two_writers_on_one_file_never_see_busy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_held_past_busy_timeout_is_a_retryable_error() {
     let db = TestDb::migrated().await;
-    let config = StoreConfig {
-        sqlite_busy_timeout: Duration::from_millis(100),
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default().sqlite_busy_timeout(Duration::from_millis(100));
     let store = db.store(config).await;
     let run = records::run(&store, json!(1)).await;
     records::step(&store, run.id, "a", json!(1)).await;

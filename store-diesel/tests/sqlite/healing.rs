@@ -19,10 +19,7 @@ use crate::support::TestDb;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_held_past_the_busy_timeout_fails_retryably_then_heals() {
     let db = TestDb::migrated().await;
-    let config = StoreConfig {
-        sqlite_busy_timeout: Duration::from_millis(100),
-        ..StoreConfig::default()
-    };
+    let config = StoreConfig::default().sqlite_busy_timeout(Duration::from_millis(100));
     let store = db.store(config).await;
     let before = store
         .create_run(NewRun::new("wf", json!(1)))

@@ -54,7 +54,7 @@ async fn an_in_memory_store_is_one_migrated_connection() {
         .unwrap();
     assert_eq!(store.dialect(), Dialect::Sqlite);
     assert_eq!(
-        store.config().pool_size,
+        store.pool_size(),
         1,
         "a second connection to :memory: would be another database"
     );

@@ -71,7 +71,7 @@ async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     assert!(cancelled.is_none());
     let none = capture!("reap_expired_leases none", store.reap_expired_leases(0));
     assert!(none.is_empty());
-    store.config().lease_clock_offset.advance(lease * 2);
+    store.lease_clock_offset().advance(lease * 2);
     let reaped = capture!("reap_expired_leases", store.reap_expired_leases(0));
     assert_eq!(reaped, [run]);
     sent
