@@ -5,7 +5,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use flowstate_core::Result;
@@ -41,29 +40,28 @@ fn queued<S: EventQueueStore>(
     Box::pin(dispatch_queued(store, backoff, batch))
 }
 
-/// What a running dispatcher has done so far.
-#[derive(Debug, Default)]
-pub struct Counters {
-    /// Batches run (ticks).
-    pub ticks: AtomicU64,
+/// What a spawned [`Dispatcher`] did: so far ([`DispatcherHandle::report`])
+/// or before it stopped ([`DispatcherHandle::shutdown`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DispatcherReport {
+    /// Batches run to the end, failed ones included.
+    pub ticks: u64,
+    /// Batches that ended with a store error (listing or recording failed;
+    /// logged, then the loop went on).
+    pub failed_ticks: u64,
     /// Events dispatched.
-    pub dispatched: AtomicU64,
+    pub dispatched: u64,
     /// Dispatch attempts that failed.
-    pub failed: AtomicU64,
+    pub failed: u64,
     /// Events dead-lettered.
-    pub dead_lettered: AtomicU64,
-    /// Ticks that returned an error (listing or recording failed).
-    pub errors: AtomicU64,
+    pub dead_lettered: u64,
 }
 
-impl Counters {
-    fn add(&self, report: DispatchReport) {
-        self.dispatched
-            .fetch_add(u64::from(report.dispatched), Ordering::Relaxed);
-        self.failed
-            .fetch_add(u64::from(report.failed), Ordering::Relaxed);
-        self.dead_lettered
-            .fetch_add(u64::from(report.dead_lettered), Ordering::Relaxed);
+impl DispatcherReport {
+    fn add(&mut self, report: DispatchReport) {
+        self.dispatched += u64::from(report.dispatched);
+        self.failed += u64::from(report.failed);
+        self.dead_lettered += u64::from(report.dead_lettered);
     }
 }
 
@@ -93,36 +91,38 @@ impl<S: EventStore + 'static> Dispatcher<S> {
         }
     }
 
-    /// The same dispatcher, ticking every `interval`.
+    /// The same dispatcher, ticking every `interval` (default 1 s).
     #[must_use]
-    pub fn interval(mut self, interval: Duration) -> Self {
+    pub fn with_interval(mut self, interval: Duration) -> Self {
         self.interval = interval;
         self
     }
 
-    /// The same dispatcher, taking up to `batch` events a tick.
+    /// The same dispatcher, taking up to `batch` events a tick (default
+    /// 100).
     #[must_use]
-    pub fn batch(mut self, batch: u32) -> Self {
+    pub fn with_batch(mut self, batch: u32) -> Self {
         self.batch = batch.max(1);
         self
     }
 
     /// The same dispatcher, backing off failures with `backoff`.
     #[must_use]
-    pub fn backoff(mut self, backoff: EventDispatchBackoff) -> Self {
+    pub fn with_backoff(mut self, backoff: EventDispatchBackoff) -> Self {
         self.backoff = backoff;
         self
     }
 
-    /// Starts the dispatcher on the current tokio runtime.
+    /// Starts the dispatcher on the current tokio runtime (panics outside
+    /// one): a batch at once, then one every interval, or at once after a
+    /// full batch. A batch that fails is logged and the loop goes on.
     pub fn spawn(self) -> DispatcherHandle {
         let (stop, mut stopped) = watch::channel(false);
-        let counters = Arc::new(Counters::default());
-        let seen = Arc::clone(&counters);
+        let (report, seen) = watch::channel(DispatcherReport::default());
         let task = tokio::spawn(
             async move {
                 loop {
-                    let full = self.tick(&seen).await;
+                    let full = self.tick(&report).await;
                     if *stopped.borrow() {
                         break;
                     }
@@ -134,34 +134,37 @@ impl<S: EventStore + 'static> Dispatcher<S> {
                         () = tokio::time::sleep(self.interval) => {}
                     }
                 }
-                tracing::debug!("event dispatcher stopped");
+                let report = *report.borrow();
+                tracing::debug!(ticks = report.ticks, "event dispatcher stopped");
+                report
             }
             .instrument(tracing::info_span!("event_dispatcher")),
         );
-        DispatcherHandle {
-            stop,
-            task,
-            counters,
-        }
+        DispatcherHandle { stop, task, seen }
     }
 
-    /// One batch; answers whether it was full of work done (more may be
-    /// waiting).
-    async fn tick(&self, counters: &Counters) -> bool {
-        counters.ticks.fetch_add(1, Ordering::Relaxed);
-        match (self.pass)(&*self.store, self.backoff, self.batch).await {
-            Ok(report) => {
-                counters.add(report);
-                // Skipped events are held by another dispatcher: waiting
-                // for the interval, not spinning on them, is right.
-                report.dispatched + report.failed >= self.batch
+    /// One batch, added to `report`; answers whether it was full of work
+    /// done (more may be waiting).
+    async fn tick(&self, report: &watch::Sender<DispatcherReport>) -> bool {
+        let outcome = (self.pass)(&*self.store, self.backoff, self.batch).await;
+        let mut full = false;
+        report.send_modify(|so_far| {
+            so_far.ticks += 1;
+            match &outcome {
+                Ok(batch) => {
+                    so_far.add(*batch);
+                    // Skipped events are held by another dispatcher:
+                    // waiting for the interval, not spinning on them, is
+                    // right.
+                    full = batch.dispatched + batch.failed >= self.batch;
+                }
+                Err(_) => so_far.failed_ticks += 1,
             }
-            Err(err) => {
-                counters.errors.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(%err, "event dispatch tick failed");
-                false
-            }
+        });
+        if let Err(err) = outcome {
+            tracing::warn!(%err, "event dispatch tick failed");
         }
+        full
     }
 }
 
@@ -177,32 +180,38 @@ impl<S: EventQueueStore + 'static> Dispatcher<S> {
     }
 }
 
-/// The handle of a spawned [`Dispatcher`]: its counters, and a graceful
-/// shutdown that lets the batch under way finish.
+/// The handle of a spawned [`Dispatcher`]: what it did so far, and a
+/// graceful shutdown that lets the batch under way finish. Dropping it
+/// stops the loop too, without waiting; [`DispatcherHandle::shutdown`]
+/// waits.
 #[derive(Debug)]
 pub struct DispatcherHandle {
     stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
-    counters: Arc<Counters>,
+    task: JoinHandle<DispatcherReport>,
+    seen: watch::Receiver<DispatcherReport>,
 }
 
 impl DispatcherHandle {
     /// What the dispatcher has done so far.
-    pub fn counters(&self) -> &Counters {
-        &self.counters
+    pub fn report(&self) -> DispatcherReport {
+        *self.seen.borrow()
+    }
+
+    /// Asks the dispatcher to stop after its current batch, without
+    /// waiting for it.
+    pub fn stop(&self) {
+        self.stop.send_replace(true);
     }
 
     /// Asks the dispatcher to stop after its current batch and waits until
-    /// it has; answers its counters.
-    pub async fn shutdown(self) -> Arc<Counters> {
-        // The receiver lives as long as the task; a send error means the
-        // task already ended.
-        let _ = self.stop.send(true);
-        if let Err(err) = self.task.await {
-            if err.is_panic() {
-                std::panic::resume_unwind(err.into_panic());
-            }
+    /// it has; answers what it did.
+    pub async fn shutdown(self) -> DispatcherReport {
+        self.stop();
+        match self.task.await {
+            Ok(report) => report,
+            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+            // Cancelled with its runtime: what it had done is what was seen.
+            Err(_) => *self.seen.borrow(),
         }
-        self.counters
     }
 }

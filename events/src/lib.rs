@@ -19,7 +19,7 @@
 
 mod dispatcher;
 
-pub use dispatcher::{Counters, Dispatcher, DispatcherHandle};
+pub use dispatcher::{Dispatcher, DispatcherHandle, DispatcherReport};
 
 use flowstate_core::backoff::{EventDispatchBackoff, EventDispatchOutcome};
 use flowstate_core::ports::{EventQueueStore, EventStore};

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use flowstate_core::{Completion, Step};
-use flowstate_pool::{PoolConfig, PoolStats, WorkerPool};
+use flowstate_pool::{PoolConfig, PoolHandle, PoolReport, WorkerPool};
 use flowstate_store_diesel::{DieselStore, StoreConfig};
 use serde_json::json;
 
@@ -47,11 +47,11 @@ pub fn pool_config() -> PoolConfig {
 /// A pool at work on a store, and what the test needs to judge it.
 #[derive(Debug)]
 pub struct PoolLoad {
-    pool: WorkerPool<DieselStore>,
+    pool: PoolHandle<DieselStore>,
     ledger: Arc<Ledger>,
     doubles: Arc<AtomicU64>,
     ledger_failures: Arc<AtomicU64>,
-    fault_over: Option<(Instant, PoolStats)>,
+    fault_over: Option<(Instant, PoolReport)>,
 }
 
 impl PoolLoad {
@@ -104,7 +104,9 @@ impl PoolLoad {
                 }
             }
         };
-        let pool = WorkerPool::start(store, &pool_config, handler);
+        let pool = WorkerPool::new(store, handler)
+            .with_config(pool_config.clone())
+            .spawn();
         Ok(Self {
             pool,
             ledger,
@@ -120,8 +122,8 @@ impl PoolLoad {
     }
 
     /// The pool's counters so far.
-    pub fn stats(&self) -> PoolStats {
-        self.pool.stats()
+    pub fn stats(&self) -> PoolReport {
+        self.pool.report()
     }
 
     /// Waits until `n` completions are committed, at most `timeout`.
@@ -147,7 +149,7 @@ impl PoolLoad {
     /// answered and a completion has been committed since, polled every
     /// 5 ms; `Never` if not within `bound`, `NotMeasured` if no fault was
     /// marked. A pool that had nothing left to claim or commit heals at
-    /// once (`0 ms`, said as such by [`PoolStats`] in the note).
+    /// once (`0 ms`, said as such by [`PoolReport`] in the note).
     pub async fn heal(&self, bound: Duration) -> Heal {
         let Some((from, at_fault)) = self.fault_over else {
             return Heal::NotMeasured;
@@ -211,7 +213,7 @@ impl PoolLoad {
 #[derive(Clone, Copy, Debug)]
 pub struct PoolDone {
     /// The pool's counters after its shutdown.
-    pub stats: PoolStats,
+    pub stats: PoolReport,
     /// Whether it had nothing left to do before the bound (otherwise it
     /// was shut down with work left, for recovery to find).
     pub quiet: bool,

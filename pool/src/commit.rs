@@ -21,8 +21,8 @@
 //! attempt, and the store answers `Ok` for a repeat of a completion it
 //! already wrote (a flush whose COMMIT was written but whose answer was
 //! lost). A flush that gives up, or fails with an error that is not
-//! retryable, fails every caller in it with a [`FlushFailed`] copy of its
-//! error; those steps are left as the store holds them (running in their
+//! retryable, fails every caller in it with [`Error::FlushFailed`], a copy
+//! of its error; those steps are left as the store holds them (running in their
 //! attempt, unless the lost answer hid a write), for the claim deadline to
 //! recover ([`RecoveryStore::expire_step_claims`]).
 //!
@@ -33,17 +33,17 @@
 //!
 //! [`RecoveryStore::expire_step_claims`]: flowstate_core::ports::RecoveryStore::expire_step_claims
 
-use std::error::Error as StdError;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use flowstate_core::ports::BatchStepStore;
-use flowstate_core::{Completion, Error, Result, StepClaim};
+use flowstate_core::{Completion, StepClaim};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
+use crate::error::{Error, FlushFailed, Result};
 use crate::reply::{Answered, Callback, flusher_stopped};
 use crate::retry::FlushRetry;
 
@@ -63,72 +63,6 @@ enum Message {
     },
     /// Stop taking items: flush what is queued, then end.
     Close,
-}
-
-/// The source of the [`Error::Backend`] a commit answers once its
-/// [`GroupCommit`] is closed: the item was not queued, nothing was written.
-/// [`is_closed`] recognises it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GroupCommitClosed;
-
-impl fmt::Display for GroupCommitClosed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the group commit is closed; the completion was not queued")
-    }
-}
-
-impl StdError for GroupCommitClosed {}
-
-/// The source of the [`Error::Backend`] every caller of a failed flush gets:
-/// [`flowstate_core::Error`] is not `Clone`, so each caller gets a copy of
-/// the flush's last error's message and of its [`Error::is_retryable`] (the
-/// outer `Backend` error carries the same `retryable`).
-/// [`FlushFailed::of`] finds it in an answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FlushFailed {
-    /// The flush's last error, as it displayed.
-    pub message: String,
-    /// Whether the flush's error was retryable.
-    pub retryable: bool,
-    /// How many items the failed flush held.
-    pub items: usize,
-    /// How many times the flush was sent (1 when it was not retried; 0
-    /// when the flusher stopped before the store answered).
-    pub attempts: u32,
-    /// Whether the flush gave up: its error was retryable and the store
-    /// kept failing past [`FlushRetry::give_up_after`]. Its items are not
-    /// known to be written; unless the last lost answer hid a write, their
-    /// steps are still running in their attempt, for the claim deadline to
-    /// recover.
-    pub gave_up: bool,
-}
-
-impl fmt::Display for FlushFailed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the flush of {} completion(s) failed", self.items)?;
-        if self.gave_up {
-            write!(f, " (gave up after {} tries)", self.attempts)?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-impl StdError for FlushFailed {}
-
-impl FlushFailed {
-    /// The error one caller of the failed flush gets.
-    pub(crate) fn into_error(self) -> Error {
-        Error::backend("complete_batch", self.retryable, self)
-    }
-
-    /// The failed flush behind `err`, if `err` is a commit's answer that
-    /// its whole flush failed.
-    pub fn of(err: &Error) -> Option<&Self> {
-        match err {
-            Error::Backend { source, .. } => source.downcast_ref::<Self>(),
-            _ => None,
-        }
-    }
 }
 
 /// The answer to a queued completion ([`GroupCommit::submit`]): resolves
@@ -154,19 +88,6 @@ impl Future for Pending {
     }
 }
 
-/// Whether `err` is the answer of a commit to a closed [`GroupCommit`].
-pub fn is_closed(err: &Error) -> bool {
-    match err {
-        Error::Backend { source, .. } => source.is::<GroupCommitClosed>(),
-        _ => false,
-    }
-}
-
-/// The error of a commit to a closed queue.
-fn closed() -> Error {
-    Error::backend("group_commit", false, GroupCommitClosed)
-}
-
 /// Counters a [`GroupCommit`] keeps, shared with its flusher.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -178,8 +99,8 @@ pub(crate) struct Counters {
 
 impl Counters {
     /// The counters as they are now.
-    pub(crate) fn snapshot(&self) -> CommitStats {
-        CommitStats {
+    pub(crate) fn snapshot(&self) -> CommitReport {
+        CommitReport {
             flushes: self.flushes.load(Ordering::Relaxed),
             items: self.items.load(Ordering::Relaxed),
             failed_flushes: self.failed_flushes.load(Ordering::Relaxed),
@@ -190,7 +111,7 @@ impl Counters {
 
 /// What a [`GroupCommit`] has written so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CommitStats {
+pub struct CommitReport {
     /// Flushes started, failed ones included; a flush sent again counts
     /// once (`complete_batch` calls are `flushes + flush_retries`).
     pub flushes: u64,
@@ -234,7 +155,7 @@ impl<S> fmt::Debug for GroupCommit<S> {
         f.debug_struct("GroupCommit")
             .field("max_batch", &self.max_batch)
             .field("retry", &self.retry)
-            .field("stats", &self.stats())
+            .field("report", &self.report())
             .finish_non_exhaustive()
     }
 }
@@ -283,17 +204,16 @@ impl<S: BatchStepStore + 'static> GroupCommit<S> {
 
 impl<S> GroupCommit<S> {
     /// Writes `completion` for the attempt `claim` holds in the next flush
-    /// (fenced: a claim that was taken back answers
-    /// [`Error::ClaimLost`]), and answers once
-    /// that flush returned: `Ok` only when the item is durable; the item's
-    /// own error when the store refused it alone (an illegal move, an
-    /// unknown step, a payload over the limits); a [`FlushFailed`] copy of
-    /// the flush's error when the whole flush failed: at once if the error
-    /// was not retryable (nothing in it was written), once the flush gave
-    /// up if it was (see [`FlushRetry`]: nothing is known written, the step
-    /// is left for its claim deadline); [`GroupCommitClosed`] (see
-    /// [`is_closed`]) once closed. A flush being retried answers nothing
-    /// until it succeeds or gives up.
+    /// (fenced: a claim that was taken back is refused with
+    /// [`flowstate_core::Error::ClaimLost`]), and answers once that flush
+    /// returned: `Ok` only when the item is durable; [`Error::Refused`]
+    /// with the item's own error when the store refused it alone (a lost
+    /// claim, an illegal move, an unknown step, a payload over the limits);
+    /// [`Error::FlushFailed`] when the whole flush failed: at once if the
+    /// error was not retryable (nothing in it was written), once the flush
+    /// gave up if it was (see [`FlushRetry`]: nothing is known written, the
+    /// step is left for its claim deadline); [`Error::Closed`] once closed.
+    /// A flush being retried answers nothing until it succeeds or gives up.
     ///
     /// Dropping the future after the item was queued does not withdraw it:
     /// it is written with its flush, unanswered.
@@ -305,7 +225,7 @@ impl<S> GroupCommit<S> {
     /// (waiting only for room), with the [`Pending`] answer that
     /// [`GroupCommit::commit`] would wait for: a caller can queue its next
     /// item while this one's flush is on the wire. Fails with
-    /// [`GroupCommitClosed`] once closed.
+    /// [`Error::Closed`] once closed.
     pub async fn submit(&self, claim: StepClaim, completion: Completion) -> Result<Pending> {
         let (reply, answer) = oneshot::channel();
         let on_answer: Callback = Box::new(move |result| {
@@ -320,7 +240,7 @@ impl<S> GroupCommit<S> {
     /// the flusher, instead of a [`Pending`]: what a pool's worker uses, so
     /// that no task per step sits waiting on its answer (and what `submit`
     /// is built on). `on_answer` runs exactly once: with the item's result,
-    /// with [`GroupCommitClosed`] if the queue is closed (also answered
+    /// with [`Error::Closed`] if the queue is closed (also answered
     /// here), or with the stopped-flusher error if the flusher ends without
     /// answering. It should be quick: the next flush waits for it.
     pub(crate) async fn submit_then(
@@ -339,15 +259,15 @@ impl<S> GroupCommit<S> {
             .await
             .map_err(|mpsc::error::SendError(unsent)| {
                 if let Message::Item { mut reply, .. } = unsent {
-                    reply.answer(Err(closed()));
+                    reply.answer(Err(Error::Closed));
                 }
-                closed()
+                Error::Closed
             })
     }
 
     /// Stops taking commits, flushes everything already queued, and returns
     /// once the flusher has ended. Commits after it fail with
-    /// [`GroupCommitClosed`]; a second close just waits for the first.
+    /// [`Error::Closed`]; a second close just waits for the first.
     ///
     /// A flush being retried is not cut short: close waits for it to
     /// succeed or give up, and for every flush queued behind it. That is
@@ -379,7 +299,7 @@ impl<S> GroupCommit<S> {
     }
 
     /// What has been written so far.
-    pub fn stats(&self) -> CommitStats {
+    pub fn report(&self) -> CommitReport {
         self.counters.snapshot()
     }
 
@@ -402,9 +322,12 @@ struct Flusher<S> {
 /// How a flush ended, once it is no longer retried.
 enum Sent {
     /// The store answered each item.
-    Answered(Vec<Result<()>>),
+    Answered(Vec<flowstate_core::Result<()>>),
     /// The whole flush failed; `gave_up` when retryable and out of time.
-    Failed { err: Error, gave_up: bool },
+    Failed {
+        err: flowstate_core::Error,
+        gave_up: bool,
+    },
 }
 
 impl<S: BatchStepStore> Flusher<S> {
@@ -470,7 +393,7 @@ impl<S: BatchStepStore> Flusher<S> {
         let failed = match sent {
             Sent::Answered(results) if results.len() == count => {
                 for (mut reply, result) in replies.drain(..).zip(results) {
-                    reply.answer(result);
+                    reply.answer(result.map_err(Error::Refused));
                 }
                 return;
             }
@@ -504,7 +427,7 @@ impl<S: BatchStepStore> Flusher<S> {
         };
         counters.failed_flushes.fetch_add(1, Ordering::Relaxed);
         for mut reply in replies.drain(..) {
-            reply.answer(Err(failed.clone().into_error()));
+            reply.answer(Err(Error::FlushFailed(failed.clone())));
         }
     }
 

@@ -20,11 +20,15 @@
 //!   their steps left running for the claim deadline to recover.
 //! - [`WorkerPool`]: a claimer that takes batches of claimable steps,
 //!   bounded in-flight work, N worker tasks running a host-supplied handler,
-//!   completions through a [`GroupCommit`], and a graceful shutdown that
-//!   returns [`PoolStats`]: every claimed step accounted for, with the
-//!   flushes retried, the completions given up (left for recovery) and
-//!   those whose claim was lost (taken back by recovery before they were
-//!   written).
+//!   completions through a [`GroupCommit`]. [`WorkerPool::spawn`] answers
+//!   a [`PoolHandle`] (`report`, `stop`, `shutdown`: the vocabulary of the
+//!   event `Dispatcher`, the recovery `Sweeper` and the virtual-user
+//!   `Runner` too) whose graceful shutdown returns [`PoolReport`]: every
+//!   claimed step accounted for, with the flushes retried, the completions
+//!   given up (left for recovery) and those whose claim was lost (taken
+//!   back by recovery before they were written).
+//! - [`Error`]: why a completion was not committed (the queue closed, its
+//!   flush failed, the store refused it), one variant per cause.
 //!
 //! Both are tokio tasks and emit `tracing` spans (one per flush, one per
 //! claim), a warning for each failed flush (its try and the wait before the
@@ -47,27 +51,33 @@
 //! store.insert_step(NewStep::new(run, "charge", "payments.charge", json!({}))).await?;
 //!
 //! let (ran, mut done) = tokio::sync::mpsc::unbounded_channel();
-//! let pool = WorkerPool::start(Arc::clone(&store), &PoolConfig::default(), move |step: Step| {
+//! let pool = WorkerPool::new(Arc::clone(&store), move |step: Step| {
 //!     let ran = ran.clone();
 //!     async move {
 //!         let _ = ran.send(step.name.clone());
 //!         Completion::Succeeded(json!({ "charged": true }))
 //!     }
-//! });
+//! })
+//! .with_config(PoolConfig::default().workers(4))
+//! .spawn();
 //! assert_eq!(done.recv().await.as_deref(), Some("charge"));
-//! let stats = pool.shutdown().await;
-//! assert_eq!((stats.claimed, stats.succeeded), (1, 1));
+//! let report = pool.shutdown().await;
+//! assert_eq!((report.claimed, report.succeeded), (1, 1));
 //! # Ok(())
 //! # }
 //! ```
 
 mod commit;
+mod config;
+mod error;
+mod handle;
 mod reply;
 mod retry;
 mod worker;
 
-pub use commit::{
-    CommitStats, DEFAULT_MAX_BATCH, FlushFailed, GroupCommit, GroupCommitClosed, Pending, is_closed,
-};
+pub use commit::{CommitReport, DEFAULT_MAX_BATCH, GroupCommit, Pending};
+pub use config::{IdleBackoff, PoolConfig};
+pub use error::{Error, FlushFailed, Result};
+pub use handle::{PoolControl, PoolHandle, PoolReport};
 pub use retry::FlushRetry;
-pub use worker::{IdleBackoff, PoolConfig, PoolHandle, PoolStats, WorkerPool};
+pub use worker::WorkerPool;

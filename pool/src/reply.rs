@@ -9,9 +9,7 @@
 //! [`Pending`](crate::Pending) resolves and a pool never waits for a
 //! step's room that nobody will give back.
 
-use flowstate_core::{Error, Result};
-
-use crate::commit::FlushFailed;
+use crate::error::{Error, FlushFailed, Result};
 
 /// A callback answered once with a queued completion's result.
 pub(crate) type Callback = Box<dyn FnOnce(Result<()>) + Send>;
@@ -42,14 +40,13 @@ impl Drop for Answered {
 /// The answer to an item whose flusher ended before the store answered:
 /// whether it was written is unknown.
 pub(crate) fn flusher_stopped() -> Error {
-    FlushFailed {
+    Error::FlushFailed(FlushFailed {
         message: "the flusher stopped before the store answered".to_owned(),
         retryable: false,
         items: 0,
         attempts: 0,
         gave_up: false,
-    }
-    .into_error()
+    })
 }
 
 #[cfg(test)]

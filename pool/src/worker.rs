@@ -1,5 +1,5 @@
 //! [`WorkerPool`]: claimers (one by default), N workers, one
-//! [`GroupCommit`].
+//! [`GroupCommit`], started by [`WorkerPool::spawn`].
 //!
 //! A claimer asks the store for batches of claimable steps
 //! ([`BatchStepStore::claim_batch`]) and hands them to the workers over a
@@ -19,26 +19,25 @@
 //! lock the workers take turns receiving under only move steps the store
 //! already gave this pool.
 //!
-//! Shutdown ([`WorkerPool::shutdown`], or [`PoolHandle::stop`] from
+//! Shutdown ([`PoolHandle::shutdown`], or [`PoolControl::stop`] from
 //! elsewhere) stops claiming, lets the workers finish every step already
-//! claimed, flushes the commit queue and answers [`PoolStats`]. A claim in
+//! claimed, flushes the commit queue and answers [`PoolReport`]. A claim in
 //! progress is never cancelled: its steps are handed over and run.
 //!
 //! A completion is never dropped. A flush that fails with a retryable error
 //! is sent again as [`PoolConfig::flush_retry`] says, and a step's room
 //! stays taken until it succeeds or gives up (so the claimer slows down
 //! while the store is failing). What is not committed is counted in
-//! [`PoolStats::commit_errors`] and logged with its step: among them, the
-//! completions of a flush that gave up ([`PoolStats::given_up`]: left
+//! [`PoolReport::commit_errors`] and logged with its step: among them, the
+//! completions of a flush that gave up ([`PoolReport::given_up`]: left
 //! running in the store, for the claim deadline to recover) and those the
 //! store refused because their claim had run out and recovery had taken the
-//! attempt back ([`PoolStats::claims_lost`]: another worker may run the
+//! attempt back ([`PoolReport::claims_lost`]: another worker may run the
 //! step again).
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use flowstate_core::ports::BatchStepStore;
@@ -46,334 +45,85 @@ use flowstate_core::{BatchClaim, Completion, Step};
 use futures_util::FutureExt as _;
 use serde_json::json;
 use tokio::sync::{Mutex, Semaphore, mpsc, watch};
-use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
-use flowstate_core::Error;
+use crate::commit::GroupCommit;
+use crate::config::{IdleBackoff, PoolConfig};
+use crate::error::Error;
+use crate::handle::{Counters, PoolControl, PoolHandle, bump};
 
-use crate::commit::{self, DEFAULT_MAX_BATCH, FlushFailed, GroupCommit};
-use crate::retry::FlushRetry;
-
-/// How long a claimer waits after a claim that came back empty (or
-/// failed): `initial`, doubled after each further empty claim up to `max`,
-/// back to `initial` once a claim takes something.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IdleBackoff {
-    /// The first wait.
-    pub initial: Duration,
-    /// The longest wait.
-    pub max: Duration,
+/// A worker pool, not yet started: its store, the host's handler and its
+/// [`PoolConfig`]. [`WorkerPool::spawn`] starts it and answers its
+/// [`PoolHandle`].
+pub struct WorkerPool<S, H> {
+    store: Arc<S>,
+    handler: H,
+    config: PoolConfig,
 }
 
-impl Default for IdleBackoff {
-    /// 5 ms, doubling up to 200 ms.
-    fn default() -> Self {
+impl<S, H> std::fmt::Debug for WorkerPool<S, H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerPool")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, H, F> WorkerPool<S, H>
+where
+    S: BatchStepStore + 'static,
+    H: Fn(Step) -> F + Send + Sync + 'static,
+    F: Future<Output = Completion> + Send + 'static,
+{
+    /// A pool over `store` whose `handler` runs each claimed step and
+    /// answers the completion to commit, with the default [`PoolConfig`].
+    pub fn new(store: Arc<S>, handler: H) -> Self {
         Self {
-            initial: Duration::from_millis(5),
-            max: Duration::from_millis(200),
+            store,
+            handler,
+            config: PoolConfig::default(),
         }
     }
-}
 
-impl IdleBackoff {
-    /// The wait after `previous`: doubled, capped at `max`.
-    pub fn next(&self, previous: Duration) -> Duration {
-        previous.saturating_mul(2).min(self.max).max(self.initial)
-    }
-}
-
-/// How a [`WorkerPool`] runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PoolConfig {
-    /// Worker tasks running the handler (at least 1): how many handlers
-    /// run at once. Their commits do not hold them up.
-    pub workers: usize,
-    /// Claim loops (at least 1), each with at most one `claim_batch` in
-    /// progress: more than one keeps claiming while a claim is on the wire.
-    /// They share the in-flight bound, and the store keeps them from
-    /// taking the same step.
-    pub claimers: usize,
-    /// Steps asked for per claim (capped at [`BatchClaim::MAX_LIMIT`] and
-    /// at `max_in_flight`).
-    pub claim_batch: u32,
-    /// Steps claimed and not yet committed, at most.
-    pub max_in_flight: usize,
-    /// Only steps pinned to this function.
-    pub function: Option<String>,
-    /// The wait after an empty claim.
-    pub idle_backoff: IdleBackoff,
-    /// The most completions one flush of the pool's [`GroupCommit`] writes.
-    pub max_flush: usize,
-    /// How a flush that failed with a retryable error is sent again.
-    pub flush_retry: FlushRetry,
-}
-
-impl Default for PoolConfig {
-    /// 8 workers, one claimer, claims of 64, 128 steps in flight, any
-    /// function, the default [`IdleBackoff`], flushes of up to
-    /// [`DEFAULT_MAX_BATCH`] retried as the default [`FlushRetry`] says.
-    fn default() -> Self {
-        Self {
-            workers: 8,
-            claimers: 1,
-            claim_batch: 64,
-            max_in_flight: 128,
-            function: None,
-            idle_backoff: IdleBackoff::default(),
-            max_flush: DEFAULT_MAX_BATCH,
-            flush_retry: FlushRetry::default(),
-        }
-    }
-}
-
-impl PoolConfig {
-    /// With `workers` worker tasks.
+    /// The same pool, run as `config` says.
     #[must_use]
-    pub fn workers(mut self, workers: usize) -> Self {
-        self.workers = workers;
+    pub fn with_config(mut self, config: PoolConfig) -> Self {
+        self.config = config;
         self
     }
 
-    /// With `claimers` claim loops.
-    #[must_use]
-    pub fn claimers(mut self, claimers: usize) -> Self {
-        self.claimers = claimers;
-        self
-    }
-
-    /// Claiming `claim_batch` steps at a time.
-    #[must_use]
-    pub fn claim_batch(mut self, claim_batch: u32) -> Self {
-        self.claim_batch = claim_batch;
-        self
-    }
-
-    /// Holding at most `max_in_flight` claimed, uncommitted steps.
-    #[must_use]
-    pub fn max_in_flight(mut self, max_in_flight: usize) -> Self {
-        self.max_in_flight = max_in_flight;
-        self
-    }
-
-    /// Claiming only steps pinned to `function`.
-    #[must_use]
-    pub fn function(mut self, function: impl Into<String>) -> Self {
-        self.function = Some(function.into());
-        self
-    }
-
-    /// Waiting as `backoff` says after an empty claim.
-    #[must_use]
-    pub fn idle_backoff(mut self, backoff: IdleBackoff) -> Self {
-        self.idle_backoff = backoff;
-        self
-    }
-
-    /// Flushing at most `max_flush` completions at a time.
-    #[must_use]
-    pub fn max_flush(mut self, max_flush: usize) -> Self {
-        self.max_flush = max_flush;
-        self
-    }
-
-    /// Retrying a failed flush as `retry` says.
-    #[must_use]
-    pub fn flush_retry(mut self, retry: FlushRetry) -> Self {
-        self.flush_retry = retry;
-        self
-    }
-
-    /// The in-flight bound applied (at least 1, at most 2^20).
-    fn in_flight(&self) -> usize {
-        self.max_in_flight.clamp(1, 1 << 20)
-    }
-
-    /// The claim each claimer makes: the batch size capped by the in-flight
-    /// bound, so a whole batch always fits.
-    fn claim(&self) -> BatchClaim {
-        let cap = u32::try_from(self.in_flight()).unwrap_or(u32::MAX);
-        let limit = self
-            .claim_batch
-            .clamp(1, BatchClaim::MAX_LIMIT)
-            .min(cap.max(1));
-        let claim = BatchClaim::new(limit);
-        match &self.function {
-            Some(function) => claim.for_function(function.clone()),
-            None => claim,
-        }
-    }
-}
-
-/// The pool's counters, shared by its tasks.
-#[derive(Debug, Default)]
-struct Counters {
-    claims: AtomicU64,
-    empty_claims: AtomicU64,
-    claim_errors: AtomicU64,
-    claimed: AtomicU64,
-    succeeded: AtomicU64,
-    failed: AtomicU64,
-    commit_errors: AtomicU64,
-    given_up: AtomicU64,
-    claims_lost: AtomicU64,
-    panicked: AtomicU64,
-    abandoned: AtomicU64,
-}
-
-fn bump(counter: &AtomicU64, by: u64) {
-    counter.fetch_add(by, Ordering::Relaxed);
-}
-
-/// What a pool did. After [`WorkerPool::shutdown`] every claimed step is
-/// accounted for, each in exactly one of four counters: `claimed ==
-/// succeeded + failed + commit_errors + abandoned`
-/// ([`PoolStats::accounted`]). `panicked` is a part of `failed`, and
-/// `given_up` and `claims_lost` are parts of `commit_errors`, not added
-/// again.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PoolStats {
-    /// `claim_batch` calls that answered `Ok`.
-    pub claims: u64,
-    /// Of those, the ones that took no step.
-    pub empty_claims: u64,
-    /// `claim_batch` calls that answered `Err`.
-    pub claim_errors: u64,
-    /// Steps claimed.
-    pub claimed: u64,
-    /// Steps whose handler answered [`Completion::Succeeded`], committed.
-    pub succeeded: u64,
-    /// Steps whose handler answered [`Completion::Failed`] (or panicked),
-    /// committed.
-    pub failed: u64,
-    /// Steps whose completion was not committed: the item refused, or its
-    /// flush failed (given up, or an error that is not retryable). Unless
-    /// the item was refused because the step had moved on, left running in
-    /// the store, for the claim deadline to recover. Includes `given_up`
-    /// and `claims_lost`.
-    pub commit_errors: u64,
-    /// Of `commit_errors`, the completions of flushes that gave up: the
-    /// store kept failing with a retryable error past
-    /// [`FlushRetry::give_up_after`]. Left running in the store (unless a
-    /// lost answer hid the write), for the claim deadline to recover:
-    /// recovery fails the attempt and the step's retry policy runs it again.
-    pub given_up: u64,
-    /// Of `commit_errors`, the completions the store refused as
-    /// [`Error::ClaimLost`]: the claim ran out before its completion was
-    /// written, and recovery took the attempt back. Nothing of it was
-    /// written; the step may be run again by another worker.
-    pub claims_lost: u64,
-    /// Of `failed`, the steps whose handler panicked.
-    pub panicked: u64,
-    /// Claimed steps no worker could take (every worker had ended): left
-    /// running in the store. Zero unless a worker task itself died.
-    pub abandoned: u64,
-    /// Flushes of the pool's [`GroupCommit`].
-    pub flushes: u64,
-    /// Completions those flushes carried.
-    pub flushed_items: u64,
-    /// Flushes sent again after a retryable error.
-    pub flush_retries: u64,
-}
-
-impl PoolStats {
-    /// Steps claimed that reached an end here: committed, not committed
-    /// (refused, given up, claim lost: `commit_errors`), or abandoned.
-    /// Equal to `claimed` once the pool has shut down; lower while steps
-    /// are in flight (a flush being retried holds its steps in flight).
-    pub fn accounted(&self) -> u64 {
-        self.succeeded + self.failed + self.commit_errors + self.abandoned
-    }
-}
-
-/// A cheap, cloneable handle on a running [`WorkerPool`]: it can ask it to
-/// stop and read its counters, from any task.
-#[derive(Clone, Debug)]
-pub struct PoolHandle {
-    stop: Arc<watch::Sender<bool>>,
-    counters: Arc<Counters>,
-    commit: Arc<commit::Counters>,
-}
-
-impl PoolHandle {
-    /// Asks the pool to stop claiming; it finishes what it claimed. Does
-    /// not wait: [`WorkerPool::shutdown`] does.
-    pub fn stop(&self) {
-        self.stop.send_replace(true);
-    }
-
-    /// The counters so far.
-    pub fn stats(&self) -> PoolStats {
-        let c = &self.counters;
-        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
-        let commit = self.commit.snapshot();
-        PoolStats {
-            claims: load(&c.claims),
-            empty_claims: load(&c.empty_claims),
-            claim_errors: load(&c.claim_errors),
-            claimed: load(&c.claimed),
-            succeeded: load(&c.succeeded),
-            failed: load(&c.failed),
-            commit_errors: load(&c.commit_errors),
-            given_up: load(&c.given_up),
-            claims_lost: load(&c.claims_lost),
-            panicked: load(&c.panicked),
-            abandoned: load(&c.abandoned),
-            flushes: commit.flushes,
-            flushed_items: commit.items,
-            flush_retries: commit.flush_retries,
-        }
-    }
-}
-
-/// A running pool: its claimers, its workers and its commit queue (see the
-/// module doc). Dropping it and every [`PoolHandle`] without
-/// [`WorkerPool::shutdown`] stops it too, draining in the background with
-/// nobody to wait for it.
-#[derive(Debug)]
-pub struct WorkerPool<S> {
-    handle: PoolHandle,
-    claimers: Vec<JoinHandle<()>>,
-    workers: Vec<JoinHandle<()>>,
-    commit: GroupCommit<S>,
-    room: Arc<Semaphore>,
-    in_flight: usize,
-}
-
-impl<S: BatchStepStore + 'static> WorkerPool<S> {
-    /// Starts a pool over `store` on the current tokio runtime (panics
-    /// outside one): `handler` runs each claimed step and answers the
-    /// completion to commit.
-    pub fn start<H, F>(store: Arc<S>, config: &PoolConfig, handler: H) -> Self
-    where
-        H: Fn(Step) -> F + Send + Sync + 'static,
-        F: Future<Output = Completion> + Send + 'static,
-    {
-        let commit =
-            GroupCommit::with_retry(Arc::clone(&store), config.max_flush, config.flush_retry);
+    /// Starts the pool on the current tokio runtime (panics outside one):
+    /// its claimers, its workers and its commit queue.
+    pub fn spawn(self) -> PoolHandle<S> {
+        let commit = GroupCommit::with_retry(
+            Arc::clone(&self.store),
+            self.config.max_flush,
+            self.config.flush_retry,
+        );
         let counters = Arc::new(Counters::default());
         let (stop, stopped) = watch::channel(false);
-        let in_flight = config.in_flight();
+        let in_flight = self.config.in_flight();
         let room = Arc::new(Semaphore::new(in_flight));
         let (steps, inbox) = mpsc::channel::<Step>(in_flight);
         let inbox = Arc::new(Mutex::new(inbox));
-        let handler = Arc::new(handler);
-        let claimers = (0..config.claimers.max(1))
+        let handler = Arc::new(self.handler);
+        let claimers = (0..self.config.claimers.max(1))
             .map(|_| {
                 tokio::spawn(claimer(Claimer {
-                    store: Arc::clone(&store),
-                    claim: config.claim(),
+                    store: Arc::clone(&self.store),
+                    claim: self.config.claim(),
                     room: Arc::clone(&room),
                     steps: steps.clone(),
                     stopped: stopped.clone(),
-                    backoff: config.idle_backoff,
+                    backoff: self.config.idle_backoff,
                     counters: Arc::clone(&counters),
                 }))
             })
             .collect();
         // The workers end once every claimer has dropped its sender.
         drop(steps);
-        drop(store);
-        let workers = (0..config.workers.max(1))
+        drop(self.store);
+        let workers = (0..self.config.workers.max(1))
             .map(|_| {
                 tokio::spawn(worker(
                     Arc::clone(&inbox),
@@ -384,60 +134,19 @@ impl<S: BatchStepStore + 'static> WorkerPool<S> {
                 ))
             })
             .collect();
-        let handle = PoolHandle {
+        let control = PoolControl {
             stop: Arc::new(stop),
             counters,
             commit: commit.counters(),
         };
-        Self {
-            handle,
+        PoolHandle {
+            control,
             claimers,
             workers,
             commit,
             room,
             in_flight,
         }
-    }
-
-    /// A handle that can stop the pool and read its counters.
-    pub fn handle(&self) -> PoolHandle {
-        self.handle.clone()
-    }
-
-    /// The counters so far.
-    pub fn stats(&self) -> PoolStats {
-        self.handle.stats()
-    }
-
-    /// Stops claiming, waits for every claimed step to be run and its
-    /// completion's answer to be in (however long a handler takes: a step
-    /// claimed is a step run), closes the commit queue, and answers the
-    /// counters, in which every claimed step is accounted for.
-    ///
-    /// A flush being retried is waited for: until it succeeds or gives up,
-    /// which [`PoolConfig::flush_retry`]'s `give_up_after` bounds from the
-    /// store's first failure (then each flush left is tried once; see
-    /// [`GroupCommit::close`]).
-    pub async fn shutdown(self) -> PoolStats {
-        self.handle.stop();
-        for claimer in self.claimers {
-            if let Err(err) = claimer.await {
-                tracing::error!(%err, "a pool claimer ended abnormally");
-            }
-        }
-        // The claimers dropped their senders: the workers drain what they
-        // handed over and end.
-        for worker in self.workers {
-            if let Err(err) = worker.await {
-                tracing::error!(%err, "a pool worker ended abnormally");
-            }
-        }
-        // Every room back means every claimed step's answer is in (an
-        // abandoned step's room is given back when it is counted).
-        let all = u32::try_from(self.in_flight).unwrap_or(u32::MAX);
-        drop(self.room.acquire_many(all).await);
-        self.commit.close().await;
-        self.handle.stats()
     }
 }
 
@@ -602,7 +311,7 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 fn answered(
     id: flowstate_core::StepId,
     succeeded: bool,
-    answer: flowstate_core::Result<()>,
+    answer: crate::Result<()>,
     counters: &Counters,
 ) {
     let err = match answer {
@@ -611,14 +320,14 @@ fn answered(
         Err(err) => err,
     };
     bump(&counters.commit_errors, 1);
-    if let Error::ClaimLost { attempt, .. } = err {
+    if let Error::Refused(flowstate_core::Error::ClaimLost { attempt, .. }) = err {
         bump(&counters.claims_lost, 1);
         tracing::warn!(
             step = %id, attempt,
             "a completion came after its claim ran out and recovery took the attempt back; \
              nothing written, the step may run again"
         );
-    } else if FlushFailed::of(&err).is_some_and(|failed| failed.gave_up) {
+    } else if matches!(&err, Error::FlushFailed(failed) if failed.gave_up) {
         bump(&counters.given_up, 1);
         tracing::warn!(
             step = %id, error = %err,

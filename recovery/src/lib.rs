@@ -37,4 +37,4 @@ mod sweeper;
 pub use dispatch::{Reason, RedriveReport, SweepOptions};
 pub use guard::{Handled, handle_run_message};
 pub use relay::{ExpiryReport, expire_claims, relay_undispatched, sweep_stalled};
-pub use sweeper::{PassReport, Sweeper, SweeperHandle, SweeperReport};
+pub use sweeper::{DEFAULT_SWEEP_INTERVAL, PassReport, Sweeper, SweeperHandle, SweeperReport};

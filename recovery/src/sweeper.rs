@@ -36,7 +36,9 @@ pub struct PassReport {
     pub stalled: RedriveReport,
 }
 
-/// What a spawned sweeper did before it stopped, summed over its passes.
+/// What a spawned [`Sweeper`] did, summed over its passes: so far
+/// ([`SweeperHandle::report`]) or before it stopped
+/// ([`SweeperHandle::shutdown`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SweeperReport {
     /// Passes run to the end, failed ones included.
@@ -89,12 +91,17 @@ pub struct Sweeper<S, D> {
     clock: Arc<dyn Clock>,
     backoff: RedispatchBackoff,
     options: SweepOptions,
+    interval: Duration,
 }
+
+/// How often a spawned [`Sweeper`] passes unless told otherwise.
+pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 
 impl<S, D> fmt::Debug for Sweeper<S, D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Sweeper")
             .field("options", &self.options)
+            .field("interval", &self.interval)
             .field("backed_off_runs", &self.backoff.len())
             .finish_non_exhaustive()
     }
@@ -117,7 +124,16 @@ where
             clock,
             backoff: RedispatchBackoff::default(),
             options: SweepOptions::default(),
+            interval: DEFAULT_SWEEP_INTERVAL,
         }
+    }
+
+    /// The same sweeper, passing every `interval` once spawned (default
+    /// [`DEFAULT_SWEEP_INTERVAL`]).
+    #[must_use]
+    pub fn with_interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
     }
 
     /// The same sweeper with `options`.
@@ -201,16 +217,17 @@ where
         .await
     }
 
-    /// Spawns the loop on the current tokio runtime: a pass at once, then
-    /// one every `every` (a pass that overruns delays the next rather than
-    /// bunching them up). A pass that fails is logged and the loop goes on.
-    pub fn spawn(mut self, every: Duration) -> SweeperHandle {
+    /// Spawns the loop on the current tokio runtime (panics outside one):
+    /// a pass at once, then one every interval ([`Sweeper::with_interval`];
+    /// a pass that overruns delays the next rather than bunching them up).
+    /// A pass that fails is logged and the loop goes on.
+    pub fn spawn(mut self) -> SweeperHandle {
         let (stop, mut stopped) = watch::channel(false);
+        let (report, seen) = watch::channel(SweeperReport::default());
         let task = tokio::spawn(async move {
-            let mut report = SweeperReport::default();
-            let mut interval = tokio::time::interval(every);
+            let mut interval = tokio::time::interval(self.interval);
             interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            tracing::info!(?every, "recovery sweeper started");
+            tracing::info!(every = ?self.interval, "recovery sweeper started");
             loop {
                 tokio::select! {
                     biased;
@@ -220,40 +237,56 @@ where
                 }
                 // Not raced against the stop: a pass under way finishes.
                 let outcome = self.pass().await;
-                report.passes += 1;
-                match outcome {
-                    Ok(pass) => report.add(&pass),
-                    Err(err) => {
-                        report.failed_passes += 1;
-                        tracing::warn!(error = %err, "recovery pass failed");
-                    }
+                if let Err(err) = &outcome {
+                    tracing::warn!(error = %err, "recovery pass failed");
                 }
+                report.send_modify(|so_far| {
+                    so_far.passes += 1;
+                    match &outcome {
+                        Ok(pass) => so_far.add(pass),
+                        Err(_) => so_far.failed_passes += 1,
+                    }
+                });
             }
+            let report = *report.borrow();
             tracing::info!(passes = report.passes, "recovery sweeper stopped");
             report
         });
-        SweeperHandle { stop, task }
+        SweeperHandle { stop, task, seen }
     }
 }
 
-/// A running [`Sweeper`] loop. Dropping it stops the loop too, without
-/// waiting; [`SweeperHandle::shutdown`] waits.
+/// A running [`Sweeper`] loop: what it did so far, and a graceful
+/// shutdown. Dropping it stops the loop too, without waiting;
+/// [`SweeperHandle::shutdown`] waits.
 #[derive(Debug)]
 pub struct SweeperHandle {
     stop: watch::Sender<bool>,
     task: JoinHandle<SweeperReport>,
+    seen: watch::Receiver<SweeperReport>,
 }
 
 impl SweeperHandle {
+    /// What the sweeper has done so far.
+    pub fn report(&self) -> SweeperReport {
+        *self.seen.borrow()
+    }
+
+    /// Asks the sweeper to stop after the pass under way, without waiting
+    /// for it.
+    pub fn stop(&self) {
+        self.stop.send_replace(true);
+    }
+
     /// Stops the loop: a pass under way finishes, no new one starts.
     /// Answers what the sweeper did.
     pub async fn shutdown(self) -> SweeperReport {
-        // The loop may have ended already (a panic): nothing to tell then.
-        let _ = self.stop.send(true);
+        self.stop();
         match self.task.await {
             Ok(report) => report,
             Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-            Err(_) => SweeperReport::default(),
+            // Cancelled with its runtime: what it had done is what was seen.
+            Err(_) => *self.seen.borrow(),
         }
     }
 }

@@ -9,8 +9,11 @@
 //! and supplies the time, the randomness and the dispatch callback that
 //! starts a run. A tick spends whatever a run costs with no caller present
 //! to notice, so nothing here begins spending on an app's behalf. For hosts
-//! that want a loop, [`Runner`] is a tokio task ticking at an interval with
-//! a graceful shutdown, started only when the host calls [`Runner::spawn`].
+//! that want a loop, [`Runner`] is a tokio task ticking at an interval,
+//! started only when the host calls [`Runner::spawn`], whose
+//! [`RunnerHandle`] reports what it did and shuts it down gracefully: the
+//! same vocabulary as the event `Dispatcher`, the recovery `Sweeper` and
+//! the `WorkerPool`.
 //!
 //! The rules, each from the seed this follows:
 //! - a persona whose latest run is still running is skipped, not queued
@@ -30,5 +33,5 @@
 mod runner;
 mod tick;
 
-pub use runner::{Runner, RunnerReport};
+pub use runner::{DEFAULT_TICK_INTERVAL, Runner, RunnerHandle, RunnerReport};
 pub use tick::{Dispatched, Reaped, SkipReason, Skipped, TickOptions, TickOutcome, tick};

@@ -14,7 +14,7 @@
 //! lost, refused), which nothing in these faults justifies. Time to heal:
 //! from the server back (or the cut) to the pool's first answered claim
 //! and first committed completion after it, its own backoff included.
-//! The note carries the pool's `PoolStats`.
+//! The note carries the pool's `PoolReport`.
 
 use std::time::Duration;
 

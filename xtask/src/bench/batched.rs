@@ -151,7 +151,7 @@ pub async fn measure(url: &str, workers: usize, steps: usize, progress: &str) ->
         });
     let started = Instant::now();
     let ticker = show_progress(progress.to_owned(), Arc::clone(&done), steps);
-    let pool = WorkerPool::start(Arc::clone(&store), &config, {
+    let pool = WorkerPool::new(Arc::clone(&store), {
         let (done, all_done) = (Arc::clone(&done), Arc::clone(&all_done));
         move |step: Step| {
             let (done, all_done) = (Arc::clone(&done), Arc::clone(&all_done));
@@ -162,7 +162,9 @@ pub async fn measure(url: &str, workers: usize, steps: usize, progress: &str) ->
                 Completion::Succeeded(json!({ "attempt": step.attempt }))
             }
         }
-    });
+    })
+    .with_config(config.clone())
+    .spawn();
     if steps > 0 {
         all_done.notified().await;
     }

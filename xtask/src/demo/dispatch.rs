@@ -16,7 +16,6 @@
 //! then are the dead letters redriven.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -53,9 +52,9 @@ pub fn spawn(stores: Vec<DieselStore>) -> Vec<DispatcherHandle> {
         .map(|store| {
             Dispatcher::new(Arc::new(store))
                 .queued()
-                .interval(Duration::from_millis(100))
-                .batch(50)
-                .backoff(BACKOFF)
+                .with_interval(Duration::from_millis(100))
+                .with_batch(50)
+                .with_backoff(BACKOFF)
                 .spawn()
         })
         .collect()
@@ -76,10 +75,10 @@ pub struct Dispatched {
 pub async fn shutdown(handles: Vec<DispatcherHandle>) -> Dispatched {
     let mut sum = Dispatched::default();
     for handle in handles {
-        let counters = handle.shutdown().await;
-        sum.events += counters.dispatched.load(Ordering::Relaxed);
-        sum.failed += counters.failed.load(Ordering::Relaxed);
-        sum.dead_lettered += counters.dead_lettered.load(Ordering::Relaxed);
+        let report = handle.shutdown().await;
+        sum.events += report.dispatched;
+        sum.failed += report.failed;
+        sum.dead_lettered += report.dead_lettered;
     }
     sum
 }

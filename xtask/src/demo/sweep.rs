@@ -40,6 +40,7 @@ pub fn spawn(store: DieselStore) -> (SweeperHandle, Redriven) {
         },
         Arc::new(SystemClock),
     )
-    .with_options(options);
-    (sweeper.spawn(Duration::from_millis(500)), redriven)
+    .with_options(options)
+    .with_interval(Duration::from_millis(500));
+    (sweeper.spawn(), redriven)
 }

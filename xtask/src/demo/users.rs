@@ -19,7 +19,7 @@ use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::schedule::Interval;
 use flowstate_core::{Clock, NewSchedule, SystemClock, VirtualUserRunQuery, VirtualUserRunStatus};
 use flowstate_store_diesel::DieselStore;
-use flowstate_virtual_users::{Runner, RunnerReport, TickOptions};
+use flowstate_virtual_users::{Runner, RunnerHandle, RunnerReport, TickOptions};
 use rand::SeedableRng;
 use serde_json::json;
 use tokio::task::JoinSet;
@@ -38,7 +38,7 @@ pub fn personas(session: &str) -> [String; 3] {
 
 /// The running personas: the runner and the runs it started.
 pub struct Users {
-    runner: Runner,
+    runner: RunnerHandle,
     acting: Arc<tokio::sync::Mutex<JoinSet<()>>>,
     store: Arc<DieselStore>,
     session: String,
@@ -95,17 +95,18 @@ pub async fn start(store: DieselStore, session: &str) -> Result<Users> {
         }
     };
     let schedules = Arc::clone(&store);
-    let runner = Runner::spawn(
+    let runner = Runner::new(
         store,
         dispatch,
         Arc::new(SystemClock),
         rand::rngs::StdRng::seed_from_u64(29),
-        TICK,
-        TickOptions {
-            stale_after: STALE,
-            limit: 10,
-        },
-    );
+    )
+    .with_interval(TICK)
+    .with_options(TickOptions {
+        stale_after: STALE,
+        limit: 10,
+    })
+    .spawn();
     Ok(Users {
         runner,
         acting,

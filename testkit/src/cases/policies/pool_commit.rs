@@ -10,7 +10,7 @@ use std::task::Poll;
 
 use flowstate_core::ports::{BatchStepStore, StepStore};
 use flowstate_core::{Completion, Error, Result, StepClaim, StepId, StepStatus};
-use flowstate_pool::{CommitStats, FlushFailed, GroupCommit, is_closed};
+use flowstate_pool::{CommitReport, GroupCommit};
 use serde_json::json;
 
 use crate::Harness;
@@ -51,8 +51,8 @@ where
     assert!(join_all(rest).await.iter().all(Result::is_ok));
     assert_eq!(store.flush_sizes(), [1, 49]);
     assert_eq!(
-        commit.stats(),
-        CommitStats {
+        commit.report(),
+        CommitReport {
             flushes: 2,
             items: 50,
             failed_flushes: 0,
@@ -152,11 +152,11 @@ where
     assert!(within("the held commit", first).await.is_ok());
     assert!(join_all(fine).await.iter().all(Result::is_ok));
     match within("a commit's answer", missing).await.unwrap() {
-        Err(Error::StepNotFound(id)) => assert_eq!(id, unknown),
+        Err(flowstate_pool::Error::Refused(Error::StepNotFound(id))) => assert_eq!(id, unknown),
         other => panic!("expected StepNotFound, got {other:?}"),
     }
     match within("a commit's answer", again).await.unwrap() {
-        Err(Error::ClaimLost { step, attempt }) => {
+        Err(flowstate_pool::Error::Refused(Error::ClaimLost { step, attempt })) => {
             assert_eq!((step, attempt), (steps[0].id, 1));
         }
         other => panic!("expected ClaimLost, got {other:?}"),
@@ -165,7 +165,7 @@ where
     assert_eq!(twice.iter().filter(|r| r.is_ok()).count(), 1, "{twice:?}");
     assert!(
         twice.iter().any(
-            |r| matches!(r, Err(Error::IllegalStepTransition { step, .. }) if *step == steps[1].id)
+            |r| matches!(r, Err(flowstate_pool::Error::Refused(Error::IllegalStepTransition { step, .. })) if *step == steps[1].id)
         ),
         "{twice:?}"
     );
@@ -222,13 +222,15 @@ where
         let err = result.expect_err("a failed flush acknowledges nothing");
         assert!(!err.is_retryable(), "{err}");
         assert!(err.to_string().contains("permission denied"), "{err}");
-        let failed = FlushFailed::of(&err).expect("a FlushFailed");
+        let flowstate_pool::Error::FlushFailed(failed) = &err else {
+            panic!("expected a failed flush, got {err}");
+        };
         assert_eq!(failed.items, items);
         assert_eq!((failed.retryable, failed.gave_up), (false, false));
         assert_eq!(failed.attempts, 1, "sent again");
     }
     assert_eq!(store.flush_sizes(), [1, 20], "a flush was sent again");
-    let stats = commit.stats();
+    let stats = commit.report();
     assert_eq!((stats.failed_flushes, stats.flush_retries), (2, 0));
     let back = read_back(&**h.store(), &steps).await;
     let rows = histories(&**h.store(), &steps).await;
@@ -285,9 +287,8 @@ where
         .commit(steps[21].claim(), Completion::Succeeded(json!(4)))
         .await
         .expect_err("a commit after close fails");
-    assert!(is_closed(&late), "{late}");
+    assert!(matches!(late, flowstate_pool::Error::Closed), "{late}");
     assert!(!late.is_retryable());
-    assert!(!is_closed(&Error::StepNotFound(steps[21].id)));
     within("a second close", commit.close()).await;
     assert_eq!(
         h.store().get_step(steps[21].id).await.unwrap().status,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use flowstate_core::ports::BatchStepStore;
 use flowstate_core::{RetryPolicy, StepStatus};
-use flowstate_pool::{PoolStats, WorkerPool};
+use flowstate_pool::{PoolReport, WorkerPool};
 use serde_json::json;
 
 use crate::Harness;
@@ -29,17 +29,15 @@ async fn nothing_acknowledged<H: Harness>(
     store: &Arc<Watched<H::Store>>,
     n: usize,
     result: serde_json::Value,
-) -> (PoolStats, Arc<Ledger>)
+) -> (PoolReport, Arc<Ledger>)
 where
     H::Store: BatchStepStore,
 {
     let steps = insert_steps(h, n, FUNCTION, RetryPolicy::NONE).await;
     let ledger = Ledger::new(n);
-    let pool = WorkerPool::start(
-        Arc::clone(store),
-        &pool_config(),
-        recording(&ledger, result),
-    );
+    let pool = WorkerPool::new(Arc::clone(store), recording(&ledger, result))
+        .with_config(pool_config())
+        .spawn();
     ledger.reached().await;
     let stats = within("shutdown", pool.shutdown()).await;
     assert_eq!(
@@ -100,11 +98,9 @@ where
     let store = Arc::new(Watched::over(h.store()).failing_claims(3));
     let steps = insert_steps(h, 100, FUNCTION, RetryPolicy::NONE).await;
     let ledger = Ledger::new(100);
-    let pool = WorkerPool::start(
-        Arc::clone(&store),
-        &pool_config(),
-        recording(&ledger, json!(4)),
-    );
+    let pool = WorkerPool::new(Arc::clone(&store), recording(&ledger, json!(4)))
+        .with_config(pool_config())
+        .spawn();
     ledger.reached().await;
     let stats = within("shutdown", pool.shutdown()).await;
     assert_eq!(stats.claim_errors, 3, "{stats:?}");
@@ -131,12 +127,14 @@ where
     let steps = insert_steps(h, 50, FUNCTION, RetryPolicy::NONE).await;
     let ledger = Ledger::new(50);
     let config = pool_config().claimers(1);
-    let pool = WorkerPool::start(Arc::clone(&store), &config, recording(&ledger, json!(6)));
+    let pool = WorkerPool::new(Arc::clone(&store), recording(&ledger, json!(6)))
+        .with_config(config.clone())
+        .spawn();
     within("the first claim", store.claim_entered.notified()).await;
     let back = read_back(&**h.store(), &steps).await;
     assert!(back.iter().all(|s| s.status == StepStatus::Running));
     assert!(ledger.calls().is_empty(), "ran before the claim answered");
-    pool.handle().stop();
+    pool.control().stop();
     store.claim_release.notify_one();
     let stats = within("shutdown", pool.shutdown()).await;
 
@@ -170,7 +168,9 @@ where
     // One worker: it calls the handler on a step only after the previous
     // step's completion was queued.
     let config = pool_config().workers(1);
-    let pool = WorkerPool::start(Arc::clone(&store), &config, recording(&ledger, json!(5)));
+    let pool = WorkerPool::new(Arc::clone(&store), recording(&ledger, json!(5)))
+        .with_config(config.clone())
+        .spawn();
     // The first flush is held while the worker runs the other steps.
     within("the first flush to start", store.entered.notified()).await;
     ledger.reached().await;

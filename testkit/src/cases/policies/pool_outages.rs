@@ -75,13 +75,11 @@ where
     let store = Arc::new(Watched::over(h.store()).failing_first(3).holding_call(3));
     let steps = insert_steps(h, 100, FUNCTION, RetryPolicy::NONE).await;
     let ledger = Ledger::new(100);
-    let pool = WorkerPool::start(
-        Arc::clone(&store),
-        &pool_config(),
-        recording(&ledger, json!(9)),
-    );
+    let pool = WorkerPool::new(Arc::clone(&store), recording(&ledger, json!(9)))
+        .with_config(pool_config())
+        .spawn();
     within("the fourth try", store.entered.notified()).await;
-    let held = pool.stats();
+    let held = pool.report();
     assert_eq!(
         (held.accounted(), held.flush_retries),
         (0, 3),
@@ -142,7 +140,9 @@ pub async fn a_pool_gives_up_on_a_store_that_stays_down_and_recovery_takes_the_s
     let steps = insert_expiring_steps(h, 40, RetryPolicy::with_retries(1)).await;
     let ledger = Ledger::new(40);
     let config = pool_config().flush_retry(retry_within(Duration::from_millis(200)));
-    let pool = WorkerPool::start(Arc::clone(&store), &config, recording(&ledger, json!(1)));
+    let pool = WorkerPool::new(Arc::clone(&store), recording(&ledger, json!(1)))
+        .with_config(config.clone())
+        .spawn();
     ledger.reached().await;
     let stats = within("shutdown", pool.shutdown()).await;
 
@@ -224,9 +224,11 @@ where
             }
         }
     };
-    let pool = WorkerPool::start(Arc::clone(&store), &pool_config().workers(N), handler);
+    let pool = WorkerPool::new(Arc::clone(&store), handler)
+        .with_config(pool_config().workers(N))
+        .spawn();
     ledger.reached().await;
-    pool.handle().stop();
+    pool.control().stop();
     expire(h, &steps, false).await;
     open.send_replace(true);
     let stats = within("shutdown", pool.shutdown()).await;

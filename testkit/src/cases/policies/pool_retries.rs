@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use flowstate_core::ports::{BatchStepStore, StepStore};
 use flowstate_core::{Completion, StepStatus};
-use flowstate_pool::{CommitStats, DEFAULT_MAX_BATCH, FlushFailed, GroupCommit};
+use flowstate_pool::{CommitReport, DEFAULT_MAX_BATCH, GroupCommit};
 use serde_json::json;
 
 use crate::Harness;
@@ -49,7 +49,7 @@ where
         [1, 1, 1, 1],
         "the same flush, sent again"
     );
-    assert_eq!(commit.stats().flush_retries, 3);
+    assert_eq!(commit.report().flush_retries, 3);
     let rest: Vec<_> = steps[1..]
         .iter()
         .map(|s| {
@@ -74,8 +74,8 @@ where
     assert!(join_all(rest).await.iter().all(Result::is_ok));
     assert_eq!(store.flush_sizes(), [1, 1, 1, 1, 19]);
     assert_eq!(
-        commit.stats(),
-        CommitStats {
+        commit.report(),
+        CommitReport {
             flushes: 2,
             items: 20,
             failed_flushes: 0,
@@ -123,7 +123,7 @@ where
     let answers = join_all(rest).await;
     assert!(answers.iter().all(Result::is_ok), "{answers:?}");
     assert_eq!(store.flush_sizes(), [1, 9, 9]);
-    let stats = commit.stats();
+    let stats = commit.report();
     assert_eq!(
         (stats.flushes, stats.flush_retries, stats.failed_flushes),
         (2, 1, 0)
@@ -179,7 +179,9 @@ where
     for (answer, items) in answers {
         let err = answer.expect_err("a flush that gave up acknowledges nothing");
         assert!(err.is_retryable(), "{err}");
-        let failed = FlushFailed::of(&err).expect("a FlushFailed");
+        let flowstate_pool::Error::FlushFailed(failed) = &err else {
+            panic!("expected a failed flush, got {err}");
+        };
         assert_eq!(
             (failed.items, failed.gave_up, failed.retryable),
             (items, true, true)
@@ -187,7 +189,7 @@ where
         let tries = if items == 1 { tries_of_first } else { 1 };
         assert_eq!(failed.attempts as usize, tries, "{err}");
     }
-    let stats = commit.stats();
+    let stats = commit.report();
     assert_eq!((stats.flushes, stats.failed_flushes), (2, 2));
     assert_eq!(stats.flush_retries as usize, tries_of_first - 1);
     let rows = histories(&**h.store(), &steps).await;
@@ -233,5 +235,5 @@ where
     assert_eq!(stored.status, StepStatus::Succeeded);
     assert_eq!(stored.result, Some(json!("kept")));
     assert_eq!(store.flush_sizes(), [1, 1]);
-    assert_eq!(commit.stats().flush_retries, 1);
+    assert_eq!(commit.report().flush_retries, 1);
 }

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use flowstate_core::ports::{BatchStepStore, RunStore, StepStore};
 use flowstate_core::{
-    BatchClaim, Completion, NewRun, NewStep, Result, RetryPolicy, RunId, Step, StepAttempt,
-    StepClaim, StepId, StepStatus,
+    BatchClaim, Completion, NewRun, NewStep, RetryPolicy, RunId, Step, StepAttempt, StepClaim,
+    StepId, StepStatus,
 };
 use flowstate_pool::{FlushRetry, GroupCommit, IdleBackoff, Pending, PoolConfig};
 use serde_json::{Value, json};
@@ -268,7 +268,7 @@ pub(crate) fn spawn_commit<S: BatchStepStore + 'static>(
     commit: &Commit<S>,
     claim: StepClaim,
     completion: Completion,
-) -> JoinHandle<Result<()>> {
+) -> JoinHandle<flowstate_pool::Result<()>> {
     let (store, commit) = (Arc::clone(store), commit.clone());
     tokio::spawn(async move {
         let (id, target) = (claim.step, completion.target());
@@ -310,7 +310,7 @@ pub(crate) async fn hold_first<S: BatchStepStore + 'static>(
 
 /// `pending`'s answer if it is in, polled once: deterministic, it never
 /// waits.
-pub(crate) fn poll_now(pending: &mut Pending) -> Poll<Result<()>> {
+pub(crate) fn poll_now(pending: &mut Pending) -> Poll<flowstate_pool::Result<()>> {
     let mut cx = Context::from_waker(Waker::noop());
     Pin::new(pending).poll(&mut cx)
 }
@@ -322,7 +322,9 @@ pub(crate) fn assert_unanswered(pending: &mut Pending) {
     }
 }
 
-pub(crate) async fn join_all(handles: Vec<JoinHandle<Result<()>>>) -> Vec<Result<()>> {
+pub(crate) async fn join_all(
+    handles: Vec<JoinHandle<flowstate_pool::Result<()>>>,
+) -> Vec<flowstate_pool::Result<()>> {
     let mut out = Vec::with_capacity(handles.len());
     for handle in handles {
         let answer = within("a commit's answer", handle).await;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use flowstate_core::ports::{BatchStepStore, StepStore};
 use flowstate_core::{Completion, RetryPolicy, Step, StepStatus};
-use flowstate_pool::{PoolStats, WorkerPool};
+use flowstate_pool::{PoolReport, WorkerPool};
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -28,7 +28,7 @@ where
     let steps = insert_steps(h, STEPS, FUNCTION, RetryPolicy::NONE).await;
     let ledger = Ledger::new(STEPS);
     // Three claimers racing each other: the store hands each step to one.
-    let pool = WorkerPool::start(Arc::clone(h.store()), &pool_config().claimers(3), {
+    let pool = WorkerPool::new(Arc::clone(h.store()), {
         let ledger = Arc::clone(&ledger);
         move |step: Step| {
             let ledger = Arc::clone(&ledger);
@@ -38,7 +38,9 @@ where
                 Completion::Succeeded(json!({ "input": step.input }))
             }
         }
-    });
+    })
+    .with_config(pool_config().claimers(3))
+    .spawn();
     ledger.reached().await;
     let stats = within("shutdown", pool.shutdown()).await;
 
@@ -88,7 +90,7 @@ where
     const STEPS: usize = 150;
     let steps = insert_steps(h, STEPS, FUNCTION, RetryPolicy::with_retries(1)).await;
     let ledger = Ledger::new(2 * STEPS);
-    let pool = WorkerPool::start(Arc::clone(h.store()), &pool_config(), {
+    let pool = WorkerPool::new(Arc::clone(h.store()), {
         let ledger = Arc::clone(&ledger);
         move |step: Step| {
             let ledger = Arc::clone(&ledger);
@@ -101,7 +103,9 @@ where
                 }
             }
         }
-    });
+    })
+    .with_config(pool_config())
+    .spawn();
     ledger.reached().await;
     let stats = within("shutdown", pool.shutdown()).await;
 
@@ -140,7 +144,7 @@ where
     let mine = insert_steps(h, 100, "mine", RetryPolicy::NONE).await;
     let theirs = insert_steps(h, 100, "theirs", RetryPolicy::NONE).await;
     let ledger = Ledger::new(100);
-    let pool = WorkerPool::start(Arc::clone(h.store()), &pool_config().function("mine"), {
+    let pool = WorkerPool::new(Arc::clone(h.store()), {
         let ledger = Arc::clone(&ledger);
         move |step: Step| {
             let ledger = Arc::clone(&ledger);
@@ -150,7 +154,9 @@ where
                 Completion::Succeeded(json!(null))
             }
         }
-    });
+    })
+    .with_config(pool_config().function("mine"))
+    .spawn();
     ledger.reached().await;
     let stats = within("shutdown", pool.shutdown()).await;
     assert_eq!((stats.claimed, stats.succeeded), (100, 100), "{stats:?}");
@@ -177,7 +183,7 @@ where
     let steps = insert_steps(h, 50, FUNCTION, RetryPolicy::NONE).await;
     let panicky = steps[7].id;
     let ledger = Ledger::new(50);
-    let pool = WorkerPool::start(Arc::clone(h.store()), &pool_config().workers(1), {
+    let pool = WorkerPool::new(Arc::clone(h.store()), {
         let ledger = Arc::clone(&ledger);
         move |step: Step| {
             let ledger = Arc::clone(&ledger);
@@ -187,7 +193,9 @@ where
                 Completion::Succeeded(json!(1))
             }
         }
-    });
+    })
+    .with_config(pool_config().workers(1))
+    .spawn();
     ledger.reached().await;
     let stats = within("shutdown", pool.shutdown()).await;
     assert_eq!(
@@ -219,7 +227,7 @@ where
     let ledger = Ledger::new(STOP_AT);
     let (open, gate) = watch::channel(false);
     let config = pool_config().workers(4).claimers(2);
-    let pool = WorkerPool::start(Arc::clone(h.store()), &config, {
+    let pool = WorkerPool::new(Arc::clone(h.store()), {
         let ledger = Arc::clone(&ledger);
         move |step: Step| {
             let (ledger, mut gate) = (Arc::clone(&ledger), gate.clone());
@@ -232,13 +240,15 @@ where
                 Completion::Succeeded(json!(2))
             }
         }
-    });
-    let handle = pool.handle();
+    })
+    .with_config(config.clone())
+    .spawn();
+    let handle = pool.control();
     ledger.reached().await;
     // Stopped from elsewhere, mid-run; shutdown drains.
     handle.stop();
     open.send_replace(true);
-    let stats: PoolStats = within("shutdown", pool.shutdown()).await;
+    let stats: PoolReport = within("shutdown", pool.shutdown()).await;
 
     assert!(stats.claimed >= STOP_AT as u64, "{stats:?}");
     assert!(
@@ -248,7 +258,7 @@ where
     assert_eq!(stats.accounted(), stats.claimed, "{stats:?}");
     assert_eq!(stats.succeeded, stats.claimed, "{stats:?}");
     assert_eq!(stats.flushed_items, stats.claimed);
-    assert_eq!(stats, handle.stats(), "nothing moves after shutdown");
+    assert_eq!(stats, handle.report(), "nothing moves after shutdown");
     let calls = ledger.calls();
     assert_eq!(calls.len() as u64, stats.claimed);
     assert!(calls.values().all(|n| *n == 1));

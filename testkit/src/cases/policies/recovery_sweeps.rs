@@ -285,7 +285,8 @@ where
     let handle = Sweeper::new(Arc::clone(h.store()), dispatch, Arc::new(SystemClock))
         .with_options(OPTIONS)
         .with_backoff(RedispatchBackoff::new(HOUR))
-        .spawn(Duration::from_millis(5));
+        .with_interval(Duration::from_millis(5))
+        .spawn();
     let first = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await;
     assert_eq!(
         first.expect("no dispatch in 30 s"),

@@ -4,7 +4,6 @@
 //! case body.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use flowstate_core::backoff::EventDispatchOutcome;
@@ -201,7 +200,8 @@ pub(crate) async fn runs_until_shut_down<H: Harness>(
     listening(h, "app", "s", "wf").await;
     let emitted = emit(h, tick("app", "s", json!({})), Dispatch::Deferred).await;
     let handle =
-        configure(Dispatcher::new(Arc::clone(store)).interval(Duration::from_millis(5))).spawn();
+        configure(Dispatcher::new(Arc::clone(store)).with_interval(Duration::from_millis(5)))
+            .spawn();
     let mut waited = 0;
     while store
         .get_event(emitted.event)
@@ -214,10 +214,10 @@ pub(crate) async fn runs_until_shut_down<H: Harness>(
         assert!(waited < 2_000, "the dispatcher never dispatched the event");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let counters = handle.shutdown().await;
-    assert_eq!(counters.dispatched.load(Ordering::Relaxed), 1);
-    assert_eq!(counters.failed.load(Ordering::Relaxed), 0);
-    assert!(counters.ticks.load(Ordering::Relaxed) >= 1);
+    let report = handle.shutdown().await;
+    assert_eq!(report.dispatched, 1);
+    assert_eq!(report.failed, 0);
+    assert!(report.ticks >= 1);
     let after = emit(h, tick("app", "s", json!({})), Dispatch::Deferred).await;
     tokio::time::sleep(Duration::from_millis(30)).await;
     let stored = store.get_event(after.event).await.unwrap();

@@ -234,14 +234,15 @@ where
         }
     };
     let clock = Arc::new(ManualClock::starting_at(now));
-    let runner = Runner::spawn(
+    let runner = Runner::new(
         Arc::clone(h.store()),
         dispatch,
         clock,
         StdRng::seed_from_u64(1),
-        Duration::from_millis(5),
-        TickOptions::default(),
-    );
+    )
+    .with_interval(Duration::from_millis(5))
+    .with_options(TickOptions::default())
+    .spawn();
     // A bound on something that must happen, not a timing check.
     tokio::time::timeout(Duration::from_secs(30), entering.recv())
         .await
