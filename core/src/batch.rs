@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::claim::ClaimDecision;
 use crate::error::Error;
 use crate::ids::StepId;
+use crate::limits::Dismantle;
 use crate::records::{Step, StepTransition};
 use crate::status::StepStatus;
 use crate::step_claim::StepClaim;
@@ -158,6 +159,12 @@ pub fn repeated_items(completions: &[(StepClaim, Completion)]) -> HashMap<usize,
         }
     }
     repeated
+}
+
+impl Dismantle for Completion {
+    fn dismantle(self) {
+        self.into_transition().dismantle();
+    }
 }
 
 #[cfg(test)]

@@ -7,12 +7,12 @@
 //! racing to) creates each once: the key is per parent, so two parents may
 //! use the same child keys.
 
-use crate::field;
 use serde_json::Value;
 
 use crate::error::{Error, InvalidInput};
+use crate::field;
 use crate::ids::RunId;
-use crate::limits::{InputLimits, checked};
+use crate::limits::{Dismantle, InputLimits, checked, dismantle_json};
 use crate::records::NewRun;
 
 /// The most children one call may create.
@@ -56,7 +56,7 @@ impl InputLimits {
     /// Checks a batch of children of `parent` (1 to [`MAX_CHILDREN_BATCH`],
     /// each a valid run) and answers each as the run to create with its
     /// input as JSON text, in order. A refused batch is dropped without
-    /// recursion ([`Dismantle`](crate::limits::Dismantle)).
+    /// recursion ([`Dismantle`]).
     pub fn encode_children(
         &self,
         parent: RunId,
@@ -88,6 +88,12 @@ impl InputLimits {
                 .collect::<Result<Vec<_>, _>>()
         })?;
         Ok(runs.into_iter().zip(inputs).collect())
+    }
+}
+
+impl Dismantle for NewChild {
+    fn dismantle(self) {
+        dismantle_json(self.input);
     }
 }
 

@@ -3,10 +3,10 @@
 //! of the first attempt instead of performing it again. The records of
 //! [`EffectJournal`](crate::ports::EffectJournal).
 
-use crate::field;
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::field;
 use crate::ids::RunId;
 use crate::limits::InputLimits;
 use crate::time::Timestamp;

@@ -12,14 +12,14 @@
 //! ([`effective_authorization`]); the stores carry them out atomically and
 //! `flowstate-events` dispatches what was deferred.
 
-use crate::field;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::Error;
+use crate::field;
 use crate::idempotency::event_run_key;
 use crate::ids::{ActivationId, EventId, PublishedVersionId, RunId, WorkflowId};
-use crate::limits::InputLimits;
+use crate::limits::{Dismantle, InputLimits, dismantle_json};
 use crate::records::NewRun;
 use crate::time::Timestamp;
 
@@ -517,6 +517,26 @@ impl InputLimits {
             context: self.encode(field::EVENT_CONTEXT, &event.context)?,
             authorization: self.encode(field::AUTHORIZATION, &event.authorization)?,
         })
+    }
+}
+
+impl Dismantle for NewEvent {
+    fn dismantle(self) {
+        [self.data, self.context, self.authorization]
+            .into_iter()
+            .for_each(dismantle_json);
+    }
+}
+
+impl Dismantle for NewPublishedVersion {
+    fn dismantle(self) {
+        dismantle_json(self.definition);
+    }
+}
+
+impl Dismantle for NewActivation {
+    fn dismantle(self) {
+        dismantle_json(self.authorization);
     }
 }
 

@@ -22,10 +22,10 @@
 //! This module reads no clock itself: durations come in, and the backend
 //! adds them to its own time.
 
-use crate::field;
 use std::time::Duration;
 
 use crate::error::{Error, InvalidInput};
+use crate::field;
 use crate::limits::InputLimits;
 use crate::records::Run;
 use crate::status::RunStatus;

@@ -8,10 +8,10 @@
 //! and [`InputLimits::check_key`]: a backend calls them and restates none of
 //! the checks they make.
 
-use crate::field;
 use serde_json::Value;
 
 use crate::error::{Error, InvalidInput};
+use crate::field;
 use crate::records::{NewRun, NewStep, NewWorkflowVersion, StepTransition};
 
 /// A step checked against the limits, in the form a store writes.
@@ -306,41 +306,9 @@ impl Dismantle for StepTransition {
     }
 }
 
-impl Dismantle for crate::batch::Completion {
-    fn dismantle(self) {
-        self.into_transition().dismantle();
-    }
-}
-
 impl Dismantle for NewWorkflowVersion {
     fn dismantle(self) {
         dismantle_json(self.graph);
-    }
-}
-
-impl Dismantle for crate::children::NewChild {
-    fn dismantle(self) {
-        dismantle_json(self.input);
-    }
-}
-
-impl Dismantle for crate::events::NewEvent {
-    fn dismantle(self) {
-        [self.data, self.context, self.authorization]
-            .into_iter()
-            .for_each(dismantle_json);
-    }
-}
-
-impl Dismantle for crate::events::NewPublishedVersion {
-    fn dismantle(self) {
-        dismantle_json(self.definition);
-    }
-}
-
-impl Dismantle for crate::events::NewActivation {
-    fn dismantle(self) {
-        dismantle_json(self.authorization);
     }
 }
 

@@ -231,36 +231,6 @@ impl NewStep {
     }
 }
 
-impl NewStep {
-    /// The step as a store inserts it: pending, attempt 1, nothing recorded
-    /// yet, its retry policy as stores keep it
-    /// ([`RetryPolicy::as_stored`], which refuses an over-long delay) and
-    /// its claim timeout in whole milliseconds
-    /// ([`claim_timeout_millis`](crate::step_claim::claim_timeout_millis),
-    /// which refuses one out of range).
-    pub fn into_step(self, id: StepId, now: Timestamp) -> Result<Step, crate::Error> {
-        let claim_timeout = crate::step_claim::claim_timeout_millis(self.claim_timeout)?
-            .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
-        Ok(Step {
-            id,
-            run: self.run,
-            name: self.name,
-            function: self.function,
-            status: StepStatus::Pending,
-            input: self.input,
-            result: None,
-            error: None,
-            attempt: RetryPolicy::FIRST_ATTEMPT,
-            retry: self.retry.as_stored()?,
-            claim_timeout,
-            claimed_until: None,
-            branch: None,
-            created_at: now,
-            updated_at: now,
-        })
-    }
-}
-
 /// A stored step: the state of its current attempt.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Step {

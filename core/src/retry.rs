@@ -9,12 +9,12 @@
 //! reads back. A step that must run at most once says so:
 //! [`RetryPolicy::NONE`].
 
-use crate::field;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, InvalidInput};
+use crate::field;
 
 /// How often, and how long apart, a failed step may be tried again.
 ///

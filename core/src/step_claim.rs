@@ -13,7 +13,7 @@
 //! the deadline has passed, recovery
 //! ([`RecoveryStore::expire_step_claims`]) fails the attempt with
 //! [`claim_expired_error`], and the step is retried or failed for good by
-//! its [`RetryPolicy`](crate::RetryPolicy), like any failed attempt.
+//! its [`RetryPolicy`], like any failed attempt.
 //!
 //! The old holder may not be dead, only slow. Its late writes must not
 //! overwrite the retry, so a claimer's writes carry its [`StepClaim`]: the
@@ -32,15 +32,16 @@
 //! [`BatchStepStore::complete_batch`]: crate::ports::BatchStepStore::complete_batch
 //! [`RecoveryStore::expire_step_claims`]: crate::ports::RecoveryStore::expire_step_claims
 
-use crate::field;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::{Error, InvalidInput};
+use crate::field;
 use crate::ids::{RunId, StepId};
-use crate::records::{Step, StepTransition};
+use crate::records::{NewStep, Step, StepTransition};
+use crate::retry::RetryPolicy;
 use crate::status::StepStatus;
 use crate::time::Timestamp;
 
@@ -171,6 +172,38 @@ pub fn claim_timeout_millis(timeout: Option<Duration>) -> Result<Option<i64>, Er
             Ok(i64::try_from(t.as_millis()).unwrap_or(i64::MAX))
         })
         .transpose()
+}
+
+/// Written here, beside the claim timeout it checks, so that `records`
+/// (the rows) needs nothing of the claim rules.
+impl NewStep {
+    /// The step as a store inserts it: pending, attempt 1, nothing recorded
+    /// yet, its retry policy as stores keep it
+    /// ([`RetryPolicy::as_stored`], which refuses an over-long delay) and
+    /// its claim timeout in whole milliseconds
+    /// ([`claim_timeout_millis`],
+    /// which refuses one out of range).
+    pub fn into_step(self, id: StepId, now: Timestamp) -> Result<Step, Error> {
+        let claim_timeout = claim_timeout_millis(self.claim_timeout)?
+            .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
+        Ok(Step {
+            id,
+            run: self.run,
+            name: self.name,
+            function: self.function,
+            status: StepStatus::Pending,
+            input: self.input,
+            result: None,
+            error: None,
+            attempt: RetryPolicy::FIRST_ATTEMPT,
+            retry: self.retry.as_stored()?,
+            claim_timeout,
+            claimed_until: None,
+            branch: None,
+            created_at: now,
+            updated_at: now,
+        })
+    }
 }
 
 /// The claim timeout a claim of `step` applies: the step's own, or

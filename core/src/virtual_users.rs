@@ -8,7 +8,6 @@
 //! adds what the claim needs on top ([`claimed_next_run_at`]) and the
 //! message a reaped run is failed with ([`reap_message`]).
 
-use crate::field;
 use std::time::Duration;
 
 use rand::Rng;
@@ -16,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, InvalidInput};
+use crate::field;
 use crate::ids::VirtualUserRunId;
 use crate::limits::InputLimits;
 use crate::schedule::{Interval, next_run_at};

@@ -10,10 +10,10 @@
 //! clock ([`lease`](crate::lease#one-clock-for-leases)), never instants of
 //! the worker's clock.
 
-use crate::field;
 use std::time::Duration;
 
 use crate::error::{Error, InvalidInput};
+use crate::field;
 use crate::limits::InputLimits;
 
 /// The longest a run may sleep or wait for a signal: one year.

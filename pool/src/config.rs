@@ -36,7 +36,7 @@ impl IdleBackoff {
     }
 }
 
-/// How a [`WorkerPool`] runs.
+/// How a [`WorkerPool`](crate::WorkerPool) runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PoolConfig {
     /// Worker tasks running the handler (at least 1): how many handlers
@@ -56,7 +56,7 @@ pub struct PoolConfig {
     pub function: Option<String>,
     /// The wait after an empty claim.
     pub idle_backoff: IdleBackoff,
-    /// The most completions one flush of the pool's [`GroupCommit`] writes.
+    /// The most completions one flush of the pool's [`GroupCommit`](crate::GroupCommit) writes.
     pub max_flush: usize,
     /// How a flush that failed with a retryable error is sent again.
     pub flush_retry: FlushRetry,

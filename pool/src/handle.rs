@@ -1,5 +1,5 @@
 //! The handles of a running pool: [`PoolHandle`] (what
-//! [`WorkerPool::spawn`](crate::WorkerPool::spawn) answers: report, stop,
+//! [`WorkerPool::spawn`](crate::WorkerPool::spawn)(crate::WorkerPool::spawn) answers: report, stop,
 //! shutdown), the cloneable [`PoolControl`], and the [`PoolReport`] they
 //! answer, in which every claimed step is accounted for.
 
@@ -49,9 +49,9 @@ pub struct PoolReport {
     pub claim_errors: u64,
     /// Steps claimed.
     pub claimed: u64,
-    /// Steps whose handler answered [`Completion::Succeeded`], committed.
+    /// Steps whose handler answered [`Completion::Succeeded`](flowstate_core::Completion::Succeeded), committed.
     pub succeeded: u64,
-    /// Steps whose handler answered [`Completion::Failed`] (or panicked),
+    /// Steps whose handler answered [`Completion::Failed`](flowstate_core::Completion::Failed) (or panicked),
     /// committed.
     pub failed: u64,
     /// Steps whose completion was not committed: the item refused, or its
@@ -62,12 +62,12 @@ pub struct PoolReport {
     pub commit_errors: u64,
     /// Of `commit_errors`, the completions of flushes that gave up: the
     /// store kept failing with a retryable error past
-    /// [`FlushRetry::give_up_after`]. Left running in the store (unless a
+    /// [`FlushRetry::give_up_after`](crate::FlushRetry::give_up_after). Left running in the store (unless a
     /// lost answer hid the write), for the claim deadline to recover:
     /// recovery fails the attempt and the step's retry policy runs it again.
     pub given_up: u64,
     /// Of `commit_errors`, the completions the store refused as
-    /// [`Error::ClaimLost`]: the claim ran out before its completion was
+    /// [`Error::ClaimLost`](flowstate_core::Error::ClaimLost): the claim ran out before its completion was
     /// written, and recovery took the attempt back. Nothing of it was
     /// written; the step may be run again by another worker.
     pub claims_lost: u64,
@@ -135,7 +135,7 @@ impl PoolControl {
 }
 
 /// A running pool: its claimers, its workers and its commit queue (see the
-/// [`WorkerPool`] doc), as [`WorkerPool::spawn`] answers it. Dropping it and
+/// [`WorkerPool`](crate::WorkerPool) doc), as [`WorkerPool::spawn`](crate::WorkerPool::spawn) answers it. Dropping it and
 /// every [`PoolControl`] without [`PoolHandle::shutdown`] stops it too,
 /// draining in the background with nobody to wait for it.
 #[derive(Debug)]
@@ -172,7 +172,7 @@ impl<S: BatchStepStore + 'static> PoolHandle<S> {
     /// report, in which every claimed step is accounted for.
     ///
     /// A flush being retried is waited for: until it succeeds or gives up,
-    /// which [`PoolConfig::flush_retry`]'s `give_up_after` bounds from the
+    /// which [`PoolConfig::flush_retry`](crate::PoolConfig::flush_retry)'s `give_up_after` bounds from the
     /// store's first failure (then each flush left is tried once; see
     /// [`GroupCommit::close`]).
     pub async fn shutdown(self) -> PoolReport {

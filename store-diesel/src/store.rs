@@ -24,8 +24,8 @@ impl DieselStore {
     /// Opens a store on `url` (see [`DatabaseUrl::parse`]) and checks that a
     /// connection can be made and that the schema is the one this library
     /// was written for: a database never migrated, or migrated by an older
-    /// flowstate, is [`Error::NotMigrated`] (naming the command that fixes
-    /// it), one migrated by a newer flowstate [`Error::SchemaAhead`]. It
+    /// flowstate, is [`Error::NotMigrated`](crate::Error::NotMigrated) (naming the command that fixes
+    /// it), one migrated by a newer flowstate [`Error::SchemaAhead`](crate::Error::SchemaAhead). It
     /// changes no table (diesel may create its own migrations table).
     pub async fn open(url: &str, config: StoreConfig) -> Result<Self> {
         let parsed = DatabaseUrl::parse(url)?;

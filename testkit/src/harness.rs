@@ -1,5 +1,5 @@
 //! [`Harness`]: what the conformance suite needs from a backend beyond the
-//! store ports, and [`MemoryHarness`], the harness of the reference backend.
+//! store ports (the reference backend's, `MemoryHarness`, is in `memory/`).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -8,7 +8,6 @@ use flowstate_core::ports::Store;
 use flowstate_core::{RunId, StepId};
 
 use crate::clock::ManualClock;
-use crate::memory::MemoryStore;
 
 /// One backend under test, freshly made for one case.
 ///
@@ -191,71 +190,4 @@ pub struct RowCounts {
     pub history: u64,
     /// State keys of the run.
     pub state: u64,
-}
-
-/// The harness of [`MemoryStore`]: a fresh store reading a fresh
-/// [`ManualClock`].
-#[derive(Debug)]
-pub struct MemoryHarness {
-    store: Arc<MemoryStore>,
-    clock: Arc<ManualClock>,
-}
-
-impl MemoryHarness {
-    /// An empty store on a clock standing at [`ManualClock::START`].
-    pub fn new() -> Self {
-        let clock = Arc::new(ManualClock::new());
-        let store = Arc::new(MemoryStore::with_clock(clock.clone()));
-        Self { store, clock }
-    }
-}
-
-impl MemoryHarness {
-    /// The clock the store reads, shared.
-    pub(crate) fn clock_arc(&self) -> Arc<ManualClock> {
-        Arc::clone(&self.clock)
-    }
-}
-
-impl Default for MemoryHarness {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Harness for MemoryHarness {
-    type Store = MemoryStore;
-
-    fn store(&self) -> &Arc<MemoryStore> {
-        &self.store
-    }
-
-    fn clock(&self) -> &ManualClock {
-        &self.clock
-    }
-}
-
-impl Hooks for MemoryHarness {
-    fn delete_history_row(&self, step: StepId, attempt: u32) -> impl Future<Output = ()> + Send {
-        let store = Arc::clone(&self.store);
-        async move {
-            let removed = store.remove_history_row(step, attempt);
-            assert!(
-                removed,
-                "no history row for attempt {attempt} of step {step}"
-            );
-        }
-    }
-
-    async fn fail_history_writes(&self, fail: bool) {
-        self.store.fail_history_writes(fail);
-    }
-
-    async fn fail_history_writes_of(&self, step: Option<StepId>) {
-        self.store.fail_history_writes_of(step);
-    }
-
-    async fn count_rows(&self, run: RunId, steps: &[StepId]) -> RowCounts {
-        self.store.count_rows(run, steps)
-    }
 }

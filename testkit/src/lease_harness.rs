@@ -10,7 +10,8 @@ use flowstate_core::ports::RunLeaseStore;
 use flowstate_core::{Clock, Timestamp};
 
 use crate::clock::ManualClock;
-use crate::harness::{Harness, MemoryHarness};
+use crate::harness::Harness;
+use crate::memory::MemoryHarness;
 
 /// A [`Harness`] whose store leases runs ([`RunLeaseStore`]), for
 /// the lease families of [`suite!`](crate::suite) ([`family`](crate::family)).

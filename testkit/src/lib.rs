@@ -77,9 +77,9 @@ mod suite;
 
 pub use cases::support::events::{EventBackend, EventQueueBackend};
 pub use clock::ManualClock;
-pub use harness::{Harness, Hooks, MemoryHarness, RowCounts};
+pub use harness::{Harness, Hooks, RowCounts};
 pub use lease_harness::{LeaseHarness, SkewedClock};
-pub use memory::MemoryStore;
+pub use memory::{MemoryHarness, MemoryStore};
 pub use store_harness::StoreHarness;
 
 /// Every family [`suite!`] stamps, with its cases as `folder::group::case`

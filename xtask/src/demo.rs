@@ -4,17 +4,17 @@
 //!
 //! The engine around flowstate is small and lives in `demo/`, one file per
 //! part, each saying which guarantee of flowstate it leans on:
-//! [`definitions`](self::definitions) (workflows and activations),
-//! [`emit`](self::emit) (the event sources), [`dispatch`](self::dispatch)
-//! (dispatchers, the poison, its redrive), [`engine`](self::engine) (the
-//! worker loop under run leases), [`workflows`](self::workflows) and
-//! [`steps`](self::steps) (the workflow code and its steps and effects),
-//! [`outside`](self::outside) (the carrier's signals and the customers'
-//! cancels), [`sweep`](self::sweep) (recovery), [`users`](self::users)
-//! (virtual users), [`crash`](self::crash), [`provider`](self::provider)
+//! [`definitions`] (workflows and activations),
+//! [`emit`] (the event sources), [`dispatch`]
+//! (dispatchers, the poison, its redrive), [`engine`] (the
+//! worker loop under run leases), [`workflows`] and
+//! [`steps`] (the workflow code and its steps and effects),
+//! [`outside`] (the carrier's signals and the customers'
+//! cancels), [`sweep`] (recovery), [`users`]
+//! (virtual users), [`crash`], [`provider`]
 //! (the demo's own tables of side effects and executions),
-//! [`verify`](self::verify) (the invariants, from the database),
-//! [`progress`](self::progress) and [`report`](self::report).
+//! [`verify`] (the invariants, from the database),
+//! [`progress`] and [`report`].
 //!
 //! This file wires them: it opens a store per task, starts everything,
 //! polls the database until the session's work is done (its events

@@ -6,13 +6,13 @@
 //! the error `record_dispatch_failure` keeps to
 //! [`MAX_DISPATCH_ERROR_BYTES`].
 
-use crate::field;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::error::Result;
 use crate::events::EncodedEvent;
+use crate::field;
 use crate::{
     BatchClaim, EncodedStep, InputLimits, NewActivation, NewChild, NewEvent, NewPublishedVersion,
     NewRun, NewSchedule, NewStep, NewWorkflow, NewWorkflowVersion, Release, RunId, RunOutcome,

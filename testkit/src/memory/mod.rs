@@ -12,6 +12,7 @@ mod definitions;
 mod effects;
 mod events;
 mod fenced;
+mod harness;
 mod leases;
 mod recovery;
 mod runs;
@@ -31,6 +32,8 @@ use flowstate_core::{
 use serde_json::{Map, Value};
 
 use crate::harness::RowCounts;
+
+pub use harness::MemoryHarness;
 
 /// The in-memory reference backend: every port, behind one mutex.
 ///
