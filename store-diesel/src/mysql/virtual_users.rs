@@ -12,7 +12,7 @@ use super::Pool;
 use crate::config::StoreConfig;
 use crate::conflict::leased;
 use crate::error::backend;
-use crate::rows::virtual_users::{RUNNING, transcript_rows};
+use crate::rows::virtual_users::{chunk_admitted, running_run, transcript_rows};
 use crate::schema::{
     flowstate_virtual_user_runs as runs, flowstate_virtual_user_transcript as transcript,
 };
@@ -30,17 +30,10 @@ pub(super) async fn append_transcript(
     let n = entries.len() as i64;
     leased!(pool, op, |conn| conn
         .transaction(async |conn| {
-            let admitted = diesel::update(
-                runs::table
-                    .filter(runs::id.eq(&id))
-                    .filter(runs::status.eq(RUNNING)),
-            )
-            .set((
-                runs::transcript_len.eq(runs::transcript_len + n),
-                runs::updated_at.eq(now),
-            ))
-            .execute(conn)
-            .await?;
+            let admitted = diesel::update(running_run(&id))
+                .set(chunk_admitted(n, now))
+                .execute(conn)
+                .await?;
             if admitted == 0 {
                 return Ok(None);
             }

@@ -12,7 +12,7 @@ use super::Pool;
 use crate::config::StoreConfig;
 use crate::conflict::leased;
 use crate::error::backend;
-use crate::rows::virtual_users::{RUNNING, transcript_rows};
+use crate::rows::virtual_users::{chunk_admitted, running_run, transcript_rows};
 use crate::schema::{
     flowstate_virtual_user_runs as runs, flowstate_virtual_user_transcript as transcript,
 };
@@ -30,19 +30,12 @@ pub(super) async fn append_transcript(
     let n = entries.len() as i64;
     leased!(pool, op, |conn| conn
         .transaction(async |conn| {
-            let Some(len) = diesel::update(
-                runs::table
-                    .filter(runs::id.eq(&id))
-                    .filter(runs::status.eq(RUNNING)),
-            )
-            .set((
-                runs::transcript_len.eq(runs::transcript_len + n),
-                runs::updated_at.eq(now),
-            ))
-            .returning(runs::transcript_len)
-            .get_result::<i64>(conn)
-            .await
-            .optional()?
+            let Some(len) = diesel::update(running_run(&id))
+                .set(chunk_admitted(n, now))
+                .returning(runs::transcript_len)
+                .get_result::<i64>(conn)
+                .await
+                .optional()?
             else {
                 return Ok(None);
             };

@@ -138,10 +138,33 @@ pub(crate) struct TranscriptRow {
     pub at: i64,
 }
 
+/// Run `id` if it is running: the one row a transcript chunk is admitted
+/// to. Every dialect's append is `UPDATE` of it, setting
+/// [`chunk_admitted`].
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn running_run<'a>(id: &'a str) -> _ {
+    let running: &'static str = RUNNING;
+    flowstate_virtual_user_runs::table
+        .filter(flowstate_virtual_user_runs::id.eq(id))
+        .filter(flowstate_virtual_user_runs::status.eq(running))
+}
+
+/// The changes that admit a chunk of `n` entries at `now`: the length
+/// raised by `n` (the positions the chunk takes, read back after as the
+/// new length: `RETURNING` on PostgreSQL and SQLite, a read of the locked
+/// row on MySQL).
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn chunk_admitted(n: i64, now: i64) -> _ {
+    (
+        flowstate_virtual_user_runs::transcript_len
+            .eq(flowstate_virtual_user_runs::transcript_len + n),
+        flowstate_virtual_user_runs::updated_at.eq(now),
+    )
+}
+
 /// The rows of a transcript chunk appended to run `run` at `now`: `entries`
 /// (JSON text) numbered below `len`, the length the admitting `UPDATE`
-/// answered (the servers' appends; SQLite's numbers its own in its hop).
-#[cfg(any(feature = "postgres", feature = "mysql"))]
+/// answered.
 pub(crate) fn transcript_rows(
     run: &str,
     entries: &[String],

@@ -11,9 +11,9 @@ use flowstate_core::Result;
 
 use super::{Pool, write};
 use crate::config::StoreConfig;
-use crate::rows::virtual_users::{RUNNING, TranscriptRow};
+use crate::rows::virtual_users::{chunk_admitted, running_run, transcript_rows};
 use crate::schema::{
-    JsonText, flowstate_virtual_user_runs as runs, flowstate_virtual_user_transcript as transcript,
+    flowstate_virtual_user_runs as runs, flowstate_virtual_user_transcript as transcript,
 };
 
 /// Appends `entries` (JSON text) to running run `id` at `now`: the new
@@ -28,33 +28,16 @@ pub(super) async fn append_transcript(
 ) -> Result<Option<i64>> {
     write(pool, "append_transcript", move |conn| {
         let n = entries.len() as i64;
-        let Some(len) = diesel::update(
-            runs::table
-                .filter(runs::id.eq(&id))
-                .filter(runs::status.eq(RUNNING)),
-        )
-        .set((
-            runs::transcript_len.eq(runs::transcript_len + n),
-            runs::updated_at.eq(now),
-        ))
-        .returning(runs::transcript_len)
-        .get_result::<i64>(conn)
-        .optional()?
+        let Some(len) = diesel::update(running_run(&id))
+            .set(chunk_admitted(n, now))
+            .returning(runs::transcript_len)
+            .get_result::<i64>(conn)
+            .optional()?
         else {
             return Ok(None);
         };
-        let rows: Vec<TranscriptRow> = entries
-            .into_iter()
-            .zip(len - n..)
-            .map(|(entry, seq)| TranscriptRow {
-                run_id: id.clone(),
-                seq,
-                entry: JsonText(entry),
-                at: now,
-            })
-            .collect();
         diesel::insert_into(transcript::table)
-            .values(&rows)
+            .values(&transcript_rows(&id, &entries, len, now))
             .execute(conn)?;
         Ok(Some(len))
     })
