@@ -3,21 +3,80 @@
 //! InnoDB may abort a transaction (or a single statement) as a deadlock
 //! victim (1213) or give up on a lock wait (1205), and PostgreSQL may pick
 //! a deadlock victim too; the whole unit of work was rolled back and is
-//! safe to run again, which [`retry_conflicts!`] does a bounded number of
-//! times with a short jittered sleep before it lets the error through
-//! (mapped to a retryable [`flowstate_core::Error::Backend`]).
+//! safe to run again, which [`retry_conflicts!`] does. On a Galera cluster
+//! the same 1213 is a certification failure or a brute-force abort by
+//! another node's commit (even of a `COMMIT`), far more common than a
+//! deadlock on one server, and a node that is not ready answers 1047
+//! until it is: so the retries back off, growing and jittered
+//! ([`back_off`]), within a budget sized for a cluster
+//! ([`MAX_CONFLICT_RETRIES`], [`MAX_CONFLICT_SLEEP`]), and every retry is
+//! counted ([`retries`]) and traced. A guarded write that found its rows
+//! taken by another writer between its statements ([`lost_race`]) is a
+//! conflict too. Past the budget the error is let through (mapped to a
+//! retryable [`flowstate_core::Error::Backend`]).
 
 use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 
-/// How many times a unit of work is run again after a conflict.
-pub(crate) const MAX_CONFLICT_RETRIES: u32 = 8;
+/// How many times a unit of work is run again after a conflict at most.
+pub(crate) const MAX_CONFLICT_RETRIES: u32 = 24;
+
+/// The most a unit of work sleeps in all between its conflict retries: past
+/// it the conflict is let through even with retries left.
+pub(crate) const MAX_CONFLICT_SLEEP: Duration = Duration::from_secs(5);
+
+/// The longest single sleep between two retries.
+const MAX_BACK_OFF: Duration = Duration::from_millis(250);
+
+/// Conflict retries in this process so far.
+static RETRIES: AtomicU64 = AtomicU64::new(0);
+/// Conflicts let through in this process so far (the budget spent).
+static SURFACED: AtomicU64 = AtomicU64::new(0);
+
+/// Conflict retries in this process so far, and conflicts that reached a
+/// caller because the budget was spent: for tests and benches that report
+/// them.
+#[cfg(feature = "test-support")]
+pub fn retries() -> (u64, u64) {
+    (
+        RETRIES.load(Ordering::Relaxed),
+        SURFACED.load(Ordering::Relaxed),
+    )
+}
+
+/// Counts one retry.
+pub(crate) fn count_retry() {
+    RETRIES.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts one conflict let through.
+pub(crate) fn count_surfaced() {
+    SURFACED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// What a lost race says: a multi-statement write whose guarded `UPDATE`
+/// matched fewer rows than its pick took, or whose read-back does not show
+/// its own write, because another writer took them between its statements
+/// (on Galera a row lock is local to its node, and a transaction can be
+/// aborted between two statements). A serialization failure: the
+/// transaction is rolled back and [`retry_conflicts!`] runs it again.
+pub(crate) fn lost_race(op: &str) -> DieselError {
+    DieselError::DatabaseError(
+        DatabaseErrorKind::SerializationFailure,
+        Box::new(format!(
+            "{op}: its rows were taken by another writer between its statements"
+        )),
+    )
+}
 
 /// Whether `err` means the transaction lost a lock conflict and was (or may
-/// safely be) rolled back whole: a deadlock victim, a lock wait timeout or a
-/// serialization failure. A dropped connection is not: running again on the
+/// safely be) rolled back whole: a deadlock victim (or Galera certification
+/// failure), a lock wait timeout, a serialization failure (and a
+/// [`lost_race`]), or a Galera node not ready yet (1047, which clears once
+/// the node has synced). A dropped connection is not: running again on the
 /// same connection cannot help.
 pub(crate) fn is_conflict(err: &DieselError) -> bool {
     match err {
@@ -26,9 +85,12 @@ pub(crate) fn is_conflict(err: &DieselError) -> bool {
             // diesel-async keeps the server's message, not its code: 1213 is
             // "Deadlock found when trying to get lock; try restarting
             // transaction", 1205 "Lock wait timeout exceeded; try restarting
-            // transaction".
+            // transaction", 1047 "WSREP has not yet prepared node for
+            // application use".
             let message = info.message().to_ascii_lowercase();
-            message.contains("deadlock") || message.contains("lock wait timeout")
+            message.contains("deadlock")
+                || message.contains("lock wait timeout")
+                || message.starts_with("wsrep has not yet prepared node")
         }
         _ => false,
     }
@@ -53,34 +115,62 @@ impl MaybeConflict for crate::error::TxError {
     }
 }
 
-/// Sleeps before conflict retry number `attempt` (1-based): a few
-/// milliseconds growing with the attempt, with jitter so the transactions
-/// that collided do not collide again in step.
-pub(crate) async fn back_off(attempt: u32) {
-    let jitter = std::collections::hash_map::RandomState::new()
+/// Sleeps before conflict retry number `attempt` (1-based) and answers
+/// how long: "full jitter" over a ceiling that doubles from 2 ms with each
+/// retry up to [`MAX_BACK_OFF`], plus a floor of a quarter of it, so the
+/// transactions that collided spread out instead of colliding again in
+/// step, and a cluster's conflicts get room to clear. The first retries
+/// stay as short as a single server's deadlock wants.
+pub(crate) async fn back_off(attempt: u32) -> Duration {
+    let sleep = back_off_for(attempt, random());
+    tokio::time::sleep(sleep).await;
+    sleep
+}
+
+/// The sleep before retry `attempt` for a random `draw`.
+fn back_off_for(attempt: u32, draw: u64) -> Duration {
+    let ceiling =
+        (2_000_u64 << attempt.saturating_sub(1).min(16)).min(MAX_BACK_OFF.as_micros() as u64);
+    let floor = ceiling / 4;
+    Duration::from_micros(floor + draw % (ceiling - floor + 1))
+}
+
+/// A random number (no `rand` dependency: a fresh `RandomState`'s hash).
+pub(crate) fn random() -> u64 {
+    std::collections::hash_map::RandomState::new()
         .build_hasher()
         .finish()
-        % 1_000;
-    let base = u64::from(attempt.min(6)) * 1_000;
-    tokio::time::sleep(Duration::from_micros(base + jitter * u64::from(attempt))).await;
 }
 
 /// Runs `$work` (an expression ending in `.await` that yields a
 /// `QueryResult` or a `Result<_, TxError>`) again while it fails with a
-/// conflict ([`MaybeConflict`]),
-/// at most [`MAX_CONFLICT_RETRIES`] more times; yields its last result.
+/// conflict ([`MaybeConflict`]), at most [`MAX_CONFLICT_RETRIES`] more
+/// times and [`MAX_CONFLICT_SLEEP`] of sleep in all; yields its last
+/// result.
 macro_rules! retry_conflicts {
     ($op:expr, $work:expr) => {{
         let mut conflicts = 0_u32;
+        let mut slept = std::time::Duration::ZERO;
         loop {
             match $work {
-                Err(err)
-                    if conflicts < $crate::conflict::MAX_CONFLICT_RETRIES
-                        && $crate::conflict::MaybeConflict::is_conflict(&err) =>
-                {
+                Err(err) if $crate::conflict::MaybeConflict::is_conflict(&err) => {
+                    if conflicts >= $crate::conflict::MAX_CONFLICT_RETRIES
+                        || slept >= $crate::conflict::MAX_CONFLICT_SLEEP
+                    {
+                        $crate::conflict::count_surfaced();
+                        tracing::warn!(
+                            operation = $op,
+                            conflicts,
+                            slept_ms = slept.as_millis() as u64,
+                            %err,
+                            "conflict retries spent, letting the conflict through"
+                        );
+                        break Err(err);
+                    }
                     conflicts += 1;
+                    $crate::conflict::count_retry();
                     tracing::debug!(operation = $op, conflicts, %err, "conflict, running again");
-                    $crate::conflict::back_off(conflicts).await;
+                    slept += $crate::conflict::back_off(conflicts).await;
                 }
                 other => break other,
             }
@@ -151,5 +241,28 @@ mod tests {
             assert_eq!(is_conflict(&db_error(kind, message)), conflict, "{message}");
         }
         assert!(!is_conflict(&DieselError::NotFound));
+        assert!(is_conflict(&db_error(
+            DatabaseErrorKind::Unknown,
+            "WSREP has not yet prepared node for application use"
+        )));
+        assert!(is_conflict(&lost_race("claim_run")));
+    }
+
+    #[test]
+    fn back_off_grows_with_jitter_up_to_its_ceiling() {
+        let first = (back_off_for(1, 0), back_off_for(1, u64::MAX));
+        assert_eq!(first.0, Duration::from_micros(500));
+        assert!(first.1 <= Duration::from_millis(2), "{first:?}");
+        assert!(back_off_for(4, 0) > back_off_for(2, 0));
+        for attempt in 1..=MAX_CONFLICT_RETRIES {
+            for draw in [0, 7, 12_345, u64::MAX] {
+                assert!(back_off_for(attempt, draw) <= MAX_BACK_OFF);
+            }
+        }
+        // The budget's worst case: every sleep at its ceiling.
+        let worst: Duration = (1..=MAX_CONFLICT_RETRIES)
+            .map(|a| back_off_for(a, u64::MAX))
+            .sum();
+        assert!(worst <= MAX_CONFLICT_SLEEP + MAX_BACK_OFF, "{worst:?}");
     }
 }

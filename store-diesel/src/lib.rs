@@ -131,7 +131,11 @@ pub use store::DieselStore;
 pub use url::DatabaseUrl;
 
 #[cfg(feature = "test-support")]
+pub use conflict::retries as conflict_retries;
+#[cfg(feature = "test-support")]
 pub use lease_clock::LeaseClockOffset;
+#[cfg(all(feature = "test-support", feature = "mysql"))]
+pub use mysql::interleave as mysql_claim_interleave;
 #[cfg(feature = "test-support")]
 pub use statement_log::{LogInstrumentation, StatementLog};
 #[cfg(feature = "test-support")]

@@ -6,9 +6,16 @@
 //! sets without waiting, moves them with one `UPDATE ... WHERE id IN` and
 //! upserts their history rows with one `INSERT ... SELECT`. It answers the
 //! locked rows as that `UPDATE` leaves them ([`claimed`]) instead of
-//! reading them back (no other writer can change them under the lock): a
-//! claim of 256 is five statements, not six. The claim trigger does not
-//! write these history rows: SCHEMA.md, Decisions, "MySQL's batch claim".
+//! reading them back: a claim of 256 is five statements, not six. The lock
+//! is not what decides: on Galera it is local to its node, and another
+//! node's claim of the same step can commit and abort this transaction
+//! between its statements. So the `UPDATE` names each step with the status
+//! and attempt its pick read (`(id, status, current_attempt) IN (...)`, a
+//! compare-and-set: a claim changes both) and must move every step it
+//! names, or the transaction is a lost race, rolled back and run again
+//! ([`crate::conflict::lost_race`]); the rows it answers are then exactly
+//! the rows it moved. The claim trigger does not write these history rows:
+//! SCHEMA.md, Decisions, "MySQL's batch claim".
 //!
 //! The completions first try the move as it usually goes, every step still
 //! running: per target status one guarded `UPDATE` (a `CASE` per step for
@@ -37,6 +44,7 @@ use flowstate_core::{ClaimDecision, Result, StepStatus};
 use super::Pool;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
+use crate::conflict::lost_race;
 use crate::conflict::retry_conflicts;
 use crate::database::Dialect;
 use crate::dialect::Connection;
@@ -44,7 +52,7 @@ use crate::error::backend;
 use crate::rows::BatchItem;
 use crate::rows::{StepRow, parse_status};
 use crate::schema::flowstate_steps as steps;
-use crate::sql::in_list::{MAX_LISTED, claim_query, history_query, move_query};
+use crate::sql::in_list::{self, MAX_LISTED, history_query, move_query};
 use crate::sql::{Move, StepMove, batch_claimable, claim_move, run_unsettled};
 
 /// The locking pick of a batch claim, whole rows and the database's clock
@@ -141,12 +149,15 @@ async fn claim_once(
             return Ok(Vec::new());
         };
         let lease_now = db_now_us.saturating_add(offset);
-        let ids: Vec<String> = picked.iter().map(|p| p.step.id.clone()).collect();
-        for chunk in ids.chunks(MAX_LISTED) {
-            claim_query::<Mysql>(chunk, now, lease_now, default_us)
+        for chunk in picked.chunks(MAX_LISTED) {
+            let moved = claim_query(chunk, now, lease_now, default_us)
                 .execute(conn)
                 .await?;
-            upsert_history(conn, &claim_move(), chunk, now).await?;
+            if moved != chunk.len() {
+                return Err(lost_race("claim_batch"));
+            }
+            let ids: Vec<String> = chunk.iter().map(|p| p.step.id.clone()).collect();
+            upsert_history(conn, &claim_move(), &ids, now).await?;
         }
         Ok(picked
             .into_iter()
@@ -154,6 +165,29 @@ async fn claim_once(
             .collect())
     })
     .await
+}
+
+/// The claim's `UPDATE` of the `picked` steps (at most [`MAX_LISTED`]):
+/// the shared [`in_list::claim_query`] (the assignments, `WHERE id IN`),
+/// each step then guarded by the status and attempt its pick read.
+fn claim_query<'f>(
+    picked: &[Picked],
+    now: i64,
+    lease_now: i64,
+    default_us: i64,
+) -> diesel::query_builder::BoxedSqlQuery<'f, Mysql, diesel::query_builder::SqlQuery> {
+    let ids: Vec<String> = picked.iter().map(|p| p.step.id.clone()).collect();
+    let mut query = in_list::claim_query::<Mysql>(&ids, now, lease_now, default_us).sql(format!(
+        " AND (id, status, current_attempt) IN ({})",
+        vec!["(?, ?, ?)"; picked.len()].join(", ")
+    ));
+    for p in picked {
+        query = query
+            .bind::<Text, _>(p.step.id.clone())
+            .bind::<Text, _>(p.step.status.clone())
+            .bind::<BigInt, _>(p.step.current_attempt);
+    }
+    query
 }
 
 /// The locked `row` as the claim's `UPDATE` leaves it: [`claim_set`]'s

@@ -2,20 +2,32 @@
 //!
 //! MySQL has no `UPDATE ... RETURNING` and cannot `UPDATE` a table it
 //! selects from in a subquery, so the runs are taken first:
-//! `SELECT id ... FOR UPDATE SKIP LOCKED` over the runnable runs (forced
-//! onto `flowstate_runs_leasable`, on a virtual column of the leasable
-//! statuses, see [`pick_sql`]), which locks what it answers and skips what other claims
-//! hold; then the `UPDATE` of exactly those ids, and the
-//! runs read back, in the same transaction. Runs with a cancel requested
-//! are taken and settled the same way, before. Sleeping and waiting runs
-//! are left out by [`crate::sql::waits::awake`]. The time is the server's
-//! ([`crate::lease_clock`]).
+//! `SELECT id, lease_token ... FOR UPDATE SKIP LOCKED` over the runnable
+//! runs (forced onto `flowstate_runs_leasable`, on a virtual column of the
+//! leasable statuses, see [`pick_sql`]), which locks what it answers and
+//! skips what other claims hold; then the `UPDATE` of exactly those runs,
+//! and the runs read back, in the same transaction. Runs with a cancel
+//! requested are taken and settled the same way, before. Sleeping and
+//! waiting runs are left out by [`crate::sql::waits::awake`]. The time is
+//! the server's ([`crate::lease_clock`]).
+//!
+//! The pick's lock is not what decides. On Galera a row lock is local to
+//! its node: another node's claim of the same run commits, and this
+//! transaction is aborted by it, perhaps between two of its statements.
+//! So each `UPDATE` repeats the pick's predicate and compares each run's
+//! `lease_token` with the one its pick read (a compare-and-set: every claim
+//! raises the token), and must match every run it names; the read-back
+//! must show this caller's owner and token on every run. Anything else is
+//! a lost race ([`crate::conflict::lost_race`]): the transaction rolls
+//! back and runs again, so a lease is never handed out twice and never
+//! answered half-written. On one server the lock holds and the guards
+//! always match: the statements are the ones they were.
 
 use std::sync::LazyLock;
 use std::time::Duration;
 
 use diesel::prelude::*;
-use diesel::sql_types::BigInt;
+use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
 
 use flowstate_core::lease::lease_micros;
@@ -24,12 +36,11 @@ use flowstate_core::{Result, RunStatus};
 use super::{Pool, transaction};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
+use crate::conflict::lost_race;
 use crate::dialect::Connection;
 use crate::error::backend;
-use crate::rows::IdRow;
 use crate::rows::leases::LeasedRunRow;
 use crate::schema::flowstate_runs as runs;
-use crate::sql::typed::{db_time, now_sql};
 
 /// What one claim binds.
 struct Claim<'a> {
@@ -38,6 +49,15 @@ struct Claim<'a> {
     offset: i64,
     until: i64,
     now: i64,
+}
+
+/// A run the pick took, with the fencing token it read.
+#[derive(Debug, QueryableByName)]
+struct Picked {
+    #[diesel(sql_type = Text)]
+    id: String,
+    #[diesel(sql_type = BigInt)]
+    lease_token: i64,
 }
 
 /// [`RunLeaseStore::claim_runs`](flowstate_core::ports::RunLeaseStore::claim_runs),
@@ -60,46 +80,68 @@ pub(super) async fn claim_runs(
     transaction!(pool, "claim_run", |conn| {
         let cancelled = pick(conn, &claim, true).await?;
         if !cancelled.is_empty() {
-            diesel::update(runs::table.filter(runs::id.eq_any(&cancelled)))
-                .set((
-                    runs::status.eq(RunStatus::Cancelled.as_str()),
-                    runs::updated_at.eq(claim.now),
-                    runs::lease_token.eq(runs::lease_token + 1),
-                    runs::lease_owner.eq(None::<String>),
-                    runs::lease_expires_at.eq(None::<i64>),
-                    runs::cancel_requested.eq(false),
-                    runs::wake_at.eq(None::<i64>),
-                    runs::waiting_on.eq(None::<String>),
-                ))
+            let moved = guarded(&cancel_sql(cancelled.len()), &claim, &cancelled, true)
                 .execute(conn)
                 .await?;
+            if moved != cancelled.len() {
+                return Err(lost_race("claim_run"));
+            }
         }
-        let ids = pick(conn, &claim, false).await?;
-        if ids.is_empty() {
+        let picked = pick(conn, &claim, false).await?;
+        if picked.is_empty() {
             return Ok(Vec::new());
         }
-        diesel::update(runs::table.filter(runs::id.eq_any(&ids)))
-            .set((
-                runs::lease_token.eq(runs::lease_token + 1),
-                runs::lease_owner.eq(claim.worker),
-                runs::lease_expires_at.eq(db_time(now_sql(&*conn), claim.until)),
-                runs::wake_at.eq(None::<i64>),
-                runs::waiting_on.eq(None::<String>),
-            ))
+        #[cfg(feature = "test-support")]
+        interleave::run(claim.worker, interleave::Stage::BeforeUpdate, conn).await;
+        let moved = guarded(&lease_sql(picked.len()), &claim, &picked, false)
             .execute(conn)
             .await?;
-        runs::table
+        if moved != picked.len() {
+            return Err(lost_race("claim_run"));
+        }
+        #[cfg(feature = "test-support")]
+        interleave::run(claim.worker, interleave::Stage::BeforeReadBack, conn).await;
+        let ids: Vec<&str> = picked.iter().map(|p| p.id.as_str()).collect();
+        let leased: Vec<LeasedRunRow> = runs::table
             .filter(runs::id.eq_any(&ids))
             .select(LeasedRunRow::as_select())
             .load(conn)
-            .await
+            .await?;
+        if !shows_this_claim(&leased, &picked, claim.worker) {
+            return Err(lost_race("claim_run"));
+        }
+        Ok(leased)
     })
     .map_err(|err| backend("claim_run", err))
 }
 
+/// Whether the read-back is this claim's write: every picked run, each
+/// held by `worker` with the token one above the one its pick read.
+fn shows_this_claim(leased: &[LeasedRunRow], picked: &[Picked], worker: &str) -> bool {
+    leased.len() == picked.len()
+        && picked.iter().all(|p| {
+            leased.iter().any(|row| {
+                row.run.id == p.id
+                    && row.lease.lease_token == p.lease_token.saturating_add(1)
+                    && row.lease.lease_owner.as_deref() == Some(worker)
+                    && row.lease.lease_expires_at.is_some()
+            })
+        })
+}
+
+/// The pick's predicate, with (`1`) or without (`0`) a cancel requested,
+/// its lease clock's offset bound twice.
+fn pick_where(cancel: u8) -> String {
+    let now = <AsyncMysqlConnection as Connection>::NOW_US;
+    format!(
+        "leasable = 1 AND cancel_requested = {cancel} AND {runnable}",
+        runnable = crate::sql::waits::runnable_sql(&format!("{now} + ?")),
+    )
+}
+
 /// The pick of up to `n` runnable runs with (`1`) or without (`0`) a
-/// cancel requested, locked. Binds: the lease clock offset (twice), how
-/// many.
+/// cancel requested, locked, with the token each holds. Binds: the lease
+/// clock offset (twice), how many.
 ///
 /// `FORCE INDEX` names `flowstate_runs_leasable` (migration
 /// `2026-12-01-000007_lease_claim`, on the virtual column `leasable`, 1 for
@@ -109,13 +151,77 @@ pub(super) async fn claim_runs(
 /// index"). The DSL
 /// has no index hint, so this pick is written out.
 fn pick_sql(cancel: u8) -> String {
+    format!(
+        "SELECT id, lease_token FROM flowstate_runs FORCE INDEX (flowstate_runs_leasable) \
+         WHERE {} ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
+        pick_where(cancel)
+    )
+}
+
+/// `id IN (?, ...) AND (id, lease_token) IN ((?, ?), ...)` over `n` runs:
+/// the primary key's ranges for the plan, and each run's token as its pick
+/// read it. Binds: the ids, then each id and its token.
+fn as_picked(n: usize) -> String {
+    let ids = vec!["?"; n].join(", ");
+    let pairs = vec!["(?, ?)"; n].join(", ");
+    format!("id IN ({ids}) AND (id, lease_token) IN ({pairs})")
+}
+
+/// The lease of `n` picked runs, guarded by the pick's predicate and
+/// tokens. Binds: owner, lease end offset, then [`guarded`]'s.
+fn lease_sql(n: usize) -> String {
     let now = <AsyncMysqlConnection as Connection>::NOW_US;
     format!(
-        "SELECT id FROM flowstate_runs FORCE INDEX (flowstate_runs_leasable) \
-         WHERE leasable = 1 AND cancel_requested = {cancel} AND {runnable} \
-         ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
-        runnable = crate::sql::waits::runnable_sql(&format!("{now} + ?")),
+        "UPDATE flowstate_runs SET lease_token = lease_token + 1, lease_owner = ?, \
+         lease_expires_at = {now} + ?, wake_at = NULL, waiting_on = NULL \
+         WHERE {} AND {}",
+        pick_where(0),
+        as_picked(n)
     )
+}
+
+/// The settling of `n` picked runs whose cancel was requested, guarded as
+/// [`lease_sql`]. Binds: now, then [`guarded`]'s.
+fn cancel_sql(n: usize) -> String {
+    format!(
+        "UPDATE flowstate_runs SET status = '{cancelled}', updated_at = ?, \
+         lease_token = lease_token + 1, lease_owner = NULL, lease_expires_at = NULL, \
+         cancel_requested = 0, wake_at = NULL, waiting_on = NULL WHERE {} AND {}",
+        pick_where(1),
+        as_picked(n),
+        cancelled = RunStatus::Cancelled.as_str(),
+    )
+}
+
+/// `sql` ([`lease_sql`] or, `cancel`, [`cancel_sql`]) with its binds: the
+/// assignments', the pick predicate's offset twice, the picked runs.
+fn guarded<'a>(
+    sql: &str,
+    claim: &'a Claim<'a>,
+    picked: &'a [Picked],
+    cancel: bool,
+) -> diesel::query_builder::BoxedSqlQuery<'a, diesel::mysql::Mysql, diesel::query_builder::SqlQuery>
+{
+    let mut query = diesel::sql_query(sql.to_owned()).into_boxed();
+    query = if cancel {
+        query.bind::<BigInt, _>(claim.now)
+    } else {
+        query
+            .bind::<Text, _>(claim.worker)
+            .bind::<BigInt, _>(claim.until)
+    };
+    query = query
+        .bind::<BigInt, _>(claim.offset)
+        .bind::<BigInt, _>(claim.offset);
+    for p in picked {
+        query = query.bind::<Text, _>(p.id.as_str());
+    }
+    for p in picked {
+        query = query
+            .bind::<Text, _>(p.id.as_str())
+            .bind::<BigInt, _>(p.lease_token);
+    }
+    query
 }
 
 /// The picks without and with a cancel requested.
@@ -126,15 +232,70 @@ async fn pick(
     conn: &mut AsyncMysqlConnection,
     claim: &Claim<'_>,
     cancel: bool,
-) -> QueryResult<Vec<String>> {
-    let picked: Vec<IdRow> = diesel::sql_query(PICKS[usize::from(cancel)].as_str())
+) -> QueryResult<Vec<Picked>> {
+    diesel::sql_query(PICKS[usize::from(cancel)].as_str())
         .bind::<BigInt, _>(claim.offset)
         .bind::<BigInt, _>(claim.offset)
         .bind::<BigInt, _>(claim.n)
         .cached()
         .load(conn)
-        .await?;
-    Ok(picked.into_iter().map(|row| row.id).collect())
+        .await
+}
+
+/// Test support: work run inside a run claim between its statements, on
+/// the claim's own connection, for the claims of one worker name: what a
+/// test needs to make the claim lose its rows the way Galera can (roll its
+/// transaction back, then let another writer commit) and see it answer no
+/// lease rather than a duplicate.
+#[cfg(feature = "test-support")]
+pub mod interleave {
+    use std::sync::Mutex;
+
+    use diesel_async::AsyncMysqlConnection;
+    use futures_util::future::BoxFuture;
+
+    /// Where in the claim the work runs.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Stage {
+        /// After the pick of the runs to lease, before their `UPDATE`.
+        BeforeUpdate,
+        /// After the `UPDATE`, before the runs are read back.
+        BeforeReadBack,
+    }
+
+    /// The work: given the claim's connection.
+    type Work = Box<dyn for<'c> FnOnce(&'c mut AsyncMysqlConnection) -> BoxFuture<'c, ()> + Send>;
+
+    /// Work waiting for a claim, by worker name and stage.
+    static WAITING: Mutex<Vec<(String, Stage, Work)>> = Mutex::new(Vec::new());
+
+    /// Runs `work` once, inside the next run claim by `worker` that reaches
+    /// `stage`, on that claim's connection.
+    pub fn once<F>(worker: &str, stage: Stage, work: F)
+    where
+        F: for<'c> FnOnce(&'c mut AsyncMysqlConnection) -> BoxFuture<'c, ()> + Send + 'static,
+    {
+        WAITING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((worker.to_owned(), stage, Box::new(work)));
+    }
+
+    /// Runs the work waiting for `worker` at `stage`, if any.
+    pub(super) async fn run(worker: &str, stage: Stage, conn: &mut AsyncMysqlConnection) {
+        let work = {
+            let mut waiting = WAITING
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            waiting
+                .iter()
+                .position(|(w, s, _)| w == worker && *s == stage)
+                .map(|at| waiting.remove(at).2)
+        };
+        if let Some(work) = work {
+            work(conn).await;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -145,7 +306,7 @@ mod tests {
     fn the_pick_names_its_index_and_skips_locked_runs() {
         for (cancel, pick) in PICKS.iter().enumerate() {
             assert!(pick.starts_with(&format!(
-                "SELECT id FROM flowstate_runs FORCE INDEX (flowstate_runs_leasable) \
+                "SELECT id, lease_token FROM flowstate_runs FORCE INDEX (flowstate_runs_leasable) \
                  WHERE leasable = 1 AND cancel_requested = {cancel} AND status IN ("
             )));
             assert!(pick.ends_with("ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED"));

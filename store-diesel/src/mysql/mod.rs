@@ -28,6 +28,9 @@ mod steps;
 mod transition;
 mod virtual_users;
 
+#[cfg(feature = "test-support")]
+pub use leases::interleave;
+
 use diesel_async::{AsyncMysqlConnection, SimpleAsyncConnection};
 use futures_util::FutureExt;
 

@@ -6,7 +6,12 @@
 //! expired first (by `flowstate_runs_lease_expiry`): a locking read sees
 //! the latest committed row, not the transaction's snapshot, and skips the
 //! rows another reaper holds, so two reapers never pick one run. Then the
-//! `UPDATE` of exactly those ids, in the same transaction.
+//! `UPDATE` of exactly those ids, in the same transaction, guarded by the
+//! pick's own test (the lease still run out; for the claim expiry, the
+//! deadline still passed), which must match every id: on Galera the pick's
+//! lock is local to its node, and a run claimed again meanwhile on another
+//! node is a lost race run again ([`crate::conflict::lost_race`]), never a
+//! fresh lease freed or a fresh claim failed.
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -16,12 +21,14 @@ use flowstate_core::{Result, StepStatus};
 
 use super::{Pool, transaction};
 use crate::config::StoreConfig;
+use crate::conflict::lost_race;
 use crate::error::backend;
 use crate::rows::ExpiredRow;
+use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
 use crate::sql::StepMove;
 use crate::sql::in_list::{MAX_LISTED, history_query};
 use crate::sql::typed::{
-    expired_claims, expired_first, fail_expired, free_leases, now_sql, reaped,
+    db_time, expired_claims, expired_first, fail_expired, free_leases, now_sql, reaped,
 };
 
 /// [`RunRecoveryStore::reap_expired_leases`](flowstate_core::ports::RunRecoveryStore::reap_expired_leases)
@@ -42,7 +49,16 @@ pub(super) async fn reap_expired_leases(
             .await?;
         if !picked.is_empty() {
             let ids: Vec<&String> = picked.iter().map(|(id, _)| id).collect();
-            free_leases!(ids).execute(conn).await?;
+            // Still run out: a lease claimed or renewed since the pick (by
+            // another Galera node, whose commit the pick's lock did not
+            // stop) ends later, and is not freed.
+            let freed = free_leases!(ids)
+                .filter(runs::lease_expires_at.le(db_time(now_sql(&*conn), offset)))
+                .execute(conn)
+                .await?;
+            if freed != picked.len() {
+                return Err(lost_race(op));
+            }
         }
         Ok(reaped(picked))
     })
@@ -70,7 +86,16 @@ pub(super) async fn expire_step_claims(
         let ids: Vec<String> = picked.iter().map(|row| row.id.clone()).collect();
         let failed = StepMove::transition(StepStatus::Failed);
         for chunk in ids.chunks(MAX_LISTED) {
-            fail_expired!(chunk, now).execute(conn).await?;
+            // Still past its deadline: a step failed and claimed again since
+            // the pick (by another Galera node) has a new one, and is not
+            // failed.
+            let failed_now = fail_expired!(chunk, now)
+                .filter(steps::claimed_until.le(db_time(now_sql(&*conn), offset)))
+                .execute(conn)
+                .await?;
+            if failed_now != chunk.len() {
+                return Err(lost_race(op));
+            }
             history_query::<Mysql>(&failed, chunk, now, super::UPSERT)
                 .execute(conn)
                 .await?;

@@ -39,7 +39,7 @@ async fn the_run_claim_walks_the_leasable_index_past_settled_runs() {
     );
     let picks: Vec<&String> = statements
         .iter()
-        .filter(|s| s.starts_with("SELECT id FROM flowstate_runs"))
+        .filter(|s| s.starts_with("SELECT id, lease_token FROM flowstate_runs"))
         .collect();
     assert_eq!(
         picks.len(),

@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod claim_interleave;
 mod explain;
 mod explain_events;
 mod healing;
