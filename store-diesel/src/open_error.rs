@@ -51,15 +51,20 @@ pub enum Error {
     /// The database has migrations this library does not know: a newer
     /// flowstate migrated it. Nothing was opened.
     #[error(
-        "the {dialect} database has flowstate migration(s) this library does not know ({}): \
-         it was migrated by a newer flowstate; upgrade this program",
+        "the {dialect} database is at flowstate migration {newest_applied}, newer than this \
+         library's newest, {newest_known} (it lacks {}): it was migrated by a newer flowstate; \
+         upgrade this program",
         unknown.join(", ")
     )]
     SchemaAhead {
         /// Which dialect.
         dialect: Dialect,
-        /// The applied versions this library lacks.
+        /// The applied versions this library lacks, oldest first.
         unknown: Vec<String>,
+        /// The newest version applied to the database.
+        newest_applied: String,
+        /// The newest version this library has.
+        newest_known: String,
     },
     /// A migration failed; the ones before it stay applied.
     #[error("migration failed on {dialect}")]

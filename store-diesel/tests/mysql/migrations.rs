@@ -62,11 +62,13 @@ async fn catalog(conn: &mut AsyncMysqlConnection, db: &str) -> Vec<String> {
     out
 }
 
-/// The flowstate tables present.
+/// The flowstate tables present, but for the migration lock's (made
+/// before the first migration, kept after the last is reverted).
 async fn tables(conn: &mut AsyncMysqlConnection, db: &str) -> Vec<String> {
     let mut names: Vec<String> = diesel::sql_query(
         "SELECT TABLE_NAME AS v FROM information_schema.TABLES \
-         WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE 'flowstate\\_%'",
+         WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE 'flowstate\\_%' \
+         AND TABLE_NAME <> 'flowstate_migration_lock'",
     )
     .bind::<Text, _>(db)
     .load::<TextRow>(conn)
@@ -299,4 +301,20 @@ async fn diesel_store_opens_mysql_and_mariadb_urls() {
         Err(flowstate_core::Error::RunNotFound(_))
     ));
     db.drop_database().await;
+}
+
+#[tokio::test]
+async fn four_migrators_started_together_all_succeed_and_apply_the_schema_once() {
+    let took =
+        crate::common::migrators::migrators_started_together_apply_the_schema_once(Dialect::Mysql)
+            .await;
+    println!(
+        "{} concurrent migrate::up on mysql: {took:?}",
+        crate::common::migrators::MIGRATORS
+    );
+}
+
+#[tokio::test]
+async fn a_migrator_older_than_the_schema_refuses_naming_both_versions() {
+    crate::common::migrators::a_migrator_older_than_the_schema_refuses(Dialect::Mysql).await;
 }

@@ -187,3 +187,20 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
     );
     support::drop_database(&url).await;
 }
+
+#[tokio::test]
+async fn four_migrators_started_together_all_succeed_and_apply_the_schema_once() {
+    let took = crate::common::migrators::migrators_started_together_apply_the_schema_once(
+        Dialect::Postgres,
+    )
+    .await;
+    println!(
+        "{} concurrent migrate::up on postgres: {took:?}",
+        crate::common::migrators::MIGRATORS
+    );
+}
+
+#[tokio::test]
+async fn a_migrator_older_than_the_schema_refuses_naming_both_versions() {
+    crate::common::migrators::a_migrator_older_than_the_schema_refuses(Dialect::Postgres).await;
+}

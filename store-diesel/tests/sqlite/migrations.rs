@@ -289,3 +289,19 @@ async fn status_lists_the_migration_applied_or_not() {
             .all(|m| !m.applied)
     );
 }
+
+#[tokio::test]
+async fn four_migrators_started_together_all_succeed_and_apply_the_schema_once() {
+    let took =
+        crate::common::migrators::migrators_started_together_apply_the_schema_once(Dialect::Sqlite)
+            .await;
+    println!(
+        "{} concurrent migrate::up on sqlite: {took:?}",
+        crate::common::migrators::MIGRATORS
+    );
+}
+
+#[tokio::test]
+async fn a_migrator_older_than_the_schema_refuses_naming_both_versions() {
+    crate::common::migrators::a_migrator_older_than_the_schema_refuses(Dialect::Sqlite).await;
+}
