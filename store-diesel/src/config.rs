@@ -57,6 +57,10 @@ pub struct StoreConfig {
     /// [`LONGEST_CLAIM_TIMEOUT`]
     /// (a value outside is clamped into it when the store opens).
     pub(crate) claim_timeout: Duration,
+    /// Whether every statement must be safe on a server connection a
+    /// transaction-mode pooler shares between clients (PgBouncer's
+    /// `pool_mode = transaction`): see [`StoreConfig::transaction_pooler`].
+    pub(crate) transaction_pooler: bool,
 }
 
 impl Default for StoreConfig {
@@ -73,6 +77,7 @@ impl Default for StoreConfig {
             #[cfg(feature = "test-support")]
             lease_clock_offset: LeaseClockOffset::default(),
             claim_timeout: DEFAULT_CLAIM_TIMEOUT,
+            transaction_pooler: false,
         }
     }
 }
@@ -138,6 +143,22 @@ impl StoreConfig {
     #[must_use]
     pub fn claim_timeout(mut self, timeout: Duration) -> Self {
         self.claim_timeout = timeout;
+        self
+    }
+
+    /// The same settings for a PostgreSQL reached through a pooler in
+    /// transaction mode (PgBouncer's `pool_mode = transaction`, or any
+    /// pooler that hands a server connection to a client per transaction):
+    /// no statement stays prepared on a server connection past its own
+    /// exchange, so two clients of one server connection never meet each
+    /// other's statements. The URL says the same with
+    /// `?pool_mode=transaction`. Each statement still costs one round trip;
+    /// the server parses and plans it anew each time. The store keeps no
+    /// session state, session advisory lock or LISTEN on PostgreSQL in
+    /// either mode. Ignored by MySQL and SQLite.
+    #[must_use]
+    pub fn transaction_pooler(mut self) -> Self {
+        self.transaction_pooler = true;
         self
     }
 

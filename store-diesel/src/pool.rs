@@ -62,6 +62,27 @@ where
     where
         F: for<'c> Fn(&'c mut C) -> BoxFuture<'c, diesel::QueryResult<()>> + Send + Sync + 'static,
     {
+        Self::build_with(dialect, url, config, |url| C::establish(url).boxed(), setup)
+    }
+
+    /// [`ConnectionPool::build`], each connection opened by `establish`
+    /// rather than the driver's own `establish` (PostgreSQL's connections
+    /// for a transaction-mode pooler, `postgres/pooler.rs`).
+    pub(crate) fn build_with<E, F>(
+        dialect: Dialect,
+        url: &str,
+        config: &StoreConfig,
+        establish: E,
+        setup: F,
+    ) -> Result<Self, Error>
+    where
+        E: for<'u> Fn(&'u str) -> BoxFuture<'u, diesel::ConnectionResult<C>>
+            + Send
+            + Sync
+            + 'static,
+        F: for<'c> Fn(&'c mut C) -> BoxFuture<'c, diesel::QueryResult<()>> + Send + Sync + 'static,
+    {
+        let establish = Arc::new(establish);
         let log = statement_log(config);
         let setup = Arc::new(setup);
         let health = Health::new(dialect, config.acquire_timeout);
@@ -78,8 +99,9 @@ where
             let log = Arc::clone(&log);
             let setup = Arc::clone(&setup);
             let health = Arc::clone(&watching);
+            let establish = Arc::clone(&establish);
             async move {
-                let mut conn = C::establish(url).await?;
+                let mut conn = establish(url).await?;
                 let log = log();
                 if C::WATCHED {
                     let next = log.or_else(diesel::connection::get_default_instrumentation);

@@ -30,6 +30,9 @@ impl DieselStore {
     pub async fn open(url: &str, config: StoreConfig) -> Result<Self> {
         let parsed = DatabaseUrl::parse(url)?;
         let mut config = config;
+        if parsed.transaction_pooler {
+            config = config.transaction_pooler();
+        }
         let backend = Backend::connect(&parsed, &mut config).await?;
         // After connecting (which makes a missing SQLite file and its
         // folders); an in-memory SQLite database is migrated in place as it

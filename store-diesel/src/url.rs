@@ -11,15 +11,27 @@ pub struct DatabaseUrl {
     pub dialect: Dialect,
     /// The URL (or, for SQLite, the file path) as the driver wants it.
     pub target: String,
+    /// Whether a PostgreSQL URL said `?pool_mode=transaction`: the server
+    /// is reached through a transaction-mode pooler (see
+    /// [`StoreConfig::transaction_pooler`](crate::StoreConfig::transaction_pooler));
+    /// the parameter is not in [`DatabaseUrl::target`].
+    pub transaction_pooler: bool,
 }
 
 impl DatabaseUrl {
-    /// Reads `url`: `postgres://` or `postgresql://`; `mysql://` or
+    /// Reads `url`: `postgres://` or `postgresql://` (several hosts,
+    /// `postgres://a:5432,b:5432/db?target_session_attrs=read-write`, are
+    /// the driver's to try in turn; `pool_mode=transaction` is read here);
+    /// `mysql://` or
     /// `mariadb://`; `sqlite://path`, `sqlite:path` or a plain file path.
     pub fn parse(url: &str) -> Result<Self> {
+        let mut transaction_pooler = false;
         let (dialect, target) =
             if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-                (Dialect::Postgres, url.to_owned())
+                let (target, pooled) =
+                    take_pool_mode(url).map_err(|reason| unsupported(url, reason))?;
+                transaction_pooler = pooled;
+                (Dialect::Postgres, target)
             } else if url.starts_with("mysql://") {
                 (Dialect::Mysql, url.to_owned())
             } else if let Some(rest) = url.strip_prefix("mariadb://") {
@@ -40,8 +52,42 @@ impl DatabaseUrl {
         if target.is_empty() || (dialect == Dialect::Sqlite && target.trim().is_empty()) {
             return Err(unsupported(url, "empty database path"));
         }
-        Ok(Self { dialect, target })
+        Ok(Self {
+            dialect,
+            target,
+            transaction_pooler,
+        })
     }
+}
+
+/// The URL parameter that turns the switch on (`?pool_mode=transaction`,
+/// PgBouncer's own words); taken out of the URL before the driver sees it.
+const URL_PARAMETER: &str = "pool_mode";
+
+/// Reads the switch out of `url`: the URL without a `pool_mode` parameter,
+/// and whether it said `transaction`. Any other value is an error.
+fn take_pool_mode(url: &str) -> Result<(String, bool), &'static str> {
+    let Some((base, query)) = url.split_once('?') else {
+        return Ok((url.to_owned(), false));
+    };
+    let mut pooled = false;
+    let mut kept = Vec::new();
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some((URL_PARAMETER, "transaction")) => pooled = true,
+            Some((URL_PARAMETER, "session")) => {}
+            Some((URL_PARAMETER, _)) => {
+                return Err("pool_mode takes `transaction` or `session`");
+            }
+            _ => kept.push(pair),
+        }
+    }
+    let url = if kept.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    };
+    Ok((url, pooled))
 }
 
 fn unsupported(url: &str, reason: &'static str) -> Error {
@@ -101,6 +147,28 @@ mod tests {
         check("sqlite://target/demo.db", Dialect::Sqlite, "target/demo.db");
         check("sqlite:demo.db", Dialect::Sqlite, "demo.db");
         check("/tmp/x.sqlite", Dialect::Sqlite, "/tmp/x.sqlite");
+    }
+
+    #[test]
+    fn the_switch_is_read_out_of_the_url() {
+        assert_eq!(
+            take_pool_mode("postgres://u@h/db?pool_mode=transaction"),
+            Ok((String::from("postgres://u@h/db"), true))
+        );
+        assert_eq!(
+            take_pool_mode(
+                "postgres://a:1,b:2/db?pool_mode=transaction&target_session_attrs=read-write"
+            ),
+            Ok((
+                String::from("postgres://a:1,b:2/db?target_session_attrs=read-write"),
+                true
+            ))
+        );
+        assert_eq!(
+            take_pool_mode("postgres://u@h/db?connect_timeout=2"),
+            Ok((String::from("postgres://u@h/db?connect_timeout=2"), false))
+        );
+        assert!(take_pool_mode("postgres://u@h/db?pool_mode=statement").is_err());
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod children;
 mod claim;
 mod connection;
 mod leases;
+mod pooler;
 mod recovery;
 mod sql;
 mod steps;
@@ -26,6 +27,7 @@ mod virtual_users;
 
 use diesel_async::AsyncPgConnection;
 use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
 
 use crate::config::StoreConfig;
 use crate::database::Dialect;
@@ -50,12 +52,32 @@ const UPSERT: crate::sql::Upsert =
 
 /// Builds the pool for `url` and opens one connection, so a bad URL or a
 /// server that is down is reported now.
+///
+/// [`StoreConfig::transaction_pooler`] (or `?pool_mode=transaction` in
+/// the URL, which `url.rs` reads) opens every connection
+/// through [`pooler`], safe on a server connection a transaction-mode
+/// pooler shares. A URL may name several hosts (`postgres://a:5432,b:5432/db`
+/// with `target_session_attrs=read-write`): each new connection tries
+/// them in order and takes the first that writes, so after a failover the
+/// pool's new connections reach the new primary.
 async fn connect(url: &str, config: &mut StoreConfig) -> crate::Result<Pool> {
     // Nothing to set per session: READ COMMITTED and no time zone in play
     // are what the statements expect.
-    let pool = ConnectionPool::build(DIALECT, url, config, |_conn: &mut AsyncPgConnection| {
-        async { Ok(()) }.boxed()
-    })?;
+    let pool = if config.transaction_pooler {
+        ConnectionPool::build_with(DIALECT, url, config, establish_pooled, no_setup)?
+    } else {
+        ConnectionPool::build(DIALECT, url, config, no_setup)?
+    };
     pool.check(DIALECT).await?;
     Ok(pool)
+}
+
+/// A new connection's setup: nothing.
+fn no_setup(_conn: &mut AsyncPgConnection) -> BoxFuture<'_, diesel::QueryResult<()>> {
+    async { Ok(()) }.boxed()
+}
+
+/// A connection for a transaction-mode pooler ([`pooler::establish`]).
+fn establish_pooled(url: &str) -> BoxFuture<'_, diesel::ConnectionResult<AsyncPgConnection>> {
+    pooler::establish(url).boxed()
 }
