@@ -239,6 +239,12 @@ impl Patroni {
         self.url_of(self.primary, name)
     }
 
+    /// The port of the primary (the promoted standby after a failover), on
+    /// 127.0.0.1.
+    pub fn primary_port(&self) -> u16 {
+        self.members[self.primary].port
+    }
+
     /// The URL of database `name` on the standby (before a failover: the
     /// member that will be promoted; after it: the dead old primary).
     pub fn standby_url(&self, name: &str) -> String {

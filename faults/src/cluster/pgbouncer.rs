@@ -33,6 +33,7 @@ pub struct PgBouncer {
     config: PathBuf,
     log: PathBuf,
     user: Option<(u32, u32)>,
+    pool_size: u32,
     started_in: Duration,
     dir: ScratchDir,
 }
@@ -59,6 +60,7 @@ impl PgBouncer {
             config,
             log,
             user,
+            pool_size,
             started_in: Duration::ZERO,
             dir,
         };
@@ -100,6 +102,7 @@ min_pool_size = 0
 reserve_pool_size = 0
 max_client_conn = 100
 server_reset_query =
+server_login_retry = 1
 ignore_startup_parameters = extra_float_digits
 ",
             listen = self.port,
@@ -146,6 +149,19 @@ ignore_startup_parameters = extra_float_digits
         }
         self.launch().await?;
         Ok(started.elapsed())
+    }
+
+    /// Points every database at the PostgreSQL at `host`:`port` from now
+    /// on (what a Patroni `on_role_change` callback does after a
+    /// failover): rewrites its configuration and reloads it (SIGHUP); its
+    /// server connections to the old target are closed, its clients stay
+    /// connected.
+    pub fn retarget(&mut self, host: &str, port: u16) -> Result<()> {
+        std::fs::write(&self.config, self.ini(host, port, self.pool_size))
+            .with_context(|| format!("write {}", self.config.display()))?;
+        let group = self.server.as_ref().context("pgbouncer is not running")?;
+        group.signal("HUP");
+        Ok(())
     }
 
     async fn launch(&mut self) -> Result<Duration> {

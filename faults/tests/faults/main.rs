@@ -9,6 +9,7 @@
 //! shared servers.
 
 mod hostile_input;
+mod past_one_server;
 mod pool_exhaustion;
 mod pool_faults;
 mod restart;

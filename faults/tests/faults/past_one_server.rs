@@ -1,0 +1,254 @@
+//! PostgreSQL past one server (issue 34): stores through PgBouncer in
+//! transaction mode, PgBouncer restarted under load, and a Patroni
+//! primary killed under load, reached directly by a multi-host URL and
+//! through PgBouncer.
+//!
+//! Each scenario runs 8 in-process workers per store over seeded steps, a
+//! ledger row per execution, and ends like every scenario: one recovery
+//! pass, the drain, the verdict read from the database. A failover's time
+//! to heal runs from the standby taking writes (and, through PgBouncer,
+//! PgBouncer pointed at it, as a Patroni callback would) to the first call
+//! that succeeded on every worker; the promotion itself (Patroni's leader
+//! TTL, 10 s here) is in the note.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use flowstate_faults::cluster::{Patroni, PgBouncer};
+use flowstate_faults::ledger::{self, Ledger};
+use flowstate_faults::load::{Crew, CrewOptions, seed};
+use flowstate_faults::recovery::{recover_and_drain, store_past_deadlines};
+use flowstate_faults::shared::SharedDb;
+use flowstate_faults::{Scenario, Verdict};
+use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
+
+use crate::support::{StepRun, bounded};
+
+/// Workers that wait out a failover rather than give up: the promotion
+/// alone takes Patroni's leader TTL.
+fn patient() -> CrewOptions {
+    CrewOptions {
+        patience: Duration::from_secs(30),
+        deadline: Duration::from_secs(60),
+        ..CrewOptions::default()
+    }
+}
+
+/// A store on `url` with a pool of `size` and an acquire wait of two
+/// seconds (the error's whole chain in the panic). The schema check at
+/// open is left out: it runs on a connection of the migrations' own
+/// (`migrate.rs`), which does not yet go through the pooler's connector,
+/// so through PgBouncer its `Parse` and `Bind` can meet two server
+/// connections (`prepared statement "s100" does not exist`). The
+/// scenarios migrate directly, so the schema is known.
+async fn store(url: &str, size: usize) -> Arc<DieselStore> {
+    let config = StoreConfig::default()
+        .pool_size(size)
+        .acquire_timeout(Duration::from_secs(2))
+        .without_schema_check();
+    Arc::new(
+        DieselStore::open(url, config)
+            .await
+            .unwrap_or_else(|err| panic!("open {url}: {err} ({err:?})")),
+    )
+}
+
+/// `url` with `?pool_mode=transaction` (or `&...`).
+fn pooled(url: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}pool_mode=transaction")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_stores_through_pgbouncer_transaction_mode_postgres() {
+    const STORES: usize = 3;
+    let db = SharedDb::migrated(Dialect::Postgres)
+        .await
+        .expect("the scenario's database");
+    // Four server connections for 24 client connections: every server
+    // connection serves every store's statements in turn.
+    let bouncer = PgBouncer::start("127.0.0.1", 5432, 4)
+        .await
+        .expect("pgbouncer");
+    let url = pooled(&bouncer.url(&db.name));
+    let options = CrewOptions::default();
+    let ledger = Arc::new(Ledger::new(&db.url, 8));
+    let mut crews = Vec::new();
+    let mut all = Vec::new();
+    for i in 0..STORES {
+        let store = store(&url, 8).await;
+        let steps: Arc<[_]> = seed(&store, 20, 10).await.expect("seed").into();
+        all.extend(steps.iter().cloned());
+        let name = ["a", "b", "c"][i];
+        crews.push(Crew::start(name, &store, &ledger, &steps, options));
+    }
+    let mut scenario = Scenario::new(
+        "three stores through PgBouncer in transaction mode",
+        Dialect::Postgres,
+        format!("{STORES} stores x 200 steps, 8 workers each, 4 server connections"),
+        "none: statements of three pools on four shared server connections".into(),
+    );
+    let mut errors = 0;
+    for crew in crews {
+        let report = bounded("a crew", Duration::from_secs(120), crew.join())
+            .await
+            .expect("the crew's workers");
+        scenario.wrong += report.total.not_retryable + report.total.hung + report.total.claims_lost;
+        errors += report.total.retries + report.total.gave_up + report.total.pool_timeouts;
+        if let Some(sample) = report.total.samples.first() {
+            scenario.note(format!("first error: {sample}"));
+        }
+    }
+    let past = store_past_deadlines(&db.url).await.expect("recovery store");
+    let recovery = bounded(
+        "the recovery pass",
+        Duration::from_secs(60),
+        recover_and_drain(past, ledger, &all),
+    )
+    .await
+    .expect("the recovery pass");
+    let wrong = scenario.wrong;
+    Verdict::judge(&mut scenario, &db.url, None, &recovery)
+        .await
+        .expect("read the verdict");
+    scenario.wrong += wrong;
+    // Through a transaction-mode pooler nothing fails: not even a
+    // retryable error is allowed here.
+    scenario.wrong += errors;
+    scenario.note(format!("{errors} retried errors"));
+    scenario.finish();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pgbouncer_restarted_under_load_postgres() {
+    let db = SharedDb::migrated(Dialect::Postgres)
+        .await
+        .expect("the scenario's database");
+    let mut bouncer = PgBouncer::start("127.0.0.1", 5432, 4)
+        .await
+        .expect("pgbouncer");
+    let url = pooled(&bouncer.url(&db.name));
+    let options = CrewOptions::default();
+    let run = StepRun::start(store(&url, 8).await, &db.url, 40, 10, options).await;
+    bounded(
+        "100 completions",
+        Duration::from_secs(30),
+        run.crew.progress.wait_for(100, Duration::from_secs(30)),
+    )
+    .await
+    .expect("the load is under way");
+    let back_in = bouncer.restart().await.expect("restart pgbouncer");
+    run.crew.progress.fault_over();
+    let mut scenario = Scenario::new(
+        "PgBouncer restarted under load",
+        Dialect::Postgres,
+        format!("400 steps, {} workers, transaction mode", options.workers),
+        "PgBouncer stopped (every client cut) and started again".into(),
+    );
+    scenario.note(format!("PgBouncer back in {} ms", back_in.as_millis()));
+    run.finish(&mut scenario, &db.url).await;
+    if !scenario.held() {
+        scenario.note(format!("pgbouncer log: {}", bouncer.log_tail(3)));
+    }
+    scenario.finish();
+}
+
+/// The failover scenario: a Patroni pair, 8 workers through the
+/// multi-host URL (or through PgBouncer in front of the primary), the
+/// primary's machine lost (postmaster and agent SIGKILLed), the standby
+/// promoted.
+async fn failover_under_load(through_bouncer: bool) {
+    let mut pair = Patroni::start().await.expect("a Patroni pair");
+    let direct = pair
+        .create_database("flowstate")
+        .await
+        .expect("the scenario's database");
+    flowstate_store_diesel::migrate::up(&direct)
+        .await
+        .expect("migrate");
+    ledger::create(&direct).await.expect("the ledger");
+    // The ledger, the recovery and the verdict follow the primary too.
+    let multi = format!("{}&connect_timeout=2", pair.multi_host_url("flowstate"));
+    let mut bouncer = if through_bouncer {
+        Some(
+            PgBouncer::start("127.0.0.1", pair.primary_port(), 8)
+                .await
+                .expect("pgbouncer"),
+        )
+    } else {
+        None
+    };
+    let url = bouncer
+        .as_ref()
+        .map_or_else(|| multi.clone(), |b| pooled(&b.url("flowstate")));
+    let options = patient();
+    let run = StepRun::start(store(&url, 8).await, &multi, 40, 10, options).await;
+    bounded(
+        "100 completions",
+        Duration::from_secs(30),
+        run.crew.progress.wait_for(100, Duration::from_secs(30)),
+    )
+    .await
+    .expect("the load is under way");
+    let done_before = run.crew.progress.completed();
+    pair.kill_primary().await;
+    let promoted_in = pair
+        .wait_for_promotion()
+        .await
+        .unwrap_or_else(|err| panic!("promotion: {err:#}"));
+    let retargeted = Instant::now();
+    if let Some(bouncer) = bouncer.as_mut() {
+        bouncer
+            .retarget("127.0.0.1", pair.primary_port())
+            .expect("point pgbouncer at the new primary");
+    }
+    run.crew.progress.fault_over();
+    let (name, fault) = if through_bouncer {
+        (
+            "Patroni failover under load through PgBouncer",
+            "SIGKILL of the primary and its agent, standby promoted, PgBouncer reloaded onto it",
+        )
+    } else {
+        (
+            "Patroni failover under load",
+            "SIGKILL of the primary and its agent, standby promoted; multi-host URL",
+        )
+    };
+    let mut scenario = Scenario::new(
+        name,
+        Dialect::Postgres,
+        format!("400 steps, {} workers", options.workers),
+        fault.into(),
+    );
+    scenario.note(format!(
+        "{done_before} done before the kill; standby promoted {} ms after it{}",
+        promoted_in.as_millis(),
+        if through_bouncer {
+            format!(
+                ", PgBouncer reloaded in {} ms",
+                retargeted.elapsed().as_millis()
+            )
+        } else {
+            String::new()
+        }
+    ));
+    run.finish(&mut scenario, &multi).await;
+    if !scenario.held() {
+        scenario.note(format!(
+            "members' logs: {} / {}",
+            pair.log_tail(0, 3),
+            pair.log_tail(1, 3)
+        ));
+    }
+    scenario.finish();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patroni_failover_under_load_postgres() {
+    failover_under_load(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patroni_failover_through_pgbouncer_postgres() {
+    failover_under_load(true).await;
+}
