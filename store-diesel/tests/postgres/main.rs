@@ -16,6 +16,7 @@ mod lease_plans;
 mod migrations;
 mod model;
 mod pool;
+mod pooler;
 mod prepared;
 mod races;
 mod recovery_plans;
