@@ -4,13 +4,15 @@
 //! `main` reads the command line with `clap` (derive: the flags are the
 //! fields of [`Command`], each with its `--help`) and hands each command to
 //! its module's `run`: [`migrate`], [`demo`] (the main job),
-//! [`bench`](mod@bench) and [`test`](mod@test). The tidy checks in
-//! `tidy.rs` run under plain `cargo test`.
+//! [`bench`](mod@bench), [`test`](mod@test) and the operator's commands
+//! `runs`, `events` and `stats` ([`ops`]). The tidy checks in `tidy.rs`
+//! run under plain `cargo test`.
 
 mod backend;
 mod bench;
 mod demo;
 mod migrate;
+mod ops;
 mod test;
 #[cfg(test)]
 mod tidy;
@@ -24,7 +26,8 @@ use clap::{Parser, Subcommand};
 /// The workspace's tasks.
 ///
 /// The default database is $DATABASE_URL, else an SQLite file under
-/// target/ (migrate: target/flowstate.db; demo: target/flowstate-demo.db).
+/// target/ (migrate, runs, events, stats: target/flowstate.db; demo:
+/// target/flowstate-demo.db).
 /// Server URLs for bench and test: $FLOWSTATE_PG_URL (default
 /// postgres://postgres@127.0.0.1:5432) and $FLOWSTATE_MYSQL_URL (default
 /// mysql://root@127.0.0.1:3306).
@@ -53,6 +56,24 @@ enum Command {
     Bench(BenchArgs),
     /// fmt, clippy, tests and docs, as CI runs them.
     Test,
+    /// Look at runs and cancel one: list (filters, pages), show (steps,
+    /// attempts, state, children, lease, cause), cancel.
+    Runs {
+        #[command(flatten)]
+        target: ops::Target,
+        #[command(subcommand)]
+        action: ops::runs::Action,
+    },
+    /// Look at events and redrive dead letters: list, show, redrive.
+    Events {
+        #[command(flatten)]
+        target: ops::Target,
+        #[command(subcommand)]
+        action: ops::events::Action,
+    },
+    /// The store at a glance: runs by status, the oldest waiting step,
+    /// leases held and expired, events due, retrying and dead-lettered.
+    Stats(ops::Target),
 }
 
 /// What `migrate` does.
@@ -179,6 +200,9 @@ fn dispatch(command: Command) -> Result<()> {
         }
         Command::Bench(args) => block_on(bench::run(args.into_options())),
         Command::Test => test::run(),
+        Command::Runs { target, action } => block_on(ops::runs::run(&target, action)),
+        Command::Events { target, action } => block_on(ops::events::run(&target, action)),
+        Command::Stats(target) => block_on(ops::stats::run(&target)),
     }
 }
 
