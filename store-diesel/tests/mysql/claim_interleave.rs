@@ -24,18 +24,18 @@ use crate::common::records;
 /// between statements: its own claim of `run` (token raised, held for a
 /// minute), and, `then_release`, its release.
 fn competing_claim(run: RunId, then_release: bool) -> String {
-    let mut sql = format!(
+    let claim = format!(
         "UPDATE flowstate_runs SET lease_token = lease_token + 1, lease_owner = 'other', \
          lease_expires_at = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) \
          + 60000000 WHERE id = '{run}'"
     );
-    if then_release {
-        sql.push_str(&format!(
-            "; UPDATE flowstate_runs SET lease_owner = NULL, lease_expires_at = NULL \
-             WHERE id = '{run}'"
-        ));
+    if !then_release {
+        return claim;
     }
-    sql
+    format!(
+        "{claim}; UPDATE flowstate_runs SET lease_owner = NULL, lease_expires_at = NULL \
+         WHERE id = '{run}'"
+    )
 }
 
 /// Makes the next claim by `worker` lose `run` at `stage`: its transaction
