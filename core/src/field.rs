@@ -36,6 +36,8 @@ pub const GRAPH_HASH: &str = "graph hash";
 pub const IDEMPOTENCY_KEY: &str = "idempotency key";
 /// `persona`.
 pub const PERSONA: &str = "persona";
+/// `run output`.
+pub const RUN_OUTPUT: &str = "run output";
 /// `run input`.
 pub const RUN_INPUT: &str = "run input";
 /// `scope id`.
@@ -52,6 +54,8 @@ pub const STATE_VALUE: &str = "state value";
 pub const STEP_ERROR: &str = "step error";
 /// `step input`.
 pub const STEP_INPUT: &str = "step input";
+/// `step timings`.
+pub const STEP_TIMINGS: &str = "step timings";
 /// `step name`.
 pub const STEP_NAME: &str = "step name";
 /// `step result`.

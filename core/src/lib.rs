@@ -29,7 +29,7 @@
 //! | [`idempotency`] | idempotency keys for materialised runs |
 //! | [`limits`] | the limits every backend applies to names, keys, delays and JSON |
 //! | [`events`] | workflows, versions, activations, events, deliveries; matching and materialisation rules |
-//! | [`records`] | the rows: runs, steps, attempts, versions, queries |
+//! | [`records`] | the rows: runs (with their output), steps, attempts, steps run inline ([`InlineStep`]), versions, queries |
 //! | [`summary`] | pure folds of steps and history: graph state, status summary |
 //! | [`error`] | the one error type the ports return |
 //! | [`ports`] | the async store traits a backend implements, one file per family: the whole contract |
@@ -79,8 +79,8 @@ pub use ids::{
 pub use lease::{LeaseState, Release, Released, RunLease, RunOutcome};
 pub use limits::{EncodedStep, InputLimits};
 pub use records::{
-    GraphState, Inserted, NewRun, NewStep, NewWorkflowVersion, Page, Run, RunCursor, RunQuery,
-    Step, StepAttempt, StepSummary, StepTransition, WorkflowVersion,
+    GraphState, InlineOutcome, InlineStep, Inserted, NewRun, NewStep, NewWorkflowVersion, Page,
+    Run, RunCursor, RunQuery, Step, StepAttempt, StepSummary, StepTransition, WorkflowVersion,
 };
 pub use recovery::{StalledRun, UndispatchedStep};
 pub use retry::RetryPolicy;

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::error::{Error, InvalidInput};
 use crate::field;
-use crate::records::{NewRun, NewStep, NewWorkflowVersion, StepTransition};
+use crate::records::{InlineStep, NewRun, NewStep, NewWorkflowVersion, StepTransition};
 
 /// A step checked against the limits, in the form a store writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -303,6 +303,13 @@ impl Dismantle for StepTransition {
             Self::Succeeded(value) | Self::Failed(value) => dismantle_json(value),
             Self::Running | Self::Scheduled => {}
         }
+    }
+}
+
+impl Dismantle for InlineStep {
+    fn dismantle(self) {
+        self.step.dismantle();
+        self.outcome.into_transition().dismantle();
     }
 }
 

@@ -84,6 +84,7 @@ impl NewRun {
             graph_hash: self.graph_hash,
             parent: self.parent,
             idempotency_key: self.idempotency_key,
+            output: None,
             created_at: now,
             updated_at: now,
         }
@@ -107,6 +108,13 @@ pub struct Run {
     pub parent: Option<RunId>,
     /// The idempotency key it was created with, if any.
     pub idempotency_key: Option<String>,
+    /// What the run answered its caller, once written
+    /// ([`RunStore::set_run_status_with_output`](crate::ports::RunStore::set_run_status_with_output),
+    /// [`RunLeaseStore::finish_with_output`](crate::ports::RunLeaseStore::finish_with_output));
+    /// `None` until then, and kept by every later move that carries none.
+    /// JSON `null` is a value: `Some(Value::Null)`.
+    #[serde(default)]
+    pub output: Option<Value>,
     /// When it was created.
     pub created_at: Timestamp,
     /// When it last changed status.
@@ -291,6 +299,68 @@ impl StepTransition {
             Self::Succeeded(_) => StepStatus::Succeeded,
             Self::Failed(_) => StepStatus::Failed,
             Self::Scheduled => StepStatus::Scheduled,
+        }
+    }
+}
+
+/// How a step the caller ran itself ended ([`InlineStep`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum InlineOutcome {
+    /// It finished with this result.
+    Succeeded(Value),
+    /// It failed with this error.
+    Failed(Value),
+}
+
+impl InlineOutcome {
+    /// The status the step is recorded in.
+    pub const fn status(&self) -> StepStatus {
+        match self {
+            Self::Succeeded(_) => StepStatus::Succeeded,
+            Self::Failed(_) => StepStatus::Failed,
+        }
+    }
+
+    /// The same outcome as the transition that would have written it.
+    pub fn into_transition(self) -> StepTransition {
+        match self {
+            Self::Succeeded(result) => StepTransition::Succeeded(result),
+            Self::Failed(error) => StepTransition::Failed(error),
+        }
+    }
+}
+
+/// A step the caller already ran in its own process, without queueing it,
+/// recorded in one call by
+/// [`StepStore::record_step`](crate::ports::StepStore::record_step): the
+/// step as [`NewStep`] describes it, how its attempt (attempt 1) ended,
+/// and when it started and finished (the history row's `running_at` and
+/// `succeeded_at` or `failed_at`; the caller's clock, as it measured them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InlineStep {
+    /// The step: run, name, function, input, retry policy.
+    pub step: NewStep,
+    /// How its attempt ended.
+    pub outcome: InlineOutcome,
+    /// When it started running.
+    pub started_at: Timestamp,
+    /// When it finished; not before `started_at`.
+    pub finished_at: Timestamp,
+}
+
+impl InlineStep {
+    /// `step`, run from `started_at` to `finished_at`, ending as `outcome`.
+    pub fn new(
+        step: NewStep,
+        outcome: InlineOutcome,
+        started_at: Timestamp,
+        finished_at: Timestamp,
+    ) -> Self {
+        Self {
+            step,
+            outcome,
+            started_at,
+            finished_at,
         }
     }
 }

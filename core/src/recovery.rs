@@ -188,6 +188,7 @@ mod tests {
             graph_hash: None,
             parent: None,
             idempotency_key: None,
+            output: None,
             created_at: at(0),
             updated_at: at(updated),
         }

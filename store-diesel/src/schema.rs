@@ -91,7 +91,8 @@ diesel::table! {
     use super::Json;
 
     /// Runs; the `lease_*`, `failures`, `failure_reason` and
-    /// `cancel_requested` columns are the run leases' (`ports/leases.rs`).
+    /// `cancel_requested` columns are the run leases' (`ports/leases.rs`);
+    /// `output` is what the run answered (migration 000016).
     flowstate_runs (id) {
         id -> Text,
         workflow -> Text,
@@ -110,6 +111,7 @@ diesel::table! {
         cancel_requested -> Bool,
         wake_at -> Nullable<BigInt>,
         waiting_on -> Nullable<Text>,
+        output -> Nullable<Json>,
     }
 }
 

@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::error::Result;
+use crate::error::{InvalidInput, Result};
 use crate::events::EncodedEvent;
 use crate::field;
 use crate::{
-    BatchClaim, EncodedStep, InputLimits, NewActivation, NewChild, NewEvent, NewPublishedVersion,
-    NewRun, NewSchedule, NewStep, NewWorkflow, NewWorkflowVersion, Release, RunId, RunOutcome,
-    RunQuery, StepTransition, VirtualUserRunQuery, Wait,
+    BatchClaim, EncodedStep, InlineOutcome, InlineStep, InputLimits, NewActivation, NewChild,
+    NewEvent, NewPublishedVersion, NewRun, NewSchedule, NewStep, NewWorkflow, NewWorkflowVersion,
+    Release, RunId, RunOutcome, RunQuery, StepTransition, VirtualUserRunQuery, Wait,
 };
 
 // ---- runs: `RunStore`
@@ -44,6 +44,13 @@ pub fn write_state(limits: &InputLimits, key: &str, value: &Value) -> Result<Str
     limits.encode(field::STATE_VALUE, value)
 }
 
+/// [`RunStore::set_run_status_with_output`](super::RunStore::set_run_status_with_output)
+/// (and [`RunLeaseStore::finish_with_output`](super::RunLeaseStore::finish_with_output)):
+/// the output; answers it as JSON text.
+pub fn run_output(limits: &InputLimits, output: &Value) -> Result<String> {
+    limits.encode(field::RUN_OUTPUT, output)
+}
+
 // ---- steps: `StepStore`
 
 /// [`StepStore::insert_step`](super::StepStore::insert_step) (and
@@ -52,6 +59,30 @@ pub fn write_state(limits: &InputLimits, key: &str, value: &Value) -> Result<Str
 /// writes it.
 pub fn insert_step(limits: &InputLimits, step: &NewStep) -> Result<EncodedStep> {
     limits.encode_step(step)
+}
+
+/// [`StepStore::record_step`](super::StepStore::record_step): the step as
+/// [`insert_step`] checks it, its timings (finished not before started),
+/// then its result or error; answers the step as a store writes it and
+/// the payload as JSON text.
+pub fn record_step(limits: &InputLimits, inline: &InlineStep) -> Result<(EncodedStep, String)> {
+    let step = limits.encode_step(&inline.step)?;
+    if inline.finished_at < inline.started_at {
+        return Err(InvalidInput::OutOfRange {
+            field: field::STEP_TIMINGS,
+            detail: format!(
+                "finished at {} before it started at {}",
+                inline.finished_at.as_micros(),
+                inline.started_at.as_micros()
+            ),
+        }
+        .into());
+    }
+    let payload = match &inline.outcome {
+        InlineOutcome::Succeeded(result) => limits.encode(field::STEP_RESULT, result)?,
+        InlineOutcome::Failed(error) => limits.encode(field::STEP_ERROR, error)?,
+    };
+    Ok((step, payload))
 }
 
 /// [`StepStore::find_step`](super::StepStore::find_step): the step name

@@ -82,6 +82,18 @@ pub trait RunLeaseStore: RunStore {
         outcome: RunOutcome,
     ) -> impl Future<Output = Result<()>> + Send;
 
+    /// [`finish`](Self::finish) that also records the run's
+    /// [`output`](crate::Run::output) in the same fenced write: a stale
+    /// token is [`Error::LeaseLost`] and writes neither. The output is
+    /// checked like any JSON input (field `run output`).
+    fn finish_with_output(
+        &self,
+        run: RunId,
+        token: u64,
+        outcome: RunOutcome,
+        output: &Value,
+    ) -> impl Future<Output = Result<()>> + Send;
+
     /// Frees the lease of `token` without settling the run, counting
     /// consecutive failures as [`Release`] says: a failure that reaches its
     /// limit fails the run with the reason recorded. A stale token is

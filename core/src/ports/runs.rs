@@ -43,6 +43,24 @@ pub trait RunStore: Send + Sync {
     /// [`Error::IllegalRunTransition`] and writes nothing.
     fn set_run_status(&self, id: RunId, to: RunStatus) -> impl Future<Output = Result<Run>> + Send;
 
+    /// [`set_run_status`](Self::set_run_status) that also records the
+    /// run's [`output`](Run::output), in the same status-guarded write: an
+    /// illegal move is [`Error::IllegalRunTransition`] and writes neither.
+    /// A second call replaces the output; a move without one
+    /// (`set_run_status`) keeps it. The output is checked like any JSON
+    /// input ([`InputLimits`](crate::InputLimits), field `run output`).
+    fn set_run_status_with_output(
+        &self,
+        id: RunId,
+        to: RunStatus,
+        output: &Value,
+    ) -> impl Future<Output = Result<Run>> + Send;
+
+    /// The distinct workflow names that have at least one run, sorted
+    /// byte for byte ascending (a dashboard's filter): one read, never a
+    /// page through the runs. A name whose runs were all deleted is gone.
+    fn list_workflow_names(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
+
     /// Deletes a run with its steps, their history and its state. Its child
     /// runs stay, with no parent.
     fn delete_run(&self, id: RunId) -> impl Future<Output = Result<()>> + Send;

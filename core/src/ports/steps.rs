@@ -10,7 +10,7 @@ use crate::claim::ClaimOutcome;
 use crate::error::Result;
 use crate::ids::{RunId, StepId};
 use crate::records::{
-    GraphState, Inserted, NewStep, Step, StepAttempt, StepSummary, StepTransition,
+    GraphState, InlineStep, Inserted, NewStep, Step, StepAttempt, StepSummary, StepTransition,
 };
 use crate::status::RetryStart;
 use crate::step_claim::StepClaim;
@@ -30,6 +30,22 @@ pub trait StepStore: Send + Sync {
     /// that does not exist is [`Error::RunNotFound`]; a settled one
     /// [`Error::RunSettled`], and nothing is inserted.
     fn insert_step(&self, step: NewStep) -> impl Future<Output = Result<Inserted<Step>>> + Send;
+
+    /// Records a step the caller already ran in its own process, in one
+    /// atomic write: the step is inserted as attempt 1 in status
+    /// `succeeded` or `failed` with its result or error, and its history
+    /// row is written as for any attempt (`running_at` the start,
+    /// `succeeded_at` or `failed_at` the finish). No claim is taken and no
+    /// claim deadline set. Guarded as [`insert_step`](Self::insert_step):
+    /// a run that does not exist is [`Error::RunNotFound`], a settled one
+    /// [`Error::RunSettled`], and a name the run already holds returns
+    /// that step unchanged, `inserted: false`, writing nothing. A failed
+    /// step keeps its retry policy: with retries left it is claimable as
+    /// its next attempt like any failed attempt (record it with
+    /// [`RetryPolicy::with_retries(0)`](crate::RetryPolicy::with_retries)
+    /// to fail it for good). A finish before the start is
+    /// [`Error::InvalidInput`] (field `step timings`).
+    fn record_step(&self, step: InlineStep) -> impl Future<Output = Result<Inserted<Step>>> + Send;
 
     /// Reads one step, without touching its history.
     fn get_step(&self, id: StepId) -> impl Future<Output = Result<Step>> + Send;

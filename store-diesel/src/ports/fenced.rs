@@ -30,6 +30,6 @@ impl FencedWrites for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, to = %to, token))]
     async fn set_run_status_fenced(&self, run: RunId, token: u64, to: RunStatus) -> Result<Run> {
-        self.set_run_status_under(run, to, Some(token)).await
+        self.set_run_status_under(run, to, None, Some(token)).await
     }
 }

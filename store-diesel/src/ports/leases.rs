@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
+use serde_json::Value;
 
 use flowstate_core::lease::lease_micros;
 use flowstate_core::ports::RunLeaseStore;
@@ -23,6 +24,7 @@ use flowstate_core::{
 use crate::backend::{by_dialect, by_returning, on_connection};
 use crate::rows::leases::{LeaseRow, claimed};
 use crate::rows::parse_status;
+use crate::schema::JsonText;
 use crate::schema::flowstate_runs as runs;
 use crate::sql::leasable_texts;
 use crate::sql::typed::{db_time, held, now_sql};
@@ -111,28 +113,18 @@ impl RunLeaseStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]
     async fn finish(&self, run: RunId, token: u64, outcome: RunOutcome) -> Result<()> {
-        checks::finish(&self.config.limits, &outcome)?;
-        let (id, offset, now) = (run.to_string(), self.lease_offset(), self.now());
-        let finished = on_connection!(self, "finish", |conn| diesel::update(held(
-            now_sql(&*conn),
-            &id,
-            stored_token(token),
-            offset
-        ))
-        .set((
-            runs::status.eq(outcome.status().as_str()),
-            runs::updated_at.eq(now),
-            runs::lease_owner.eq(None::<String>),
-            runs::lease_expires_at.eq(None::<i64>),
-            runs::failure_reason.eq(outcome.reason()),
-        ))
-        .execute(conn)
-        .await)?;
-        if finished == 0 {
-            return self.lease_refused("finish", run, token).await;
-        }
-        tracing::debug!(status = %outcome.status(), "run finished");
-        Ok(())
+        self.finish_under(run, token, outcome, None).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]
+    async fn finish_with_output(
+        &self,
+        run: RunId,
+        token: u64,
+        outcome: RunOutcome,
+        output: &Value,
+    ) -> Result<()> {
+        self.finish_under(run, token, outcome, Some(output)).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]
@@ -265,4 +257,44 @@ async fn read_outcome(
         .first(conn)
         .await
         .map(Some)
+}
+
+impl DieselStore {
+    /// [`RunLeaseStore::finish`], recording `output` when given (a `NULL`
+    /// bound keeps the stored one: one statement text either way).
+    async fn finish_under(
+        &self,
+        run: RunId,
+        token: u64,
+        outcome: RunOutcome,
+        output: Option<&Value>,
+    ) -> Result<()> {
+        checks::finish(&self.config.limits, &outcome)?;
+        let output = output
+            .map(|output| checks::run_output(&self.config.limits, output).map(JsonText))
+            .transpose()?;
+        let output = output.as_ref();
+        let (id, offset, now) = (run.to_string(), self.lease_offset(), self.now());
+        let finished = on_connection!(self, "finish", |conn| diesel::update(held(
+            now_sql(&*conn),
+            &id,
+            stored_token(token),
+            offset
+        ))
+        .set((
+            runs::status.eq(outcome.status().as_str()),
+            runs::updated_at.eq(now),
+            runs::lease_owner.eq(None::<String>),
+            runs::lease_expires_at.eq(None::<i64>),
+            runs::failure_reason.eq(outcome.reason()),
+            runs::output.eq(super::runs::json_or_stored(output, runs::output)),
+        ))
+        .execute(conn)
+        .await)?;
+        if finished == 0 {
+            return self.lease_refused("finish", run, token).await;
+        }
+        tracing::debug!(status = %outcome.status(), "run finished");
+        Ok(())
+    }
 }

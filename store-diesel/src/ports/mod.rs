@@ -17,6 +17,7 @@ mod effects;
 mod event_queue;
 mod events;
 mod fenced;
+mod inline_steps;
 mod leases;
 mod recovery;
 mod runs;

@@ -20,6 +20,7 @@ use crate::cached::CacheExt;
 use crate::dialect::Connection;
 use crate::guard::run_transition_refused;
 use crate::rows::{RunRow, convert, parse_status};
+use crate::schema::JsonText;
 use crate::schema::flowstate_runs as runs;
 use crate::store::DieselStore;
 
@@ -27,10 +28,18 @@ use crate::store::DieselStore;
 /// collided with is deleted before it can be read.
 pub(crate) const IDEMPOTENT_TRIES: usize = 3;
 
+diesel::define_sql_function! {
+    /// `COALESCE(given, stored)` over JSON: a move that carries an output
+    /// writes it, one that carries none (`NULL` bound) keeps the stored
+    /// one, so every move is the same statement text.
+    #[sql_name = "COALESCE"]
+    fn json_or_stored(given: diesel::sql_types::Nullable<crate::schema::Json>, stored: diesel::sql_types::Nullable<crate::schema::Json>) -> diesel::sql_types::Nullable<crate::schema::Json>;
+}
+
 /// The status-guarded `UPDATE` moving run `$id` to `$to`, from the statuses
 /// core's table allows; written once, used by every dialect's arm.
 macro_rules! move_run {
-    ($id:expr, $to:expr, $now:expr) => {
+    ($id:expr, $to:expr, $now:expr, $output:expr) => {
         diesel::update(
             runs::table.filter(runs::id.eq($id)).filter(
                 runs::status.eq_any(
@@ -41,12 +50,16 @@ macro_rules! move_run {
                 ),
             ),
         )
-        .set((runs::status.eq($to.as_str()), runs::updated_at.eq($now)))
+        .set((
+            runs::status.eq($to.as_str()),
+            runs::updated_at.eq($now),
+            runs::output.eq(json_or_stored($output, runs::output)),
+        ))
     };
     // Fenced: only while `$token` holds the run's lease, unexpired on the
     // lease clock (the guard `RunLeaseStore::renew` writes under), `$clock`
     // being the dialect's clock expression.
-    ($clock:expr, $id:expr, $to:expr, $now:expr, $token:expr, $offset:expr) => {
+    ($clock:expr, $id:expr, $to:expr, $now:expr, $output:expr, $token:expr, $offset:expr) => {
         diesel::update(
             runs::table
                 .filter(runs::id.eq($id))
@@ -68,7 +81,11 @@ macro_rules! move_run {
                     .sql(")")),
                 ),
         )
-        .set((runs::status.eq($to.as_str()), runs::updated_at.eq($now)))
+        .set((
+            runs::status.eq($to.as_str()),
+            runs::updated_at.eq($now),
+            runs::output.eq(json_or_stored($output, runs::output)),
+        ))
     };
 }
 
@@ -79,9 +96,14 @@ impl DieselStore {
         &self,
         id: RunId,
         to: RunStatus,
+        output: Option<&Value>,
         token: Option<u64>,
     ) -> Result<Run> {
         let op = "set_run_status";
+        let output = output
+            .map(|output| checks::run_output(&self.config.limits, output).map(JsonText))
+            .transpose()?;
+        let output = output.as_ref();
         let id_text = id.to_string();
         let (now, offset) = (self.now(), self.lease_offset());
         // Each arm: the guarded write answering the run as written (MySQL:
@@ -114,16 +136,16 @@ impl DieselStore {
         }
         let moved: Option<RunRow> = match token.map(stored_token) {
             None => by_returning!(self, op,
-                |conn| moved!(conn, move_run!(&id_text, to, now)),
-                mysql: |conn| moved!(mysql: conn, move_run!(&id_text, to, now)))?,
+                |conn| moved!(conn, move_run!(&id_text, to, now, output)),
+                mysql: |conn| moved!(mysql: conn, move_run!(&id_text, to, now, output)))?,
             Some(token) => by_returning!(self, op,
             |conn| {
                 let clock = crate::sql::typed::now_sql(&*conn);
-                moved!(conn, move_run!(clock, &id_text, to, now, token, offset))
+                moved!(conn, move_run!(clock, &id_text, to, now, output, token, offset))
             },
             mysql: |conn| {
                 let clock = crate::sql::typed::now_sql(&*conn);
-                moved!(mysql: conn, move_run!(clock, &id_text, to, now, token, offset))
+                moved!(mysql: conn, move_run!(clock, &id_text, to, now, output, token, offset))
             })?,
         };
         if let Some(row) = moved {
@@ -263,7 +285,31 @@ impl RunStore for DieselStore {
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %id, to = %to))]
     async fn set_run_status(&self, id: RunId, to: RunStatus) -> Result<Run> {
-        self.set_run_status_under(id, to, None).await
+        self.set_run_status_under(id, to, None, None).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %id, to = %to))]
+    async fn set_run_status_with_output(
+        &self,
+        id: RunId,
+        to: RunStatus,
+        output: &Value,
+    ) -> Result<Run> {
+        self.set_run_status_under(id, to, Some(output), None).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn list_workflow_names(&self) -> Result<Vec<String>> {
+        // One read of the `(workflow, ...)` indexes' leading column; sorted
+        // here, byte for byte, whatever the server's collation.
+        let mut names: Vec<String> =
+            on_connection!(self, "list_workflow_names", |conn| runs::table
+                .select(runs::workflow)
+                .distinct()
+                .load(conn)
+                .await)?;
+        names.sort_unstable();
+        Ok(names)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %id))]

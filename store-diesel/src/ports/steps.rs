@@ -9,8 +9,8 @@ use flowstate_core::limits::checked;
 use flowstate_core::ports::checks;
 use flowstate_core::ports::{RunStore, StepStore};
 use flowstate_core::{
-    ClaimOutcome, Error, Inserted, NewStep, Result, RetryStart, RunId, Step, StepAttempt,
-    StepClaim, StepId, StepStatus, StepTransition, Timestamp,
+    ClaimOutcome, Error, InlineStep, Inserted, NewStep, Result, RetryStart, RunId, Step,
+    StepAttempt, StepClaim, StepId, StepStatus, StepTransition, Timestamp,
 };
 
 use super::leases::stored_token;
@@ -166,6 +166,11 @@ impl StepStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %step.run, name = %step.name))]
     async fn insert_step(&self, step: NewStep) -> Result<Inserted<Step>> {
         self.insert_step_under(step, None).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %step.step.run, name = %step.step.name))]
+    async fn record_step(&self, step: InlineStep) -> Result<Inserted<Step>> {
+        self.record_inline_step(step).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(step = %id))]

@@ -42,6 +42,7 @@ pub(crate) struct RunRow {
     pub idempotency_key: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    pub output: Option<JsonText>,
 }
 
 impl RunRow {
@@ -57,6 +58,8 @@ impl RunRow {
             idempotency_key: run.idempotency_key.clone(),
             created_at: run.created_at.as_micros(),
             updated_at: run.updated_at.as_micros(),
+            // A new run has answered nothing yet.
+            output: None,
         }
     }
 }
@@ -70,6 +73,7 @@ impl TryFrom<RunRow> for Run {
             id: parse_id("run id", &key, &row.id)?,
             status: parse_status::<RunStatus>(&key, &row.status)?,
             input: decode_json("run input", &key, &row.input.0)?,
+            output: decode_opt("run output", &key, row.output.as_ref())?,
             parent: row
                 .parent_id
                 .as_deref()

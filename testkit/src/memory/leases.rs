@@ -162,6 +162,34 @@ impl MemoryStore {
     }
 
     /// The lease row of `run` if `token` holds its lease at `now`.
+    /// [`RunLeaseStore::finish`], recording `output` when given.
+    fn finish_under(
+        &self,
+        run: RunId,
+        token: u64,
+        outcome: &RunOutcome,
+        output: Option<&Value>,
+    ) -> Result<()> {
+        checks::finish(&self.limits, outcome)?;
+        if let Some(output) = output {
+            checks::run_output(&self.limits, output)?;
+        }
+        let now = self.lease_clock.now();
+        let stamp = self.now();
+        let mut tables = self.lock();
+        let row = Self::held(&mut tables, run, token, now)?;
+        row.state.worker = None;
+        row.state.expires_at = None;
+        row.state.failure_reason = outcome.reason().map(ToOwned::to_owned);
+        let record = tables.runs.get_mut(&run).expect("held checked it");
+        record.status = outcome.status();
+        record.updated_at = stamp;
+        if let Some(output) = output {
+            record.output = Some(output.clone());
+        }
+        Ok(())
+    }
+
     fn held(tables: &mut Tables, run: RunId, token: u64, now: Timestamp) -> Result<&mut LeaseRow> {
         tables.run(run)?;
         let row = tables.leases.get_mut(&run);
@@ -199,18 +227,17 @@ impl RunLeaseStore for MemoryStore {
     }
 
     async fn finish(&self, run: RunId, token: u64, outcome: RunOutcome) -> Result<()> {
-        checks::finish(&self.limits, &outcome)?;
-        let now = self.lease_clock.now();
-        let stamp = self.now();
-        let mut tables = self.lock();
-        let row = Self::held(&mut tables, run, token, now)?;
-        row.state.worker = None;
-        row.state.expires_at = None;
-        row.state.failure_reason = outcome.reason().map(ToOwned::to_owned);
-        let record = tables.runs.get_mut(&run).expect("held checked it");
-        record.status = outcome.status();
-        record.updated_at = stamp;
-        Ok(())
+        self.finish_under(run, token, &outcome, None)
+    }
+
+    async fn finish_with_output(
+        &self,
+        run: RunId,
+        token: u64,
+        outcome: RunOutcome,
+        output: &Value,
+    ) -> Result<()> {
+        self.finish_under(run, token, &outcome, Some(output))
     }
 
     async fn release(&self, run: RunId, token: u64, release: Release) -> Result<Released> {

@@ -1,7 +1,7 @@
 //! [`RunStore`] for [`MemoryStore`]: runs, their status, children and tables.
 
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use flowstate_core::limits::checked;
 use flowstate_core::ports::RunStore;
@@ -121,6 +121,27 @@ impl RunStore for MemoryStore {
     async fn set_run_status(&self, id: RunId, to: RunStatus) -> Result<Run> {
         let now = self.now();
         set_run_status_in(&mut self.lock(), id, to, now)
+    }
+
+    async fn set_run_status_with_output(
+        &self,
+        id: RunId,
+        to: RunStatus,
+        output: &Value,
+    ) -> Result<Run> {
+        checks::run_output(&self.limits, output)?;
+        let now = self.now();
+        let mut tables = self.lock();
+        set_run_status_in(&mut tables, id, to, now)?;
+        let run = tables.runs.get_mut(&id).expect("moved above");
+        run.output = Some(output.clone());
+        Ok(run.clone())
+    }
+
+    async fn list_workflow_names(&self) -> Result<Vec<String>> {
+        let tables = self.lock();
+        let names: BTreeSet<&String> = tables.runs.values().map(|run| &run.workflow).collect();
+        Ok(names.into_iter().cloned().collect())
     }
 
     async fn delete_run(&self, id: RunId) -> Result<()> {

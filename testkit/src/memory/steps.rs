@@ -5,8 +5,9 @@ use flowstate_core::ports::StepStore;
 use flowstate_core::ports::checks;
 use flowstate_core::step_claim::claimed_targets;
 use flowstate_core::{
-    ClaimDecision, ClaimInput, Error, Inserted, NewStep, Result, RetryStart, RunId, Step,
-    StepAttempt, StepClaim, StepId, StepStatus, StepTransition, Timestamp,
+    ClaimDecision, ClaimInput, Error, HistoryId, InlineOutcome, InlineStep, Inserted, NewStep,
+    Result, RetryStart, RunId, Step, StepAttempt, StepClaim, StepId, StepStatus, StepTransition,
+    Timestamp,
 };
 
 use super::{MemoryStore, Tables};
@@ -18,6 +19,63 @@ impl StepStore for MemoryStore {
         let mut tables = self.lock();
         Self::unsettled(&tables, step.run)?;
         insert_step_in(&mut tables, step, now)
+    }
+
+    async fn record_step(&self, inline: InlineStep) -> Result<Inserted<Step>> {
+        let (inline, ()) = checked(inline, |i| checks::record_step(&self.limits, i).map(drop))?;
+        let now = self.now();
+        let mut tables = self.lock();
+        Self::unsettled(&tables, inline.step.run)?;
+        if let Ok(existing) = tables.step_by_name(inline.step.run, &inline.step.name) {
+            return Ok(Inserted {
+                record: existing.clone(),
+                inserted: false,
+            });
+        }
+        let InlineStep {
+            step,
+            outcome,
+            started_at,
+            finished_at,
+        } = inline;
+        let mut record = step.into_step(StepId::generate(), now)?;
+        tables.check_history_writes()?;
+        record.status = outcome.status();
+        let mut attempt = StepAttempt {
+            id: HistoryId::generate(),
+            step: record.id,
+            step_name: record.name.clone(),
+            attempt: record.attempt,
+            status: record.status,
+            result: None,
+            error: None,
+            created_at: now,
+            scheduled_at: None,
+            running_at: Some(started_at),
+            succeeded_at: None,
+            failed_at: None,
+        };
+        match outcome {
+            InlineOutcome::Succeeded(result) => {
+                record.result = Some(result.clone());
+                attempt.result = Some(result);
+                attempt.succeeded_at = Some(finished_at);
+            }
+            InlineOutcome::Failed(error) => {
+                record.error = Some(error.clone());
+                attempt.error = Some(error);
+                attempt.failed_at = Some(finished_at);
+            }
+        }
+        tables
+            .step_by_name
+            .insert((record.run, record.name.clone()), record.id);
+        tables.history.insert((record.id, record.attempt), attempt);
+        tables.steps.insert(record.id, record.clone());
+        Ok(Inserted {
+            record,
+            inserted: true,
+        })
     }
 
     async fn get_step(&self, id: StepId) -> Result<Step> {

@@ -83,6 +83,12 @@ macro_rules! __family {
                     unknown_step_id_is_step_not_found,
                     deleted_ids_are_not_found,
                 }
+                output {
+                    run_output_round_trips,
+                    run_output_is_kept_and_replaced,
+                    run_output_guards,
+                    list_workflow_names_distinct_sorted,
+                }
                 summary {
                     run_summary_durations,
                     run_summary_collapses_retries,
@@ -205,6 +211,11 @@ macro_rules! __family {
                     graph_state_follows_retries,
                     set_branch_taken_replaces,
                     step_results_of_named_steps,
+                }
+                inline {
+                    record_step_succeeded_round_trips,
+                    record_step_failed_round_trips,
+                    record_step_guards,
                 }
                 settled_runs {
                     settled_runs_refuse_new_work,

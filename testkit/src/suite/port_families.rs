@@ -74,6 +74,10 @@ macro_rules! __port_family {
                     fenced_writes_refuse_unknown_and_settled_runs,
                     a_settled_run_takes_no_signal,
                 }
+                output {
+                    finish_with_output_records_the_output,
+                    finish_with_output_guards,
+                }
             }
             hooked {
             }

@@ -60,6 +60,24 @@ async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
         "finish",
         store.finish(last.run.id, last.token, RunOutcome::Completed)
     );
+    store
+        .create_run(NewRun::new("wf", json!({})))
+        .await
+        .expect("create_run");
+    let output = store
+        .claim_run("w", lease)
+        .await
+        .expect("claim")
+        .expect("a run");
+    capture!(
+        "finish_with_output",
+        store.finish_with_output(
+            output.run.id,
+            output.token,
+            RunOutcome::Completed,
+            &json!({"total": 3})
+        )
+    );
     let next = store
         .claim_run("w", lease)
         .await

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use flowstate_core::ports::{BatchStepStore, RunStore, StepStore, VersionStore};
 use flowstate_core::{
-    BatchClaim, Completion, NewRun, NewStep, NewWorkflowVersion, RetryPolicy, RetryStart, RunId,
-    RunStatus, StepTransition,
+    BatchClaim, Completion, InlineOutcome, InlineStep, NewRun, NewStep, NewWorkflowVersion,
+    RetryPolicy, RetryStart, RunId, RunStatus, StepTransition, Timestamp,
 };
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
@@ -139,6 +139,18 @@ async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
         "set_run_status",
         store.set_run_status(run.id, RunStatus::Suspended)
     );
+    capture!(
+        "set_run_status_with_output",
+        store.set_run_status_with_output(run.id, RunStatus::Running, &json!({"partial": 1}))
+    );
+    capture!("list_workflow_names", store.list_workflow_names());
+    let ran = InlineStep::new(
+        NewStep::new(run.id, "inline", "f", json!({})),
+        InlineOutcome::Succeeded(json!({"ok": true})),
+        Timestamp::from_millis(1),
+        Timestamp::from_millis(2),
+    );
+    capture!("record_step", store.record_step(ran));
     let version = NewWorkflowVersion {
         workflow: "wf".into(),
         graph_hash: "h".into(),

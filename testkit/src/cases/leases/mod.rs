@@ -4,5 +4,6 @@
 
 pub mod basics;
 pub mod fenced_writes;
+pub mod output;
 pub mod races;
 pub mod releases;

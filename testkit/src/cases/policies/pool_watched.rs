@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 
 use flowstate_core::ports::{BatchStepStore, StepStore};
 use flowstate_core::{
-    BatchClaim, ClaimOutcome, Completion, Error, GraphState, Inserted, NewStep, Result, RetryStart,
-    RunId, Step, StepAttempt, StepClaim, StepId, StepSummary, StepTransition, Timestamp,
+    BatchClaim, ClaimOutcome, Completion, Error, GraphState, InlineStep, Inserted, NewStep, Result,
+    RetryStart, RunId, Step, StepAttempt, StepClaim, StepId, StepSummary, StepTransition,
+    Timestamp,
 };
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -222,6 +223,9 @@ impl<S: BatchStepStore> BatchStepStore for Watched<S> {
 impl<S: StepStore> StepStore for Watched<S> {
     async fn insert_step(&self, step: NewStep) -> Result<Inserted<Step>> {
         self.inner.insert_step(step).await
+    }
+    async fn record_step(&self, step: InlineStep) -> Result<Inserted<Step>> {
+        self.inner.record_step(step).await
     }
     async fn get_step(&self, id: StepId) -> Result<Step> {
         self.inner.get_step(id).await

@@ -7,6 +7,7 @@ pub mod bad_names;
 pub mod basics;
 pub mod deletion;
 pub mod exactness;
+pub mod output;
 pub mod run_list;
 pub mod run_races;
 pub mod run_state;

@@ -12,6 +12,7 @@ pub mod dense_moves;
 pub mod dense_races;
 pub mod graph;
 pub mod history;
+pub mod inline;
 pub mod retries;
 pub mod settled_runs;
 pub mod step_claims;

@@ -1,0 +1,13 @@
+-- The records an engine needs (issue 30; SCHEMA.md, "Records"). Every
+-- column is nullable or defaulted, so every row already stored stays valid
+-- and reads as before.
+--
+-- JSON columns are LONGTEXT utf8mb4_bin, what MariaDB's JSON is, without
+-- the json_valid CHECK MariaDB would add (it refuses 32 levels of nesting,
+-- under core's 64; migration 000015). core checks every value before it is
+-- written and a row that does not decode is a typed Corrupt on read.
+
+-- What a run answered its caller: written with its status
+-- (`set_run_status_with_output`, `finish_with_output`), NULL until then.
+ALTER TABLE flowstate_runs
+    ADD COLUMN output LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL;

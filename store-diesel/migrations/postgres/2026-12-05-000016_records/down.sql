@@ -1,0 +1,1 @@
+ALTER TABLE flowstate_runs DROP COLUMN output;

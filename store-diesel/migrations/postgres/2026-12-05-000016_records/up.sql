@@ -1,0 +1,7 @@
+-- The records an engine needs (issue 30; SCHEMA.md, "Records"). Every
+-- column is nullable or defaulted, so every row already stored stays valid
+-- and reads as before.
+
+-- What a run answered its caller: written with its status
+-- (`set_run_status_with_output`, `finish_with_output`), NULL until then.
+ALTER TABLE flowstate_runs ADD COLUMN output JSONB;
