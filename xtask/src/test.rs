@@ -1,7 +1,10 @@
 //! `cargo xtask test`: what CI runs, in order, stopping at the first
 //! failure: the servers checked, then `cargo fmt --check`, clippy with
-//! `-D warnings`, the whole workspace's tests with every feature, and the
-//! docs with `-D warnings`.
+//! `-D warnings`, the whole workspace's tests with every feature, every
+//! library crate's example run as a user runs it, the library crates
+//! packaged (`cargo package --no-verify`: manifests, versions, the store's
+//! embedded migrations; offline, under a second), and the docs built as
+//! docs.rs builds them (every feature, `--cfg docsrs`) with `-D warnings`.
 //!
 //! The store-diesel tests run against PostgreSQL and MariaDB every time: a
 //! server that does not answer fails this command up front. No backend is
@@ -21,6 +24,18 @@ struct Step {
     what: &'static str,
     args: &'static [&'static str],
     env: &'static [(&'static str, &'static str)],
+}
+
+/// `cargo run -p CRATE --example NAME`: a library crate's example, as its
+/// README tells a user to run it.
+macro_rules! example {
+    ($krate:literal, $name:literal) => {
+        Step {
+            what: concat!("example ", $name),
+            args: &["run", "--quiet", "-p", $krate, "--example", $name],
+            env: &[],
+        }
+    };
 }
 
 const STEPS: &[Step] = &[
@@ -47,10 +62,31 @@ const STEPS: &[Step] = &[
         args: &["test", "--workspace", "--all-features"],
         env: &[],
     },
+    example!("flowstate-store-diesel", "worker"),
+    example!("flowstate-events", "dispatch"),
+    example!("flowstate-recovery", "sweeper"),
+    example!("flowstate-virtual-users", "tick"),
+    example!("flowstate-pool", "pool"),
+    example!("flowstate-testkit", "own_store"),
     Step {
-        what: "doc",
-        args: &["doc", "--workspace", "--no-deps"],
-        env: &[("RUSTDOCFLAGS", "-D warnings")],
+        what: "package",
+        args: &[
+            "package",
+            "--workspace",
+            "--exclude",
+            "xtask",
+            "--exclude",
+            "flowstate-faults",
+            "--no-verify",
+            "--allow-dirty",
+            "--offline",
+        ],
+        env: &[],
+    },
+    Step {
+        what: "doc (as docs.rs builds it)",
+        args: &["doc", "--workspace", "--all-features", "--no-deps"],
+        env: &[("RUSTDOCFLAGS", "--cfg docsrs -D warnings")],
     },
 ];
 

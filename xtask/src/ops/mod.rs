@@ -10,7 +10,7 @@
 //! in the README) rather than read behind their back.
 //!
 //! One file per command group ([`runs`], [`events`], [`stats`]), each with
-//! its clap arguments and its `run`; [`format`] holds what they share to
+//! its clap arguments and its `run`; [`format`](mod@format) holds what they share to
 //! print: times, ages, durations and tables. Every command prints a few
 //! lines a person reads at a glance, or with `--json` one JSON document
 //! (timestamps as the library serializes them: microseconds since the Unix

@@ -434,9 +434,7 @@ fn render_show(view: &RunView, now: Timestamp) -> String {
                 cut(&attempt.step_name, 32),
                 attempt.attempt.to_string(),
                 attempt.status.to_string(),
-                attempt
-                    .running_at
-                    .map_or_else(|| "-".to_owned(), utc),
+                attempt.running_at.map_or_else(|| "-".to_owned(), utc),
                 match (attempt.running_at, ended) {
                     (Some(from), Some(to)) => duration(to.since(from)),
                     _ => "-".to_owned(),
