@@ -327,6 +327,14 @@ mod mysql_lock {
         crate::conflict::is_conflict(err)
     }
 
+    /// The wait before try `attempt` (1-based): growing by 10 ms a try up
+    /// to 200 ms, half of it jittered.
+    fn pause(attempt: u32) -> Duration {
+        let ceiling = Duration::from_millis(10 * u64::from(attempt.min(20)));
+        let jitter = crate::conflict::random() % (ceiling.as_micros() as u64 + 1);
+        ceiling / 2 + Duration::from_micros(jitter / 2)
+    }
+
     /// Renews the hold every third of [`LOCK_TTL`] on a connection of its
     /// own, until dropped.
     struct Renewer {
@@ -387,8 +395,20 @@ mod mysql_lock {
             let holder = format!("{}:{}", std::process::id(), uuid::Uuid::now_v7().simple());
             let started = Instant::now();
             let mut attempt = 0_u32;
+            // The table and its row once, then only the guarded `UPDATE`
+            // while waiting: on Galera a waiter's `INSERT IGNORE` can fail
+            // the holder's release in certification (seen: the release
+            // lost, the others waiting out the whole expiry).
+            let mut ready = false;
             loop {
-                let held = setup(self).and_then(|()| hold(self, &holder));
+                let held = if ready {
+                    hold(self, &holder)
+                } else {
+                    setup(self).and_then(|()| {
+                        ready = true;
+                        hold(self, &holder)
+                    })
+                };
                 match held {
                     Ok(true) => break,
                     Ok(false) => {}
@@ -405,9 +425,7 @@ mod mysql_lock {
                     ));
                 }
                 attempt += 1;
-                let ceiling = Duration::from_millis(10 * u64::from(attempt.min(20)));
-                let jitter = crate::conflict::random() % (ceiling.as_micros() as u64 + 1);
-                std::thread::sleep(ceiling / 2 + Duration::from_micros(jitter / 2));
+                std::thread::sleep(pause(attempt));
             }
             tracing::debug!(
                 holder,
@@ -417,9 +435,20 @@ mod mysql_lock {
             let renewer = Renewer::start(target, &holder);
             let out = work(self);
             drop(renewer);
-            if let Err(err) = release(self, &holder) {
-                // It runs out on its own.
-                tracing::warn!(holder, %err, "cannot free the migration lock");
+            // A release lost to a cluster conflict is tried again: the
+            // others would wait out the expiry.
+            for attempt in 1..=20 {
+                match release(self, &holder) {
+                    Ok(_) => break,
+                    Err(err) if transient(&err) && attempt < 20 => {
+                        std::thread::sleep(pause(attempt));
+                    }
+                    Err(err) => {
+                        // It runs out on its own.
+                        tracing::warn!(holder, %err, "cannot free the migration lock");
+                        break;
+                    }
+                }
             }
             out
         }
