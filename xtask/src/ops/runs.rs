@@ -330,6 +330,9 @@ fn render_show(view: &RunView, now: Timestamp) -> String {
         field("idem. key", cut(key, 80));
     }
     field("input", json_cut(&run.input, 100));
+    if let Some(output) = &run.output {
+        field("output", json_cut(output, 100));
+    }
     field("lease", lease_line(&view.lease, now));
     if view.lease.failures > 0 || view.lease.failure_reason.is_some() {
         field(
