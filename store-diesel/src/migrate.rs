@@ -3,11 +3,17 @@
 //! the CLI and the library can never disagree about the schema.
 //!
 //! Migrations run on a blocking thread with a connection of their own, so
-//! they work on any tokio runtime flavour.
+//! they work on any tokio runtime flavour. On PostgreSQL behind a
+//! transaction-mode pooler (`?pool_mode=transaction` in the URL, or
+//! [`StoreConfig::transaction_pooler`](crate::StoreConfig::transaction_pooler)
+//! on the store that migrates or checks) that connection is the pooler's
+//! kind too, whose statements leave nothing prepared on the server, so
+//! `up`, `status` and the check [`DieselStore::open`](crate::DieselStore::open)
+//! makes work through PgBouncer.
 //!
 //! Many processes may migrate one database at once (a fleet whose workers
 //! migrate on start): [`up`] and [`down`] serialize on the database itself
-//! ([`Serialized`]), so one applies what is pending and the others find
+//! (a lock of the database's own), so one applies what is pending and the others find
 //! nothing left to do. PostgreSQL takes a transaction-scoped advisory lock
 //! and applies every pending migration inside that one transaction (each
 //! migration's own transaction nests as a savepoint), so it works through
@@ -19,7 +25,7 @@
 //! [`LOCK_TTL`] at most. SQLite runs the migrations in one `BEGIN
 //! EXCLUSIVE` transaction. Under the lock a process that finds applied
 //! versions it does not know refuses with
-//! [`Error::SchemaAhead`](crate::Error::SchemaAhead).
+//! [`Error::SchemaAhead`].
 
 use std::time::Duration;
 
@@ -70,27 +76,34 @@ enum Action {
 /// Applies every pending migration; returns the versions applied (none when
 /// the schema is current: running it twice is a no-op).
 pub async fn up(url: &str) -> Result<Vec<String>> {
-    Ok(versions(run(url, Action::Up).await?))
+    up_with(url, false).await
+}
+
+/// [`up`], through a transaction-mode pooler's kind of connection if
+/// `pooler` (or the URL says `pool_mode=transaction`).
+pub(crate) async fn up_with(url: &str, pooler: bool) -> Result<Vec<String>> {
+    Ok(versions(run(url, Action::Up, pooler).await?))
 }
 
 /// Reverts the last `steps` applied migrations (all of them if `steps` is
 /// larger); returns the versions reverted, newest first.
 pub async fn down(url: &str, steps: usize) -> Result<Vec<String>> {
-    Ok(versions(run(url, Action::Down(steps)).await?))
+    Ok(versions(run(url, Action::Down(steps), false).await?))
 }
 
 /// Every embedded migration, oldest first, and whether it is applied.
 pub async fn status(url: &str) -> Result<Vec<MigrationState>> {
-    run(url, Action::Status).await
+    run(url, Action::Status, false).await
 }
 
-/// The versions of what an action touched.
 /// Fails unless every migration this library has is applied on `url` and
 /// none it lacks is: what [`DieselStore::open`](crate::DieselStore::open)
-/// checks, so a store never meets a schema it was not written for.
-pub(crate) async fn check(url: &str) -> Result<()> {
+/// checks, so a store never meets a schema it was not written for;
+/// through a transaction-mode pooler's kind of connection if `pooler` (or
+/// the URL says `pool_mode=transaction`).
+pub(crate) async fn check(url: &str, pooler: bool) -> Result<()> {
     let dialect = DatabaseUrl::parse(url)?.dialect;
-    let states = run(url, Action::Check).await?;
+    let states = run(url, Action::Check, pooler).await?;
     let pending: Vec<String> = states
         .iter()
         .filter(|s| !s.applied)
@@ -123,6 +136,7 @@ pub(crate) async fn check(url: &str) -> Result<()> {
     Ok(())
 }
 
+/// The versions of what an action touched.
 fn versions(states: Vec<MigrationState>) -> Vec<String> {
     states.into_iter().map(|s| s.version).collect()
 }
@@ -139,24 +153,50 @@ fn touched(version: String, applied: bool) -> MigrationState {
     }
 }
 
-async fn run(url: &str, action: Action) -> Result<Outcome> {
+/// Runs `action` on `url` on a blocking thread; `pooler` (or the URL's
+/// `pool_mode=transaction`) opens a PostgreSQL connection through
+/// `postgres::pooler`.
+async fn run(url: &str, action: Action, pooler: bool) -> Result<Outcome> {
     let parsed = DatabaseUrl::parse(url)?;
     let dialect = parsed.dialect;
+    #[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
+    let pooler = pooler || parsed.transaction_pooler;
     let target = parsed.target;
     let task = tokio::task::spawn_blocking(move || -> Result<Outcome> {
         match dialect {
             #[cfg(feature = "postgres")]
-            Dialect::Postgres => apply::<Blocking<diesel_async::AsyncPgConnection>>(
-                dialect, &target, &POSTGRES, action,
-            ),
+            Dialect::Postgres => {
+                let conn = if pooler {
+                    // As the wrapper's own `establish` does: the runtime
+                    // this blocking thread belongs to runs the connection.
+                    tokio::runtime::Handle::current()
+                        .block_on(crate::postgres::pooler::establish(&target))
+                        .map(Blocking::from)
+                } else {
+                    diesel::Connection::establish(&target)
+                };
+                apply::<Blocking<diesel_async::AsyncPgConnection>>(
+                    dialect, &target, &POSTGRES, action, conn,
+                )
+            }
             #[cfg(feature = "mysql")]
             Dialect::Mysql => apply::<Blocking<diesel_async::AsyncMysqlConnection>>(
-                dialect, &target, &MYSQL, action,
+                dialect,
+                &target,
+                &MYSQL,
+                action,
+                diesel::Connection::establish(&target),
             ),
             #[cfg(feature = "sqlite")]
             Dialect::Sqlite => {
                 crate::url::create_parent_dir(&target)?;
-                apply::<diesel::SqliteConnection>(dialect, &target, &SQLITE, action)
+                apply::<diesel::SqliteConnection>(
+                    dialect,
+                    &target,
+                    &SQLITE,
+                    action,
+                    diesel::Connection::establish(&target),
+                )
             }
             #[allow(unreachable_patterns)]
             other => Err(Error::UnsupportedUrl {
@@ -460,6 +500,7 @@ fn apply<C>(
     target: &str,
     source: &'static EmbeddedMigrations,
     action: Action,
+    conn: diesel::ConnectionResult<C>,
 ) -> Result<Outcome>
 where
     C: Serialized + MigrationHarness<C::Backend>,
@@ -481,7 +522,7 @@ where
         },
         Failed::Other(source) => Error::Migration { dialect, source },
     };
-    let mut conn = C::establish(target).map_err(|err| Error::Connect {
+    let mut conn = conn.map_err(|err| Error::Connect {
         dialect,
         source: Box::new(err),
     })?;

@@ -40,16 +40,18 @@ impl DieselStore {
         let in_memory =
             parsed.dialect == Dialect::Sqlite && crate::url::is_sqlite_memory(&parsed.target);
         if config.check_schema && !in_memory {
-            crate::migrate::check(url).await?;
+            crate::migrate::check(url, config.transaction_pooler).await?;
         }
         let store = Self { backend, config };
         tracing::debug!(dialect = %store.dialect(), "flowstate store opened");
         Ok(store)
     }
 
-    /// Applies pending migrations on `url`, then opens a store on it.
+    /// Applies pending migrations on `url`, then opens a store on it; with
+    /// [`StoreConfig::transaction_pooler`] (or `?pool_mode=transaction`)
+    /// the migrations run through a transaction-mode pooler too.
     pub async fn open_migrated(url: &str, config: StoreConfig) -> Result<Self> {
-        let applied = crate::migrate::up(url).await?;
+        let applied = crate::migrate::up_with(url, config.transaction_pooler).await?;
         if !applied.is_empty() {
             tracing::info!(?applied, "flowstate migrations applied");
         }

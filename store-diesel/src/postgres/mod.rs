@@ -18,7 +18,7 @@ mod children;
 mod claim;
 mod connection;
 mod leases;
-mod pooler;
+pub(crate) mod pooler;
 mod recovery;
 mod sql;
 mod steps;
