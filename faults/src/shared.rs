@@ -44,6 +44,17 @@ pub fn server_url(dialect: Dialect) -> String {
 impl SharedDb {
     /// A new database with flowstate's schema and the ledger's tables.
     pub async fn migrated(dialect: Dialect) -> Result<Self> {
+        let db = Self::empty(dialect).await?;
+        flowstate_store_diesel::migrate::up(&db.url)
+            .await
+            .with_context(|| format!("migrate {}", db.url))?;
+        crate::ledger::create(&db.url).await?;
+        Ok(db)
+    }
+
+    /// A new database with no table at all: for scenarios that migrate it
+    /// themselves.
+    pub async fn empty(dialect: Dialect) -> Result<Self> {
         let name = format!("fst_{}", uuid::Uuid::now_v7().simple());
         let (url, dir) = match dialect {
             Dialect::Sqlite => {
@@ -59,17 +70,12 @@ impl SharedDb {
                 (format!("{}/{name}", server_url(server)), None)
             }
         };
-        let db = Self {
+        Ok(Self {
             dialect,
             name,
             url,
             _dir: dir,
-        };
-        flowstate_store_diesel::migrate::up(&db.url)
-            .await
-            .with_context(|| format!("migrate {}", db.url))?;
-        crate::ledger::create(&db.url).await?;
-        Ok(db)
+        })
     }
 
     /// A store on it.

@@ -353,7 +353,7 @@ async fn hostile_input(dialect: Dialect) {
         (
             "set_run_status: unknown run",
             Expect::RunNotFound,
-            within(s.set_run_status(unknown_run, RunStatus::Completed)).await,
+            Box::pin(within(s.set_run_status(unknown_run, RunStatus::Completed))).await,
         ),
         (
             "list_steps: unknown run",

@@ -35,17 +35,12 @@ fn patient() -> CrewOptions {
 }
 
 /// A store on `url` with a pool of `size` and an acquire wait of two
-/// seconds (the error's whole chain in the panic). The schema check at
-/// open is left out: it runs on a connection of the migrations' own
-/// (`migrate.rs`), which does not yet go through the pooler's connector,
-/// so through PgBouncer its `Parse` and `Bind` can meet two server
-/// connections (`prepared statement "s100" does not exist`). The
-/// scenarios migrate directly, so the schema is known.
+/// seconds (the error's whole chain in the panic). Its schema check runs
+/// through the URL's pooler too (`?pool_mode=transaction`).
 async fn store(url: &str, size: usize) -> Arc<DieselStore> {
     let config = StoreConfig::default()
         .pool_size(size)
-        .acquire_timeout(Duration::from_secs(2))
-        .without_schema_check();
+        .acquire_timeout(Duration::from_secs(2));
     Arc::new(
         DieselStore::open(url, config)
             .await
@@ -117,6 +112,90 @@ async fn three_stores_through_pgbouncer_transaction_mode_postgres() {
     scenario.wrong += errors;
     scenario.note(format!("{errors} retried errors"));
     scenario.finish();
+}
+
+/// A fleet starting at once through PgBouncer in transaction mode on a
+/// database never migrated: every store's `open_migrated` (the migrations
+/// under their transaction-scoped lock, then the schema check, all on the
+/// pooler's kind of connection) succeeds, each migration applied once,
+/// and a store opened after them finds the schema current.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_opens_migrated_through_pgbouncer_at_once_postgres() {
+    const STORES: usize = 6;
+    let db = SharedDb::empty(Dialect::Postgres)
+        .await
+        .expect("the scenario's database");
+    // Fewer server connections than migrators: every server connection
+    // serves several of them in turn, as `s100 does not exist` needed.
+    let bouncer = PgBouncer::start("127.0.0.1", 5432, 3)
+        .await
+        .expect("pgbouncer");
+    let url = pooled(&bouncer.url(&db.name));
+    let started = Instant::now();
+    let opens: Vec<_> = (0..STORES)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                let config = StoreConfig::default()
+                    .pool_size(2)
+                    .acquire_timeout(Duration::from_secs(5));
+                DieselStore::open_migrated(&url, config).await
+            })
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for open in opens {
+        match bounded("an open_migrated", Duration::from_secs(120), open)
+            .await
+            .expect("the open's task")
+        {
+            Ok(store) => drop(store),
+            Err(err) => failed.push(format!("{err} ({err:?})")),
+        }
+    }
+    let took = started.elapsed();
+    assert!(
+        failed.is_empty(),
+        "{} of {STORES} open_migrated through PgBouncer failed: {failed:?}\npgbouncer log: {}",
+        failed.len(),
+        bouncer.log_tail(5)
+    );
+    let states = flowstate_store_diesel::migrate::status(&url)
+        .await
+        .expect("status through PgBouncer");
+    assert!(
+        !states.is_empty() && states.iter().all(|s| s.applied),
+        "{states:?}"
+    );
+    // Each version recorded once: diesel's table has as many rows as
+    // there are migrations.
+    let recorded = count_migrations(&db.url).await;
+    assert_eq!(recorded, states.len(), "versions recorded once each");
+    let _after = store(&url, 2).await;
+    eprintln!(
+        "{STORES} open_migrated at once through PgBouncer (3 server connections): \
+         all succeeded in {} ms, {recorded} migrations applied once",
+        took.as_millis()
+    );
+}
+
+/// How many rows diesel's migrations table holds on `url` (directly).
+async fn count_migrations(url: &str) -> usize {
+    use diesel::QueryableByName;
+    use diesel_async::{AsyncConnection as _, RunQueryDsl as _};
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let mut conn = diesel_async::AsyncPgConnection::establish(url)
+        .await
+        .expect("a direct connection");
+    let count: Count = diesel::sql_query("SELECT count(*) AS n FROM __diesel_schema_migrations")
+        .get_result(&mut conn)
+        .await
+        .expect("count the migrations");
+    usize::try_from(count.n).unwrap_or(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
