@@ -5,9 +5,12 @@
 //! bad input will fail the same way again; a dropped connection may not.
 
 use crate::ids::{
-    ActivationId, EventId, PublishedVersionId, RunId, StepId, VirtualUserRunId, WorkflowId,
+    ActivationId, EventId, PublishedVersionId, RunId, StepId, VersionId, VirtualUserRunId,
+    WorkflowId,
 };
-use crate::status::{RunStatus, StatusKind, StepStatus, UnknownStatus, VirtualUserRunStatus};
+use crate::status::{
+    RunStatus, StatusKind, StepStatus, UnknownStatus, VersionStatus, VirtualUserRunStatus,
+};
 
 /// `Result` with flowstate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -74,6 +77,21 @@ pub enum Error {
         run: VirtualUserRunId,
         /// The status it settled in.
         status: VirtualUserRunStatus,
+    },
+    /// The workflow version does not exist.
+    #[error("workflow version {0} not found")]
+    VersionNotFound(VersionId),
+    /// The version's status machine ([`VersionStatus::TRANSITIONS`]) does
+    /// not allow the move: only a draft is accepted or declined, once;
+    /// nothing was written.
+    #[error("workflow version {version} cannot move from {from} to {to}")]
+    IllegalVersionTransition {
+        /// The version.
+        version: VersionId,
+        /// Its status when the move was attempted.
+        from: VersionStatus,
+        /// The status asked for.
+        to: VersionStatus,
     },
     /// The workflow definition does not exist.
     #[error("workflow {0} not found")]

@@ -64,6 +64,8 @@ pub const STEP_RESULT: &str = "step result";
 pub const TRANSCRIPT_ENTRY: &str = "transcript entry";
 /// `worker`.
 pub const WORKER: &str = "worker";
+/// `version source`.
+pub const VERSION_SOURCE: &str = "version source";
 /// `workflow`.
 pub const WORKFLOW: &str = "workflow";
 /// `workflow definition`.

@@ -29,7 +29,7 @@
 //! | [`idempotency`] | idempotency keys for materialised runs |
 //! | [`limits`] | the limits every backend applies to names, keys, delays and JSON |
 //! | [`events`] | workflows, versions, activations, events, deliveries; matching and materialisation rules |
-//! | [`records`] | the rows: runs (with their output), steps, attempts, steps run inline ([`InlineStep`]), versions, queries |
+//! | [`records`] | the rows: runs (with their output), steps, attempts, steps run inline ([`InlineStep`]), versions (with their source and [`VersionStatus`]), queries |
 //! | [`summary`] | pure folds of steps and history: graph state, status summary |
 //! | [`error`] | the one error type the ports return |
 //! | [`ports`] | the async store traits a backend implements, one file per family: the whole contract |
@@ -84,7 +84,9 @@ pub use records::{
 };
 pub use recovery::{StalledRun, UndispatchedStep};
 pub use retry::RetryPolicy;
-pub use status::{RetryStart, RunStatus, StatusKind, StepStatus, VirtualUserRunStatus};
+pub use status::{
+    RetryStart, RunStatus, StatusKind, StepStatus, VersionStatus, VirtualUserRunStatus,
+};
 pub use step_claim::{ExpiredClaim, StepClaim};
 pub use time::{Clock, SystemClock, Timestamp};
 pub use virtual_users::{

@@ -177,6 +177,26 @@ impl InputLimits {
         self.check_key(field::FUNCTION, function)
     }
 
+    /// Checks free text kept as it is (a version's source, a run's stop
+    /// reason): not empty, no NUL, at most [`Self::max_value_bytes`].
+    pub fn check_text(&self, field: &'static str, text: &str) -> Result<(), Error> {
+        if text.is_empty() {
+            return Err(InvalidInput::Empty { field }.into());
+        }
+        if text.len() > self.max_value_bytes {
+            return Err(InvalidInput::TooLarge {
+                field,
+                bytes: text.len(),
+                limit: self.max_value_bytes,
+            }
+            .into());
+        }
+        if text.contains('\0') {
+            return Err(InvalidInput::NulCharacter { field }.into());
+        }
+        Ok(())
+    }
+
     /// Checks a workflow version to store (workflow, graph hash, graph) and
     /// answers its graph as JSON text.
     pub fn encode_version(&self, version: &NewWorkflowVersion) -> Result<String, Error> {

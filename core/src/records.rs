@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::ids::{HistoryId, RunId, StepId, VersionId};
 use crate::retry::RetryPolicy;
-use crate::status::{RunStatus, StepStatus};
+use crate::status::{RunStatus, StepStatus, VersionStatus};
 use crate::time::Timestamp;
 
 /// A value and whether this call wrote it, for idempotent inserts: a second
@@ -454,6 +454,13 @@ pub struct WorkflowVersion {
     pub graph_hash: String,
     /// The graph.
     pub graph: Value,
+    /// What it was built from (the code or document), when its writer gave
+    /// it ([`propose_version`](crate::ports::VersionStore::propose_version));
+    /// `None` otherwise.
+    pub source: Option<String>,
+    /// Where it stands: [`VersionStatus::Active`] unless it was proposed as
+    /// a draft.
+    pub status: VersionStatus,
     /// When it was first stored.
     pub created_at: Timestamp,
 }

@@ -1,4 +1,5 @@
-//! The run and step status machines, and the statuses of virtual-user runs.
+//! The run and step status machines, the statuses of virtual-user runs and
+//! of workflow versions ([`VersionStatus`]).
 //!
 //! Each machine is one table ([`RunStatus::TRANSITIONS`],
 //! [`StepStatus::TRANSITIONS`]) that the code consults and the docs print, so
@@ -248,6 +249,55 @@ impl VirtualUserRunStatus {
 }
 
 impl fmt::Display for VirtualUserRunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a workflow version stands: proposed (by tooling, or an AI) and
+/// waiting for a person, accepted, or turned down. A version stored by
+/// [`upsert_version`](crate::ports::VersionStore::upsert_version), and every
+/// version stored before versions had a status, is [`Self::Active`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VersionStatus {
+    /// Proposed, not yet decided: it may become active or be declined.
+    Draft,
+    /// In use: stored directly, or a draft accepted. Final.
+    Active,
+    /// A draft turned down. Final.
+    Declined,
+}
+
+impl VersionStatus {
+    /// Every status, in declaration order.
+    pub const ALL: &'static [Self] = &[Self::Draft, Self::Active, Self::Declined];
+
+    /// The moves a version may make: a draft is accepted or declined, once.
+    pub const TRANSITIONS: &'static [(Self, Self)] =
+        &[(Self::Draft, Self::Active), (Self::Draft, Self::Declined)];
+
+    /// The stored text of this status.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Draft => "draft",
+            Self::Active => "active",
+            Self::Declined => "declined",
+        }
+    }
+
+    /// The status stored as `text`, if any.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|s| s.as_str() == text)
+    }
+
+    /// Whether [`Self::TRANSITIONS`] allows the move to `to`.
+    pub fn can_transition_to(self, to: Self) -> bool {
+        Self::TRANSITIONS.contains(&(self, to))
+    }
+}
+
+impl fmt::Display for VersionStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }

@@ -176,13 +176,17 @@ diesel::table! {
     use diesel::sql_types::{BigInt, Nullable, Text};
     use super::Json;
 
-    /// Workflow graphs, one per (workflow, hash).
+    /// Workflow graphs, one per (workflow, hash). `source` and `status`
+    /// (a `VersionStatus`, `active` for rows stored before) are migration
+    /// 000016's.
     flowstate_workflow_versions (id) {
         id -> Text,
         workflow -> Text,
         graph_hash -> Text,
         graph -> Json,
         created_at -> BigInt,
+        source -> Nullable<Text>,
+        status -> Text,
     }
 }
 

@@ -121,6 +121,21 @@ pub fn upsert_version(limits: &InputLimits, version: &NewWorkflowVersion) -> Res
     limits.encode_version(version)
 }
 
+/// [`VersionStore::propose_version`](super::VersionStore::propose_version):
+/// as [`upsert_version`], then the source, if any; answers the graph as
+/// JSON text.
+pub fn propose_version(
+    limits: &InputLimits,
+    version: &NewWorkflowVersion,
+    source: Option<&str>,
+) -> Result<String> {
+    let graph = limits.encode_version(version)?;
+    if let Some(source) = source {
+        limits.check_text(field::VERSION_SOURCE, source)?;
+    }
+    Ok(graph)
+}
+
 /// [`VersionStore::get_version`](super::VersionStore::get_version): the
 /// workflow, then the graph hash looked up.
 pub fn get_version(limits: &InputLimits, workflow: &str, graph_hash: &str) -> Result<()> {

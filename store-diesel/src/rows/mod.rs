@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use flowstate_core::backend::decode_json;
 use flowstate_core::{
     Error, ExpiredClaim, HistoryId, RetryPolicy, Run, RunId, RunStatus, Step, StepAttempt, StepId,
-    StepStatus, Timestamp, VersionId, WorkflowVersion,
+    StepStatus, Timestamp, VersionId, VersionStatus, WorkflowVersion,
 };
 
 use diesel::sql_types::{BigInt, Text};
@@ -251,6 +251,8 @@ pub(crate) struct VersionRow {
     pub graph_hash: String,
     pub graph: JsonText,
     pub created_at: i64,
+    pub source: Option<String>,
+    pub status: String,
 }
 
 impl TryFrom<VersionRow> for WorkflowVersion {
@@ -260,6 +262,12 @@ impl TryFrom<VersionRow> for WorkflowVersion {
         Ok(Self {
             id: parse_id::<VersionId>("version id", &row.id, &row.id)?,
             graph: decode_json("workflow graph", &row.id, &row.graph.0)?,
+            status: VersionStatus::parse(&row.status).ok_or_else(|| Error::Corrupt {
+                what: "workflow version status",
+                row: row.id.clone(),
+                detail: format!("unknown status {:?}", row.status),
+            })?,
+            source: row.source,
             workflow: row.workflow,
             graph_hash: row.graph_hash,
             created_at: Timestamp::from_micros(row.created_at),

@@ -1,12 +1,48 @@
 //! [`VersionStore`] for [`MemoryStore`]: workflow graphs stored once per
-//! (workflow, hash).
+//! (workflow, hash), active or proposed as drafts.
 
 use flowstate_core::limits::checked;
 use flowstate_core::ports::VersionStore;
 use flowstate_core::ports::checks;
-use flowstate_core::{Inserted, NewWorkflowVersion, Result, VersionId, WorkflowVersion};
+use flowstate_core::{
+    Error, Inserted, NewWorkflowVersion, Result, VersionId, VersionStatus, WorkflowVersion,
+};
 
 use super::MemoryStore;
+
+impl MemoryStore {
+    /// Stores `version` as `status` with `source`, unless its key is taken.
+    fn store_version(
+        &self,
+        version: NewWorkflowVersion,
+        source: Option<&str>,
+        status: VersionStatus,
+    ) -> Inserted<WorkflowVersion> {
+        let now = self.now();
+        let mut tables = self.lock();
+        let key = (version.workflow, version.graph_hash);
+        if let Some(existing) = tables.versions.get(&key) {
+            return Inserted {
+                record: existing.clone(),
+                inserted: false,
+            };
+        }
+        let record = WorkflowVersion {
+            id: VersionId::generate(),
+            workflow: key.0.clone(),
+            graph_hash: key.1.clone(),
+            graph: version.graph,
+            source: source.map(str::to_owned),
+            status,
+            created_at: now,
+        };
+        tables.versions.insert(key, record.clone());
+        Inserted {
+            record,
+            inserted: true,
+        }
+    }
+}
 
 impl VersionStore for MemoryStore {
     async fn upsert_version(
@@ -14,27 +50,40 @@ impl VersionStore for MemoryStore {
         version: NewWorkflowVersion,
     ) -> Result<Inserted<WorkflowVersion>> {
         let (version, _) = checked(version, |v| checks::upsert_version(&self.limits, v))?;
-        let now = self.now();
+        Ok(self.store_version(version, None, VersionStatus::Active))
+    }
+
+    async fn propose_version(
+        &self,
+        version: NewWorkflowVersion,
+        source: Option<&str>,
+    ) -> Result<Inserted<WorkflowVersion>> {
+        let (version, _) = checked(version, |v| {
+            checks::propose_version(&self.limits, v, source)
+        })?;
+        Ok(self.store_version(version, source, VersionStatus::Draft))
+    }
+
+    async fn set_version_status(
+        &self,
+        id: VersionId,
+        to: VersionStatus,
+    ) -> Result<WorkflowVersion> {
         let mut tables = self.lock();
-        let key = (version.workflow, version.graph_hash);
-        if let Some(existing) = tables.versions.get(&key) {
-            return Ok(Inserted {
-                record: existing.clone(),
-                inserted: false,
+        let version = tables
+            .versions
+            .values_mut()
+            .find(|v| v.id == id)
+            .ok_or(Error::VersionNotFound(id))?;
+        if !version.status.can_transition_to(to) {
+            return Err(Error::IllegalVersionTransition {
+                version: id,
+                from: version.status,
+                to,
             });
         }
-        let record = WorkflowVersion {
-            id: VersionId::generate(),
-            workflow: key.0.clone(),
-            graph_hash: key.1.clone(),
-            graph: version.graph,
-            created_at: now,
-        };
-        tables.versions.insert(key, record.clone());
-        Ok(Inserted {
-            record,
-            inserted: true,
-        })
+        version.status = to;
+        Ok(version.clone())
     }
 
     async fn get_version(

@@ -251,6 +251,13 @@ macro_rules! __family {
                     versions_are_keyed_by_workflow_and_hash,
                     upsert_version_race_32,
                 }
+                status {
+                    proposed_version_round_trips,
+                    version_status_moves_once,
+                    version_status_race_8,
+                    version_status_unknown_id,
+                    propose_version_refuses_bad_source,
+                }
             }
             hooked {
             }

@@ -11,3 +11,11 @@
 -- (`set_run_status_with_output`, `finish_with_output`), NULL until then.
 ALTER TABLE flowstate_runs
     ADD COLUMN output LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL;
+
+-- A version's source (what it was built from; LONGTEXT, as long as any
+-- value the limits allow) and status (draft, active, declined;
+-- `VersionStatus`). Every version stored before was stored directly, so it
+-- is active.
+ALTER TABLE flowstate_workflow_versions
+    ADD COLUMN source LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+    ADD COLUMN status VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT 'active';

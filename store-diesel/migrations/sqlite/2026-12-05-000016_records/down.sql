@@ -1,1 +1,3 @@
+ALTER TABLE flowstate_workflow_versions DROP COLUMN status;
+ALTER TABLE flowstate_workflow_versions DROP COLUMN source;
 ALTER TABLE flowstate_runs DROP COLUMN output;

@@ -5,3 +5,9 @@
 -- What a run answered its caller: written with its status
 -- (`set_run_status_with_output`, `finish_with_output`), NULL until then.
 ALTER TABLE flowstate_runs ADD COLUMN output TEXT CHECK (json_valid(output));
+
+-- A version's source (what it was built from) and status (draft, active,
+-- declined; `VersionStatus`). Every version stored before was stored
+-- directly, so it is active.
+ALTER TABLE flowstate_workflow_versions ADD COLUMN source TEXT;
+ALTER TABLE flowstate_workflow_versions ADD COLUMN status TEXT NOT NULL DEFAULT 'active';

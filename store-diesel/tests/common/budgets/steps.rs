@@ -8,7 +8,7 @@ use std::sync::Arc;
 use flowstate_core::ports::{BatchStepStore, RunStore, StepStore, VersionStore};
 use flowstate_core::{
     BatchClaim, Completion, InlineOutcome, InlineStep, NewRun, NewStep, NewWorkflowVersion,
-    RetryPolicy, RetryStart, RunId, RunStatus, StepTransition, Timestamp,
+    RetryPolicy, RetryStart, RunId, RunStatus, StepTransition, Timestamp, VersionStatus,
 };
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
@@ -157,6 +157,16 @@ async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
         graph: json!({}),
     };
     capture!("upsert_version", store.upsert_version(version));
+    let draft = NewWorkflowVersion {
+        workflow: "wf".into(),
+        graph_hash: "draft".into(),
+        graph: json!({}),
+    };
+    let draft = capture!("propose_version", store.propose_version(draft, Some("src")));
+    capture!(
+        "set_version_status",
+        store.set_version_status(draft.record.id, VersionStatus::Active)
+    );
     capture!("get_run", store.get_run(run.id));
     capture!("delete_run", store.delete_run(run.id));
     sent

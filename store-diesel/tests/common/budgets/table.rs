@@ -96,6 +96,9 @@ pub const STEPS: Table = Table {
         // One transaction: the guarded step insert, then its history row.
         ("record_step", &["BEGIN", "INSERT", "INSERT", "COMMIT"]),
         ("upsert_version", &["INSERT"]),
+        ("propose_version", &["INSERT"]),
+        // The guarded move, then the version read back by id.
+        ("set_version_status", &["UPDATE", "SELECT"]),
         ("get_run", &["SELECT"]),
         ("delete_run", &["DELETE"]),
     ],
@@ -143,6 +146,7 @@ pub const STEPS: Table = Table {
                     &["BEGIN", "UPDATE", "SELECT", "COMMIT"],
                 ),
                 ("upsert_version", &["INSERT", "SELECT"]),
+                ("propose_version", &["INSERT", "SELECT"]),
             ],
         ),
         (
