@@ -78,6 +78,9 @@ pub enum Error {
         /// The status it settled in.
         status: VirtualUserRunStatus,
     },
+    /// The persona has no schedule.
+    #[error("persona {0:?} has no schedule")]
+    ScheduleNotFound(String),
     /// The workflow version does not exist.
     #[error("workflow version {0} not found")]
     VersionNotFound(VersionId),

@@ -30,6 +30,8 @@ pub const EVENT_TYPE: &str = "event type";
 pub const FINDINGS: &str = "findings";
 /// `function`.
 pub const FUNCTION: &str = "function";
+/// `goals`.
+pub const GOALS: &str = "goals";
 /// `graph hash`.
 pub const GRAPH_HASH: &str = "graph hash";
 /// `idempotency key`.
@@ -38,6 +40,8 @@ pub const IDEMPOTENCY_KEY: &str = "idempotency key";
 pub const PERSONA: &str = "persona";
 /// `run output`.
 pub const RUN_OUTPUT: &str = "run output";
+/// `run budget`.
+pub const RUN_BUDGET: &str = "run budget";
 /// `run input`.
 pub const RUN_INPUT: &str = "run input";
 /// `scope id`.

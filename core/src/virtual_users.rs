@@ -81,9 +81,102 @@ pub struct Schedule {
     pub next_run_at: Timestamp,
     /// The run its last dispatch started, once one has been recorded.
     pub last_run: Option<VirtualUserRunId>,
-    /// When it was last written (by an upsert or a claim).
+    /// When a tick last started a run of it: set by a claim that records a
+    /// run, kept by every other write; `None` until the first.
+    pub last_run_at: Option<Timestamp>,
+    /// What the persona sets out to do on each run, in order; empty until
+    /// set ([`SchedulePatch::goals`]).
+    pub goals: Vec<String>,
+    /// What one run may spend; unlimited until set
+    /// ([`SchedulePatch::budget`]).
+    pub budget: RunBudget,
+    /// When it was last written (by an upsert, an update or a claim).
     pub updated_at: Timestamp,
 }
+
+/// What one virtual-user run may spend, each limit optional (`None`: no
+/// limit). The store keeps it; the runner enforces it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RunBudget {
+    /// The longest a run may take, to the millisecond.
+    pub max_duration: Option<Duration>,
+    /// The most turns a run may take.
+    pub max_turns: Option<u32>,
+    /// The most a run may spend, in the caller's smallest unit of cost
+    /// (micro-dollars, say).
+    pub max_spend: Option<u64>,
+}
+
+impl RunBudget {
+    /// No limit on anything: the budget of a schedule never given one.
+    pub const UNLIMITED: Self = Self {
+        max_duration: None,
+        max_turns: None,
+        max_spend: None,
+    };
+}
+
+/// A partial update of a persona's schedule: each field `Some` is written,
+/// each `None` keeps what is stored. Build it with [`Self::default`] and
+/// the `with_`/field methods.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SchedulePatch {
+    /// Switch it on or off.
+    pub enabled: Option<bool>,
+    /// A new interval (the next run stays where it is).
+    pub interval: Option<Interval>,
+    /// Move the next run.
+    pub next_run_at: Option<Timestamp>,
+    /// Replace its goals (an empty list clears them).
+    pub goals: Option<Vec<String>>,
+    /// Replace its budget ([`RunBudget::UNLIMITED`] clears it).
+    pub budget: Option<RunBudget>,
+}
+
+impl SchedulePatch {
+    /// The patch that only switches the schedule on or off.
+    pub fn enabled(enabled: bool) -> Self {
+        Self {
+            enabled: Some(enabled),
+            ..Self::default()
+        }
+    }
+
+    /// The same patch, also setting the interval.
+    #[must_use]
+    pub fn with_interval(mut self, interval: Interval) -> Self {
+        self.interval = Some(interval);
+        self
+    }
+
+    /// The same patch, also moving the next run.
+    #[must_use]
+    pub fn with_next_run_at(mut self, at: Timestamp) -> Self {
+        self.next_run_at = Some(at);
+        self
+    }
+
+    /// The same patch, also replacing the goals.
+    #[must_use]
+    pub fn with_goals<I, G>(mut self, goals: I) -> Self
+    where
+        I: IntoIterator<Item = G>,
+        G: Into<String>,
+    {
+        self.goals = Some(goals.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The same patch, also replacing the budget.
+    #[must_use]
+    pub fn with_budget(mut self, budget: RunBudget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+}
+
+/// The most goals a schedule keeps.
+pub const MAX_GOALS: usize = 100;
 
 impl Schedule {
     /// How many due schedules a listing of `limit` returns: `0` reads as
@@ -246,6 +339,48 @@ pub fn reap_message(ran_for: Duration) -> String {
 }
 
 impl InputLimits {
+    /// Checks a schedule patch and answers its goals, if it sets them, as
+    /// JSON text (an array of strings): at most [`MAX_GOALS`], each text
+    /// ([`Self::check_text`]), the whole within [`Self::max_value_bytes`];
+    /// and a budget's duration within what a store keeps (milliseconds in
+    /// an `i64`).
+    pub fn encode_schedule_patch(&self, patch: &SchedulePatch) -> Result<Option<String>, Error> {
+        if let Some(budget) = &patch.budget
+            && let Some(d) = budget.max_duration
+            && i64::try_from(d.as_millis()).is_err()
+        {
+            return Err(InvalidInput::OutOfRange {
+                field: field::RUN_BUDGET,
+                detail: format!("max duration {d:?} is too long"),
+            }
+            .into());
+        }
+        if let Some(budget) = &patch.budget
+            && budget.max_spend.is_some_and(|s| i64::try_from(s).is_err())
+        {
+            return Err(InvalidInput::OutOfRange {
+                field: field::RUN_BUDGET,
+                detail: format!("max spend over {}", i64::MAX),
+            }
+            .into());
+        }
+        let Some(goals) = &patch.goals else {
+            return Ok(None);
+        };
+        if goals.len() > MAX_GOALS {
+            return Err(InvalidInput::OutOfRange {
+                field: field::GOALS,
+                detail: format!("{} goals, over the limit of {MAX_GOALS}", goals.len()),
+            }
+            .into());
+        }
+        for goal in goals {
+            self.check_text(field::GOALS, goal)?;
+        }
+        self.encode(field::GOALS, &Value::from(goals.clone()))
+            .map(Some)
+    }
+
     /// Checks a persona name, like every name: not empty, no NUL, at most
     /// [`Self::max_key_bytes`].
     pub fn check_persona(&self, persona: &str) -> Result<(), Error> {

@@ -239,8 +239,11 @@ diesel::allow_tables_to_appear_in_same_query!(
 
 diesel::table! {
     use diesel::sql_types::{BigInt, Bool, Nullable, Text};
+    use super::Json;
 
-    /// Personas' schedules, one per persona.
+    /// Personas' schedules, one per persona. `last_run_at`, `goals` (a JSON
+    /// array of strings, NULL for none) and the `budget_` limits (NULL for
+    /// none) are migration 000016's.
     flowstate_virtual_user_schedules (persona) {
         persona -> Text,
         enabled -> Bool,
@@ -249,6 +252,11 @@ diesel::table! {
         next_run_at -> BigInt,
         last_run_id -> Nullable<Text>,
         updated_at -> BigInt,
+        last_run_at -> Nullable<BigInt>,
+        goals -> Nullable<Json>,
+        budget_max_duration_ms -> Nullable<BigInt>,
+        budget_max_turns -> Nullable<BigInt>,
+        budget_max_spend -> Nullable<BigInt>,
     }
 }
 

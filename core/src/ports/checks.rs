@@ -16,7 +16,7 @@ use crate::field;
 use crate::{
     BatchClaim, EncodedStep, InlineOutcome, InlineStep, InputLimits, NewActivation, NewChild,
     NewEvent, NewPublishedVersion, NewRun, NewSchedule, NewStep, NewWorkflow, NewWorkflowVersion,
-    Release, RunId, RunOutcome, RunQuery, StepTransition, VirtualUserRunQuery, Wait,
+    Release, RunId, RunOutcome, RunQuery, SchedulePatch, StepTransition, VirtualUserRunQuery, Wait,
 };
 
 // ---- runs: `RunStore`
@@ -295,6 +295,17 @@ pub fn emit(limits: &InputLimits, event: &NewEvent) -> Result<EncodedEvent> {
 /// the persona.
 pub fn upsert_schedule(limits: &InputLimits, schedule: &NewSchedule) -> Result<()> {
     limits.check_persona(&schedule.persona)
+}
+
+/// [`ScheduleStore::update_schedule`](super::ScheduleStore::update_schedule):
+/// the persona, then the patch; answers the goals, if set, as JSON text.
+pub fn update_schedule(
+    limits: &InputLimits,
+    persona: &str,
+    patch: &SchedulePatch,
+) -> Result<Option<String>> {
+    limits.check_persona(persona)?;
+    limits.encode_schedule_patch(patch)
 }
 
 /// [`ScheduleStore::get_schedule`](super::ScheduleStore::get_schedule): the

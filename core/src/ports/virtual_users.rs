@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::ids::VirtualUserRunId;
 use crate::time::Timestamp;
 use crate::virtual_users::{
-    NewSchedule, Schedule, TranscriptPage, VirtualUserRun, VirtualUserRunQuery,
+    NewSchedule, Schedule, SchedulePatch, TranscriptPage, VirtualUserRun, VirtualUserRunQuery,
 };
 // Named by the docs' links only; imported in every build, not under
 // `cfg(doc)`, so the links still resolve where another crate's docs show
@@ -27,8 +27,26 @@ use crate::error::Error;
 pub trait ScheduleStore: Send + Sync {
     /// Writes `schedule`: inserts it, or replaces the persona's enabled flag,
     /// interval and `next_run_at` in one statement, keeping the run it last
-    /// recorded.
+    /// recorded, its goals and its budget.
     fn upsert_schedule(&self, schedule: NewSchedule) -> impl Future<Output = Result<()>> + Send;
+
+    /// Writes what `patch` sets of `persona`'s schedule and keeps the rest,
+    /// in one statement, answering the schedule as written
+    /// ([`Error::ScheduleNotFound`] if the persona has none; goals checked
+    /// against the backend's limits first, nothing written if refused).
+    fn update_schedule(
+        &self,
+        persona: &str,
+        patch: &SchedulePatch,
+    ) -> impl Future<Output = Result<Schedule>> + Send;
+
+    /// Removes `persona`'s schedule ([`Error::ScheduleNotFound`] if it has
+    /// none). Its runs stay.
+    fn remove_schedule(&self, persona: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// Every schedule, enabled or not, by persona, at most
+    /// [`Schedule::due_limit`] of `limit`: a settings page's listing.
+    fn list_schedules(&self, limit: u32) -> impl Future<Output = Result<Vec<Schedule>>> + Send;
 
     /// Reads one persona's schedule; `None` if it has none.
     fn get_schedule(&self, persona: &str) -> impl Future<Output = Result<Option<Schedule>>> + Send;
@@ -44,7 +62,8 @@ pub trait ScheduleStore: Send + Sync {
 
     /// Compare-and-set: if `persona`'s schedule is enabled and its
     /// `next_run_at` is still `expected`, sets it to `next`, records `run`
-    /// as its last run (`None` clears it) and answers `true`; otherwise
+    /// as its last run (`None` clears it; `Some` also sets
+    /// [`Schedule::last_run_at`] to now) and answers `true`; otherwise
     /// writes nothing and answers `false` (another caller moved it first,
     /// it was disabled, or there is no such schedule). One guarded write: of
     /// any number of concurrent claims from the same `expected`, at most one

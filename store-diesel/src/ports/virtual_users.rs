@@ -21,7 +21,7 @@ use serde_json::Value;
 use flowstate_core::ports::checks;
 use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::{
-    Error, NewSchedule, Result, Schedule, Timestamp, TranscriptPage, VirtualUserRun,
+    Error, NewSchedule, Result, Schedule, SchedulePatch, Timestamp, TranscriptPage, VirtualUserRun,
     VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
 };
 
@@ -29,7 +29,7 @@ use crate::backend::{by_dialect, by_returning, on_connection};
 use crate::cached::CacheExt;
 use crate::rows::convert;
 use crate::rows::virtual_users::{
-    RUNNING, ScheduleRow, VirtualUserRunRow, position, transcript_entry,
+    RUNNING, ScheduleChanges, ScheduleRow, VirtualUserRunRow, position, transcript_entry,
 };
 use crate::schema::{
     JsonText, flowstate_virtual_user_runs as runs, flowstate_virtual_user_schedules as schedules,
@@ -93,6 +93,11 @@ impl ScheduleStore for DieselStore {
             next_run_at: schedule.next_run_at.as_micros(),
             last_run_id: None,
             updated_at: self.now(),
+            last_run_at: None,
+            goals: None,
+            budget_max_duration_ms: None,
+            budget_max_turns: None,
+            budget_max_spend: None,
         };
         // Every column but the key and the last run, bound.
         let replaced = (
@@ -118,6 +123,69 @@ impl ScheduleStore for DieselStore {
             .execute(conn)
             .await)?;
         Ok(())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(persona = %persona))]
+    async fn update_schedule(&self, persona: &str, patch: &SchedulePatch) -> Result<Schedule> {
+        let goals = checks::update_schedule(&self.config.limits, persona, patch)?;
+        let changes = ScheduleChanges {
+            enabled: patch.enabled,
+            min_interval_ms: patch.interval.map(|i| i.min_ms),
+            max_interval_ms: patch.interval.map(|i| i.max_ms),
+            next_run_at: patch.next_run_at.map(Timestamp::as_micros),
+            goals: goals.map(JsonText),
+            budget_max_duration_ms: patch.budget.map(|b| {
+                b.max_duration
+                    .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+            }),
+            budget_max_turns: patch.budget.map(|b| b.max_turns.map(i64::from)),
+            budget_max_spend: patch
+                .budget
+                .map(|b| b.max_spend.map(|s| i64::try_from(s).unwrap_or(i64::MAX))),
+            updated_at: self.now(),
+        };
+        // The statement's text is one per set of fields patched: few, and
+        // none hot, so it is not kept prepared.
+        let updated = on_connection!(self, "update_schedule", |conn| diesel::update(
+            schedules::table.filter(schedules::persona.eq(persona))
+        )
+        .set(&changes)
+        .execute(conn)
+        .await)?;
+        if updated == 0 {
+            return Err(Error::ScheduleNotFound(persona.to_owned()));
+        }
+        self.get_schedule(persona)
+            .await?
+            .ok_or_else(|| Error::ScheduleNotFound(persona.to_owned()))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(persona = %persona))]
+    async fn remove_schedule(&self, persona: &str) -> Result<()> {
+        checks::get_schedule(&self.config.limits, persona)?;
+        let removed = on_connection!(self, "remove_schedule", |conn| diesel::delete(
+            schedules::table.filter(schedules::persona.eq(persona))
+        )
+        .execute(conn)
+        .await)?;
+        if removed == 0 {
+            return Err(Error::ScheduleNotFound(persona.to_owned()));
+        }
+        Ok(())
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn list_schedules(&self, limit: u32) -> Result<Vec<Schedule>> {
+        let limit = i64::from(Schedule::due_limit(limit));
+        let rows: Vec<ScheduleRow> = on_connection!(self, "list_schedules", |conn| {
+            schedules::table
+                .order(schedules::persona.asc())
+                .limit(limit)
+                .select(ScheduleRow::as_select())
+                .load(conn)
+                .await
+        })?;
+        convert(rows)
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(persona = %persona))]
@@ -160,19 +228,38 @@ impl ScheduleStore for DieselStore {
         checks::claim_schedule(&self.config.limits, persona)?;
         let run = run.map(|r| r.to_string());
         let now = self.now();
-        let claimed = on_connection!(self, "claim_schedule", |conn| diesel::update(
-            schedules::table
-                .filter(schedules::persona.eq(persona))
-                .filter(schedules::enabled.eq(true))
-                .filter(schedules::next_run_at.eq(expected.as_micros()))
-        )
-        .set((
-            schedules::next_run_at.eq(next.as_micros()),
-            schedules::last_run_id.eq(&run),
-            schedules::updated_at.eq(now),
-        ))
-        .execute(conn)
-        .await)?;
+        // A claim recording a run stamps when, as `last_run_at`; one that
+        // does not keeps it: two statement texts, each fixed.
+        let claimed = if run.is_some() {
+            on_connection!(self, "claim_schedule", |conn| diesel::update(
+                schedules::table
+                    .filter(schedules::persona.eq(persona))
+                    .filter(schedules::enabled.eq(true))
+                    .filter(schedules::next_run_at.eq(expected.as_micros()))
+            )
+            .set((
+                schedules::next_run_at.eq(next.as_micros()),
+                schedules::last_run_id.eq(&run),
+                schedules::last_run_at.eq(now),
+                schedules::updated_at.eq(now),
+            ))
+            .execute(conn)
+            .await)?
+        } else {
+            on_connection!(self, "claim_schedule", |conn| diesel::update(
+                schedules::table
+                    .filter(schedules::persona.eq(persona))
+                    .filter(schedules::enabled.eq(true))
+                    .filter(schedules::next_run_at.eq(expected.as_micros()))
+            )
+            .set((
+                schedules::next_run_at.eq(next.as_micros()),
+                schedules::last_run_id.eq(&run),
+                schedules::updated_at.eq(now),
+            ))
+            .execute(conn)
+            .await)?
+        };
         Ok(claimed == 1)
     }
 }

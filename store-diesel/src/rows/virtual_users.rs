@@ -7,7 +7,7 @@ use diesel::prelude::*;
 use flowstate_core::backend::decode_json;
 use flowstate_core::schedule::Interval;
 use flowstate_core::{
-    Error, Schedule, Timestamp, TranscriptEntry, VirtualUserRun, VirtualUserRunStatus,
+    Error, RunBudget, Schedule, Timestamp, TranscriptEntry, VirtualUserRun, VirtualUserRunStatus,
 };
 
 use crate::rows::parse_id;
@@ -31,6 +31,46 @@ pub(crate) struct ScheduleRow {
     pub next_run_at: i64,
     pub last_run_id: Option<String>,
     pub updated_at: i64,
+    pub last_run_at: Option<i64>,
+    pub goals: Option<JsonText>,
+    pub budget_max_duration_ms: Option<i64>,
+    pub budget_max_turns: Option<i64>,
+    pub budget_max_spend: Option<i64>,
+}
+
+/// What a [`SchedulePatch`](flowstate_core::SchedulePatch) writes: each
+/// `None` leaves its column out of the `UPDATE`; a budget limit is
+/// `Some(None)` to clear it.
+#[derive(Debug, AsChangeset)]
+#[diesel(table_name = flowstate_virtual_user_schedules)]
+// `Some(None)` is how diesel's changeset says "set NULL".
+#[allow(clippy::option_option)]
+pub(crate) struct ScheduleChanges {
+    pub enabled: Option<bool>,
+    pub min_interval_ms: Option<i64>,
+    pub max_interval_ms: Option<i64>,
+    pub next_run_at: Option<i64>,
+    pub goals: Option<JsonText>,
+    pub budget_max_duration_ms: Option<Option<i64>>,
+    pub budget_max_turns: Option<Option<i64>>,
+    pub budget_max_spend: Option<Option<i64>>,
+    pub updated_at: i64,
+}
+
+/// A stored budget limit as `T`, or [`Error::Corrupt`] naming it.
+fn limit<T: TryFrom<i64>>(
+    what: &'static str,
+    row: &str,
+    n: Option<i64>,
+) -> Result<Option<T>, Error> {
+    n.map(|n| {
+        T::try_from(n).map_err(|_| Error::Corrupt {
+            what,
+            row: row.to_owned(),
+            detail: format!("{n} is out of range"),
+        })
+    })
+    .transpose()
 }
 
 impl TryFrom<ScheduleRow> for Schedule {
@@ -42,7 +82,29 @@ impl TryFrom<ScheduleRow> for Schedule {
             .as_deref()
             .map(|id| parse_id("schedule last run id", &row.persona, id))
             .transpose()?;
+        let key = row.persona.as_str();
+        let goals = row
+            .goals
+            .map(|g| {
+                let value = decode_json("schedule goals", &key, &g.0)?;
+                serde_json::from_value::<Vec<String>>(value).map_err(|err| Error::Corrupt {
+                    what: "schedule goals",
+                    row: key.to_owned(),
+                    detail: err.to_string(),
+                })
+            })
+            .transpose()?
+            .unwrap_or_default();
+        let budget = RunBudget {
+            max_duration: limit::<u64>("schedule budget", key, row.budget_max_duration_ms)?
+                .map(std::time::Duration::from_millis),
+            max_turns: limit("schedule budget", key, row.budget_max_turns)?,
+            max_spend: limit("schedule budget", key, row.budget_max_spend)?,
+        };
         Ok(Self {
+            last_run_at: row.last_run_at.map(Timestamp::from_micros),
+            goals,
+            budget,
             enabled: row.enabled,
             interval: Interval {
                 min_ms: row.min_interval_ms,

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use flowstate_core::ports::checks;
 use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::{
-    Error, NewSchedule, Result, Schedule, Timestamp, TranscriptEntry, TranscriptPage,
-    VirtualUserRun, VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
+    Error, NewSchedule, Result, RunBudget, Schedule, SchedulePatch, Timestamp, TranscriptEntry,
+    TranscriptPage, VirtualUserRun, VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
 };
 use serde_json::Value;
 
@@ -46,9 +46,11 @@ impl ScheduleStore for MemoryStore {
         let now = self.now();
         let mut tables = self.lock();
         let schedules = &mut tables.virtual_users.schedules;
-        let last_run = schedules
-            .get(&schedule.persona)
-            .and_then(|old| old.last_run);
+        let old = schedules.get(&schedule.persona);
+        let last_run = old.and_then(|old| old.last_run);
+        let last_run_at = old.and_then(|old| old.last_run_at);
+        let goals = old.map(|old| old.goals.clone()).unwrap_or_default();
+        let budget = old.map_or(RunBudget::UNLIMITED, |old| old.budget);
         schedules.insert(
             schedule.persona.clone(),
             Schedule {
@@ -57,10 +59,65 @@ impl ScheduleStore for MemoryStore {
                 interval: schedule.interval,
                 next_run_at: schedule.next_run_at,
                 last_run,
+                last_run_at,
+                goals,
+                budget,
                 updated_at: now,
             },
         );
         Ok(())
+    }
+
+    async fn update_schedule(&self, persona: &str, patch: &SchedulePatch) -> Result<Schedule> {
+        checks::update_schedule(&self.limits, persona, patch)?;
+        let now = self.now();
+        let mut tables = self.lock();
+        let schedule = tables
+            .virtual_users
+            .schedules
+            .get_mut(persona)
+            .ok_or_else(|| Error::ScheduleNotFound(persona.to_owned()))?;
+        if let Some(enabled) = patch.enabled {
+            schedule.enabled = enabled;
+        }
+        if let Some(interval) = patch.interval {
+            schedule.interval = interval;
+        }
+        if let Some(at) = patch.next_run_at {
+            schedule.next_run_at = at;
+        }
+        if let Some(goals) = &patch.goals {
+            schedule.goals.clone_from(goals);
+        }
+        if let Some(budget) = patch.budget {
+            // Stored to the millisecond, as every backend keeps it.
+            schedule.budget = RunBudget {
+                max_duration: budget
+                    .max_duration
+                    .map(|d| std::time::Duration::from_millis(d.as_millis() as u64)),
+                ..budget
+            };
+        }
+        schedule.updated_at = now;
+        Ok(schedule.clone())
+    }
+
+    async fn remove_schedule(&self, persona: &str) -> Result<()> {
+        checks::get_schedule(&self.limits, persona)?;
+        self.lock()
+            .virtual_users
+            .schedules
+            .remove(persona)
+            .map(drop)
+            .ok_or_else(|| Error::ScheduleNotFound(persona.to_owned()))
+    }
+
+    async fn list_schedules(&self, limit: u32) -> Result<Vec<Schedule>> {
+        let tables = self.lock();
+        let mut all: Vec<Schedule> = tables.virtual_users.schedules.values().cloned().collect();
+        all.sort_by(|a, b| a.persona.as_bytes().cmp(b.persona.as_bytes()));
+        all.truncate(Schedule::due_limit(limit) as usize);
+        Ok(all)
     }
 
     async fn get_schedule(&self, persona: &str) -> Result<Option<Schedule>> {
@@ -100,6 +157,9 @@ impl ScheduleStore for MemoryStore {
         }
         schedule.next_run_at = next;
         schedule.last_run = run;
+        if run.is_some() {
+            schedule.last_run_at = Some(now);
+        }
         schedule.updated_at = now;
         Ok(true)
     }

@@ -231,6 +231,14 @@ macro_rules! __port_family {
                     claim_schedule_is_compare_and_set,
                     claim_schedule_race_8,
                 }
+                schedule_records {
+                    schedule_goals_and_budget_round_trip,
+                    update_schedule_is_partial,
+                    claim_recording_a_run_sets_last_run_at,
+                    list_and_remove_schedules,
+                    unknown_schedule_is_not_found,
+                    bad_schedule_patch_is_refused,
+                }
                 runs {
                     start_and_get_virtual_user_run,
                     list_virtual_user_runs_newest_first,

@@ -19,3 +19,14 @@ ALTER TABLE flowstate_runs
 ALTER TABLE flowstate_workflow_versions
     ADD COLUMN source LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
     ADD COLUMN status VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT 'active';
+
+-- A schedule's last start (set by the claim that records a run), goals (a
+-- JSON array of strings, NULL for none) and budget (each limit NULL for
+-- none): `ScheduleStore::update_schedule` writes them, `upsert_schedule`
+-- keeps them.
+ALTER TABLE flowstate_virtual_user_schedules
+    ADD COLUMN last_run_at BIGINT NULL,
+    ADD COLUMN goals LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+    ADD COLUMN budget_max_duration_ms BIGINT NULL,
+    ADD COLUMN budget_max_turns BIGINT NULL,
+    ADD COLUMN budget_max_spend BIGINT NULL;

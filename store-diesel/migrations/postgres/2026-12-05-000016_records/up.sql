@@ -12,3 +12,14 @@ ALTER TABLE flowstate_runs ADD COLUMN output JSONB;
 ALTER TABLE flowstate_workflow_versions
     ADD COLUMN source TEXT,
     ADD COLUMN status TEXT COLLATE "C" NOT NULL DEFAULT 'active';
+
+-- A schedule's last start (set by the claim that records a run), goals (a
+-- JSON array of strings, NULL for none) and budget (each limit NULL for
+-- none): `ScheduleStore::update_schedule` writes them, `upsert_schedule`
+-- keeps them.
+ALTER TABLE flowstate_virtual_user_schedules
+    ADD COLUMN last_run_at BIGINT,
+    ADD COLUMN goals JSONB,
+    ADD COLUMN budget_max_duration_ms BIGINT,
+    ADD COLUMN budget_max_turns BIGINT,
+    ADD COLUMN budget_max_spend BIGINT;

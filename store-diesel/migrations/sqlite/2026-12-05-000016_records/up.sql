@@ -11,3 +11,13 @@ ALTER TABLE flowstate_runs ADD COLUMN output TEXT CHECK (json_valid(output));
 -- directly, so it is active.
 ALTER TABLE flowstate_workflow_versions ADD COLUMN source TEXT;
 ALTER TABLE flowstate_workflow_versions ADD COLUMN status TEXT NOT NULL DEFAULT 'active';
+
+-- A schedule's last start (set by the claim that records a run), goals (a
+-- JSON array of strings, NULL for none) and budget (each limit NULL for
+-- none): `ScheduleStore::update_schedule` writes them, `upsert_schedule`
+-- keeps them.
+ALTER TABLE flowstate_virtual_user_schedules ADD COLUMN last_run_at INTEGER;
+ALTER TABLE flowstate_virtual_user_schedules ADD COLUMN goals TEXT CHECK (json_valid(goals));
+ALTER TABLE flowstate_virtual_user_schedules ADD COLUMN budget_max_duration_ms INTEGER;
+ALTER TABLE flowstate_virtual_user_schedules ADD COLUMN budget_max_turns INTEGER;
+ALTER TABLE flowstate_virtual_user_schedules ADD COLUMN budget_max_spend INTEGER;

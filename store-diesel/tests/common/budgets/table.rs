@@ -177,6 +177,9 @@ pub const VIRTUAL_USERS: Table = Table {
         ("upsert_schedule", &["INSERT"]),
         ("upsert_schedule again", &["INSERT"]),
         ("get_schedule", &["SELECT"]),
+        // The patch, then the schedule read back.
+        ("update_schedule", &["UPDATE", "SELECT"]),
+        ("list_schedules", &["SELECT"]),
         ("due", &["SELECT"]),
         ("claim won", &["UPDATE"]),
         ("claim lost", &["UPDATE"]),

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::schedule::Interval;
-use flowstate_core::{NewSchedule, Timestamp, VirtualUserRunId, VirtualUserRunQuery};
+use flowstate_core::{
+    NewSchedule, SchedulePatch, Timestamp, VirtualUserRunId, VirtualUserRunQuery,
+};
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
 
@@ -45,6 +47,9 @@ async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     capture!("upsert_schedule", store.upsert_schedule(schedule.clone()));
     capture!("upsert_schedule again", store.upsert_schedule(schedule));
     capture!("get_schedule", store.get_schedule("alice"));
+    let patch = SchedulePatch::enabled(true).with_goals(["explore"]);
+    capture!("update_schedule", store.update_schedule("alice", &patch));
+    capture!("list_schedules", store.list_schedules(10));
     let due = capture!("due", store.due_schedules(now, 10));
     assert_eq!(due.len(), 1);
     let next = now.plus(std::time::Duration::from_secs(1));

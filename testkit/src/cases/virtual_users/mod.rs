@@ -3,5 +3,6 @@
 
 pub mod races;
 pub mod runs;
+pub mod schedule_records;
 pub mod schedules;
 pub mod transcripts;
