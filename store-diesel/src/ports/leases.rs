@@ -21,10 +21,10 @@ use flowstate_core::{
     Error, LeaseState, Release, Released, Result, RunId, RunLease, RunOutcome, RunStatus,
 };
 
+use super::runs::{checked_output, json_or_stored};
 use crate::backend::{by_dialect, by_returning, on_connection};
 use crate::rows::leases::{LeaseRow, claimed};
 use crate::rows::parse_status;
-use crate::schema::JsonText;
 use crate::schema::flowstate_runs as runs;
 use crate::sql::leasable_texts;
 use crate::sql::typed::{db_time, held, now_sql};
@@ -270,9 +270,7 @@ impl DieselStore {
         output: Option<&Value>,
     ) -> Result<()> {
         checks::finish(&self.config.limits, &outcome)?;
-        let output = output
-            .map(|output| checks::run_output(&self.config.limits, output).map(JsonText))
-            .transpose()?;
+        let output = checked_output(&self.config.limits, output)?;
         let output = output.as_ref();
         let (id, offset, now) = (run.to_string(), self.lease_offset(), self.now());
         let finished = on_connection!(self, "finish", |conn| diesel::update(held(
@@ -287,7 +285,7 @@ impl DieselStore {
             runs::lease_owner.eq(None::<String>),
             runs::lease_expires_at.eq(None::<i64>),
             runs::failure_reason.eq(outcome.reason()),
-            runs::output.eq(super::runs::json_or_stored(output, runs::output)),
+            runs::output.eq(json_or_stored(output, runs::output)),
         ))
         .execute(conn)
         .await)?;

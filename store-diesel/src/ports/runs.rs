@@ -36,6 +36,16 @@ diesel::define_sql_function! {
     fn json_or_stored(given: diesel::sql_types::Nullable<crate::schema::Json>, stored: diesel::sql_types::Nullable<crate::schema::Json>) -> diesel::sql_types::Nullable<crate::schema::Json>;
 }
 
+/// A run's output checked against the input limits, as the column takes it.
+pub(super) fn checked_output(
+    limits: &flowstate_core::InputLimits,
+    output: Option<&Value>,
+) -> Result<Option<JsonText>> {
+    output
+        .map(|output| checks::run_output(limits, output).map(JsonText))
+        .transpose()
+}
+
 /// The status-guarded `UPDATE` moving run `$id` to `$to`, from the statuses
 /// core's table allows; written once, used by every dialect's arm.
 macro_rules! move_run {
@@ -100,9 +110,7 @@ impl DieselStore {
         token: Option<u64>,
     ) -> Result<Run> {
         let op = "set_run_status";
-        let output = output
-            .map(|output| checks::run_output(&self.config.limits, output).map(JsonText))
-            .transpose()?;
+        let output = checked_output(&self.config.limits, output)?;
         let output = output.as_ref();
         let id_text = id.to_string();
         let (now, offset) = (self.now(), self.lease_offset());

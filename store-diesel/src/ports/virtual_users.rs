@@ -37,6 +37,16 @@ use crate::schema::{
 };
 use crate::store::DieselStore;
 
+diesel::define_sql_function! {
+    /// `COALESCE(given, stored)` over a time: a schedule claim that records
+    /// a run stamps `last_run_at`, one that does not (`NULL` bound) keeps it.
+    #[sql_name = "COALESCE"]
+    fn micros_or_stored(
+        given: diesel::sql_types::Nullable<diesel::sql_types::BigInt>,
+        stored: diesel::sql_types::Nullable<diesel::sql_types::BigInt>,
+    ) -> diesel::sql_types::Nullable<diesel::sql_types::BigInt>;
+}
+
 impl DieselStore {
     /// Why a guarded write to run `id` matched nothing (error path only):
     /// there is no such run, or it has settled.
@@ -229,37 +239,22 @@ impl ScheduleStore for DieselStore {
         let run = run.map(|r| r.to_string());
         let now = self.now();
         // A claim recording a run stamps when, as `last_run_at`; one that
-        // does not keeps it: two statement texts, each fixed.
-        let claimed = if run.is_some() {
-            on_connection!(self, "claim_schedule", |conn| diesel::update(
-                schedules::table
-                    .filter(schedules::persona.eq(persona))
-                    .filter(schedules::enabled.eq(true))
-                    .filter(schedules::next_run_at.eq(expected.as_micros()))
-            )
-            .set((
-                schedules::next_run_at.eq(next.as_micros()),
-                schedules::last_run_id.eq(&run),
-                schedules::last_run_at.eq(now),
-                schedules::updated_at.eq(now),
-            ))
-            .execute(conn)
-            .await)?
-        } else {
-            on_connection!(self, "claim_schedule", |conn| diesel::update(
-                schedules::table
-                    .filter(schedules::persona.eq(persona))
-                    .filter(schedules::enabled.eq(true))
-                    .filter(schedules::next_run_at.eq(expected.as_micros()))
-            )
-            .set((
-                schedules::next_run_at.eq(next.as_micros()),
-                schedules::last_run_id.eq(&run),
-                schedules::updated_at.eq(now),
-            ))
-            .execute(conn)
-            .await)?
-        };
+        // does not binds `NULL` and keeps it: one statement text either way.
+        let stamped = run.is_some().then_some(now);
+        let claimed = on_connection!(self, "claim_schedule", |conn| diesel::update(
+            schedules::table
+                .filter(schedules::persona.eq(persona))
+                .filter(schedules::enabled.eq(true))
+                .filter(schedules::next_run_at.eq(expected.as_micros()))
+        )
+        .set((
+            schedules::next_run_at.eq(next.as_micros()),
+            schedules::last_run_id.eq(&run),
+            schedules::last_run_at.eq(micros_or_stored(stamped, schedules::last_run_at)),
+            schedules::updated_at.eq(now),
+        ))
+        .execute(conn)
+        .await)?;
         Ok(claimed == 1)
     }
 }
