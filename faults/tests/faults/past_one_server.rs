@@ -22,7 +22,7 @@ use flowstate_faults::shared::SharedDb;
 use flowstate_faults::{Scenario, Verdict};
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 
-use crate::support::{StepRun, bounded};
+use crate::support::{StepRun, bounded, store};
 
 /// Workers that wait out a failover rather than give up: the promotion
 /// alone takes Patroni's leader TTL.
@@ -32,20 +32,6 @@ fn patient() -> CrewOptions {
         deadline: Duration::from_secs(60),
         ..CrewOptions::default()
     }
-}
-
-/// A store on `url` with a pool of `size` and an acquire wait of two
-/// seconds (the error's whole chain in the panic). Its schema check runs
-/// through the URL's pooler too (`?pool_mode=transaction`).
-async fn store(url: &str, size: usize) -> Arc<DieselStore> {
-    let config = StoreConfig::default()
-        .pool_size(size)
-        .acquire_timeout(Duration::from_secs(2));
-    Arc::new(
-        DieselStore::open(url, config)
-            .await
-            .unwrap_or_else(|err| panic!("open {url}: {err} ({err:?})")),
-    )
 }
 
 /// `url` with `?pool_mode=transaction` (or `&...`).

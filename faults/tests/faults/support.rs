@@ -21,7 +21,8 @@ pub const HEAL_BOUND: Duration = Duration::from_secs(10);
 pub const HEAL_WORTH_ACCOUNTING: Duration = Duration::from_millis(250);
 
 /// A store on `url` with a pool of `size` and an acquire wait of two
-/// seconds.
+/// seconds (the error's whole chain in the panic). A URL with
+/// `?pool_mode=transaction` runs its schema check through the pooler too.
 pub async fn store(url: &str, size: usize) -> Arc<DieselStore> {
     let config = StoreConfig::default()
         .pool_size(size)
@@ -29,7 +30,7 @@ pub async fn store(url: &str, size: usize) -> Arc<DieselStore> {
     Arc::new(
         DieselStore::open(url, config)
             .await
-            .unwrap_or_else(|err| panic!("open {url}: {err}")),
+            .unwrap_or_else(|err| panic!("open {url}: {err} ({err:?})")),
     )
 }
 
