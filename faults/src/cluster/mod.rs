@@ -21,7 +21,7 @@ mod pgbouncer;
 
 pub use galera::{Galera, GaleraStatus};
 pub use patroni::Patroni;
-pub use pgbouncer::PgBouncer;
+pub use pgbouncer::{PgBouncer, Settings as PgBouncerSettings};
 
 use std::collections::HashSet;
 use std::future::Future;

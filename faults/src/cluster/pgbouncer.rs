@@ -9,6 +9,12 @@
 //! runs as `postgres` (PgBouncer refuses root). [`PgBouncer::restart`]
 //! stops it (SIGTERM: immediate shutdown, every client cut) and starts it
 //! again on the same port.
+//!
+//! [`PgBouncer::start_with`] takes [`Settings`]: the client and per-user
+//! server connection caps, and whether PgBouncer dies with the thread that
+//! started it (`setpriv --pdeathsig KILL`), for a PgBouncer kept in a
+//! `static` for a whole test binary, whose `Drop` never runs: the kernel
+//! kills it when the binary exits, however it exits.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -23,6 +29,37 @@ use crate::process::{
     system_user, wait_until_ready,
 };
 
+/// How a [`PgBouncer`] is set up beyond its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// Server connections per database and user (`default_pool_size`).
+    pub pool_size: u32,
+    /// Client connections it accepts (`max_client_conn`).
+    pub max_client_conn: u32,
+    /// Server connections per user over every database
+    /// (`max_user_connections`; 0: no cap). Idle server connections of one
+    /// database are closed to open one for another past the cap.
+    pub max_user_connections: u32,
+    /// Whether PgBouncer gets SIGKILL when the thread that started it ends
+    /// (the process's exit included): it runs under
+    /// `setpriv --pdeathsig KILL`. Start it from a thread that lives as
+    /// long as it should (not a test's runtime thread).
+    pub die_with_parent: bool,
+}
+
+impl Settings {
+    /// `pool_size` server connections per database, 100 clients, no cap
+    /// per user, stopped only by `Drop`.
+    pub fn new(pool_size: u32) -> Self {
+        Self {
+            pool_size,
+            max_client_conn: 100,
+            max_user_connections: 0,
+            die_with_parent: false,
+        }
+    }
+}
+
 /// A PgBouncer of the suite's own; dropping it kills it and removes its
 /// files.
 #[derive(Debug)]
@@ -33,7 +70,8 @@ pub struct PgBouncer {
     config: PathBuf,
     log: PathBuf,
     user: Option<(u32, u32)>,
-    pool_size: u32,
+    settings: Settings,
+    setpriv: Option<PathBuf>,
     started_in: Duration,
     dir: ScratchDir,
 }
@@ -43,6 +81,20 @@ impl PgBouncer {
     /// `host`:`port`, with `pool_size` server connections per database and
     /// user, and waits (bounded) until a query goes through it.
     pub async fn start(host: &str, port: u16, pool_size: u32) -> Result<Self> {
+        Self::start_with(host, port, Settings::new(pool_size)).await
+    }
+
+    /// [`Self::start`] with `settings`.
+    pub async fn start_with(host: &str, port: u16, settings: Settings) -> Result<Self> {
+        let setpriv = if settings.die_with_parent {
+            remove_stale_dirs();
+            Some(
+                find_binary("setpriv", &["/usr/bin", "/bin"].map(PathBuf::from))
+                    .context("PgBouncer tied to its parent runs under util-linux's setpriv")?,
+            )
+        } else {
+            None
+        };
         let binary = find_binary("pgbouncer", &["/usr/sbin", "/usr/bin"].map(PathBuf::from))?;
         let user = if running_as_root() {
             Some(system_user("postgres")?)
@@ -60,13 +112,14 @@ impl PgBouncer {
             config,
             log,
             user,
-            pool_size,
+            settings,
+            setpriv,
             started_in: Duration::ZERO,
             dir,
         };
         for attempt in 1..=3 {
             bouncer.port = free_ports(1)?[0];
-            std::fs::write(&bouncer.config, bouncer.ini(host, port, pool_size))
+            std::fs::write(&bouncer.config, bouncer.ini(host, port))
                 .with_context(|| format!("write {}", bouncer.config.display()))?;
             match bouncer.launch().await {
                 Ok(took) => {
@@ -82,8 +135,14 @@ impl PgBouncer {
         unreachable!("the last attempt returns")
     }
 
-    fn ini(&self, host: &str, port: u16, pool_size: u32) -> String {
+    fn ini(&self, host: &str, port: u16) -> String {
         let dir = self.dir.path().display();
+        let Settings {
+            pool_size,
+            max_client_conn,
+            max_user_connections,
+            ..
+        } = self.settings;
         format!(
             "[databases]
 * = host={host} port={port}
@@ -100,7 +159,8 @@ pool_mode = transaction
 default_pool_size = {pool_size}
 min_pool_size = 0
 reserve_pool_size = 0
-max_client_conn = 100
+max_client_conn = {max_client_conn}
+max_user_connections = {max_user_connections}
 server_reset_query =
 server_login_retry = 1
 ignore_startup_parameters = extra_float_digits
@@ -157,7 +217,7 @@ ignore_startup_parameters = extra_float_digits
     /// server connections to the old target are closed, its clients stay
     /// connected.
     pub fn retarget(&mut self, host: &str, port: u16) -> Result<()> {
-        std::fs::write(&self.config, self.ini(host, port, self.pool_size))
+        std::fs::write(&self.config, self.ini(host, port))
             .with_context(|| format!("write {}", self.config.display()))?;
         let group = self.server.as_ref().context("pgbouncer is not running")?;
         group.signal("HUP");
@@ -165,7 +225,14 @@ ignore_startup_parameters = extra_float_digits
     }
 
     async fn launch(&mut self) -> Result<Duration> {
-        let mut command = Command::new(&self.binary);
+        let mut command = match &self.setpriv {
+            Some(setpriv) => {
+                let mut command = Command::new(setpriv);
+                command.args(["--pdeathsig", "KILL"]).arg(&self.binary);
+                command
+            }
+            None => Command::new(&self.binary),
+        };
         command
             .arg(&self.config)
             .stdout(append_to(&self.log)?)
@@ -176,6 +243,32 @@ ignore_startup_parameters = extra_float_digits
         let took = wait_until_ready(&mut group, "pgbouncer", &self.log, || probe(&url)).await?;
         self.server = Some(group);
         Ok(took)
+    }
+}
+
+/// Removes the directories PgBouncers tied to their parent left: the
+/// kernel killed them with their test binary, whose `static` never
+/// dropped its [`ScratchDir`]. A directory goes only if its pidfile names
+/// a process that is gone (a PgBouncer still starting has none yet).
+fn remove_stale_dirs() {
+    let parent = std::env::temp_dir().join("flowstate-faults");
+    let Ok(entries) = std::fs::read_dir(&parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let is_ours = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|name| name.starts_with("pgbouncer-"));
+        let pid = std::fs::read_to_string(dir.join("pgbouncer.pid"))
+            .ok()
+            .and_then(|pid| pid.trim().parse::<u32>().ok());
+        if let (true, Some(pid)) = (is_ours, pid)
+            && !super::alive(pid)
+        {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 }
 
