@@ -36,6 +36,10 @@ pub const GOALS: &str = "goals";
 pub const GRAPH_HASH: &str = "graph hash";
 /// `idempotency key`.
 pub const IDEMPOTENCY_KEY: &str = "idempotency key";
+/// `intents`.
+pub const INTENTS: &str = "intents";
+/// `memory`.
+pub const MEMORY: &str = "memory";
 /// `persona`.
 pub const PERSONA: &str = "persona";
 /// `run output`.
@@ -50,6 +54,8 @@ pub const SCOPE_ID: &str = "scope id";
 pub const SIGNAL_NAME: &str = "signal name";
 /// `signal payload`.
 pub const SIGNAL_PAYLOAD: &str = "signal payload";
+/// `started by`.
+pub const STARTED_BY: &str = "started by";
 /// `state key`.
 pub const STATE_KEY: &str = "state key";
 /// `state value`.
@@ -64,6 +70,8 @@ pub const STEP_TIMINGS: &str = "step timings";
 pub const STEP_NAME: &str = "step name";
 /// `step result`.
 pub const STEP_RESULT: &str = "step result";
+/// `tally`.
+pub const TALLY: &str = "tally";
 /// `transcript entry`.
 pub const TRANSCRIPT_ENTRY: &str = "transcript entry";
 /// `worker`.

@@ -34,7 +34,7 @@
 //! | [`error`] | the one error type the ports return |
 //! | [`ports`] | the async store traits a backend implements, one file per family: the whole contract |
 //! | [`backend`] | helpers for backend authors, not part of the ports' contract |
-//! | [`virtual_users`] | personas' schedules (with their goals and [`RunBudget`]), their runs and transcripts ([`ports::ScheduleStore`], [`ports::VirtualUserRunStore`]) |
+//! | [`virtual_users`] | personas' schedules (with their goals and [`RunBudget`]), their runs and transcripts ([`ports::ScheduleStore`], [`ports::VirtualUserRunStore`]); a run keeps its goals, seed, starter ([`NewVirtualUserRun`]), [`RunTally`], memory, intents and [`StopReason`] |
 
 pub mod backend;
 pub mod backoff;
@@ -90,7 +90,7 @@ pub use status::{
 pub use step_claim::{ExpiredClaim, StepClaim};
 pub use time::{Clock, SystemClock, Timestamp};
 pub use virtual_users::{
-    NewSchedule, RunBudget, Schedule, SchedulePatch, TranscriptEntry, TranscriptPage,
-    VirtualUserRun, VirtualUserRunQuery,
+    BudgetLimit, NewSchedule, NewVirtualUserRun, RunBudget, RunTally, Schedule, SchedulePatch,
+    StopReason, TranscriptEntry, TranscriptPage, VirtualUserRun, VirtualUserRunQuery,
 };
 pub use wait::Wait;

@@ -187,6 +187,16 @@ impl Schedule {
 }
 
 /// A stored virtual-user run.
+///
+/// Beside where it stands and what it found, a run keeps what a person
+/// reviewing it asks for: the goals it set out with, the seed its
+/// randomness was drawn from (so a finding can be replayed), who or what
+/// started it, its [`RunTally`], its memory and intents as they last
+/// stood, and why it stopped. A run started with
+/// [`VirtualUserRunStore::start_virtual_user_run`](crate::ports::VirtualUserRunStore::start_virtual_user_run)
+/// (or stored before these fields existed) has no goals, no seed, no
+/// starter, a zero tally, no memory, no intents and, until it settles, no
+/// stop reason.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VirtualUserRun {
     /// Its id.
@@ -205,6 +215,33 @@ pub struct VirtualUserRun {
     pub created_at: Timestamp,
     /// When it last changed.
     pub updated_at: Timestamp,
+    /// What it set out to do, in order, as given at its start
+    /// ([`NewVirtualUserRun::with_goals`], or a schedule's goals through
+    /// [`NewVirtualUserRun::for_schedule`]); empty if none was given.
+    pub goals: Vec<String>,
+    /// The seed its randomness was drawn from, if its starter said: what a
+    /// replay of a finding starts from.
+    pub seed: Option<u64>,
+    /// Who or what started it (`"schedule"`, a person's name), if its
+    /// starter said.
+    pub started_by: Option<String>,
+    /// What it has spent so far, raised by
+    /// [`VirtualUserRunStore::add_to_tally`](crate::ports::VirtualUserRunStore::add_to_tally);
+    /// zero at its start.
+    pub tally: RunTally,
+    /// What the persona carries between turns, as last written by
+    /// [`VirtualUserRunStore::set_memory`](crate::ports::VirtualUserRunStore::set_memory):
+    /// a JSON document of the persona's own shape; `None` until written.
+    pub memory: Option<Value>,
+    /// What it meant to do next, as last written by
+    /// [`VirtualUserRunStore::set_intents`](crate::ports::VirtualUserRunStore::set_intents);
+    /// empty until written.
+    pub intents: Vec<String>,
+    /// Why it stopped, once settled: the reason its complete or fail gave
+    /// ([`StopReason::Finished`] and [`StopReason::Failed`] when it gave
+    /// none); `None` while running, and for a run settled before stop
+    /// reasons were stored.
+    pub stop_reason: Option<StopReason>,
 }
 
 impl VirtualUserRun {
@@ -219,9 +256,255 @@ impl VirtualUserRun {
             transcript_len: 0,
             created_at: now,
             updated_at: now,
+            goals: Vec::new(),
+            seed: None,
+            started_by: None,
+            tally: RunTally::ZERO,
+            memory: None,
+            intents: Vec::new(),
+            stop_reason: None,
+        }
+    }
+
+    /// The run `new` describes as a store starts it: running, no
+    /// transcript, a zero tally, its goals, seed and starter as given.
+    pub fn started_from(id: VirtualUserRunId, new: &NewVirtualUserRun, now: Timestamp) -> Self {
+        Self {
+            goals: new.goals.clone(),
+            seed: new.seed,
+            started_by: new.started_by.clone(),
+            ..Self::started(id, new.persona.clone(), now)
         }
     }
 }
+
+/// A virtual-user run to start: the persona, and optionally the goals it
+/// sets out with, the seed of its randomness and who or what started it.
+/// [`Self::new`] gives none of them (what
+/// [`VirtualUserRunStore::start_virtual_user_run`](crate::ports::VirtualUserRunStore::start_virtual_user_run)
+/// starts); the `with_` methods add each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewVirtualUserRun {
+    /// The persona it plays.
+    pub persona: String,
+    /// What it sets out to do, in order (at most [`MAX_GOALS`], each text);
+    /// empty by default.
+    pub goals: Vec<String>,
+    /// The seed its randomness is drawn from; `None` by default. Every
+    /// `u64` is kept exactly.
+    pub seed: Option<u64>,
+    /// Who or what started it (checked like a name: not empty, no NUL, at
+    /// most [`InputLimits::max_key_bytes`]); `None` by default.
+    pub started_by: Option<String>,
+}
+
+impl NewVirtualUserRun {
+    /// A run of `persona` with no goals, no seed and no starter.
+    pub fn new(persona: impl Into<String>) -> Self {
+        Self {
+            persona: persona.into(),
+            goals: Vec::new(),
+            seed: None,
+            started_by: None,
+        }
+    }
+
+    /// A run of `schedule`'s persona, setting out with its goals, started
+    /// by [`Self::SCHEDULE`]: what a tick's dispatch starts.
+    pub fn for_schedule(schedule: &Schedule) -> Self {
+        Self::new(schedule.persona.clone())
+            .with_goals(schedule.goals.iter().cloned())
+            .with_started_by(Self::SCHEDULE)
+    }
+
+    /// The starter [`Self::for_schedule`] names: `schedule`.
+    pub const SCHEDULE: &'static str = "schedule";
+
+    /// The same run, setting out with `goals`.
+    #[must_use]
+    pub fn with_goals<I, G>(mut self, goals: I) -> Self
+    where
+        I: IntoIterator<Item = G>,
+        G: Into<String>,
+    {
+        self.goals = goals.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The same run, its randomness drawn from `seed`.
+    #[must_use]
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// The same run, started by `who`.
+    #[must_use]
+    pub fn with_started_by(mut self, who: impl Into<String>) -> Self {
+        self.started_by = Some(who.into());
+        self
+    }
+}
+
+/// What a virtual-user run has spent: typed counters, each only ever
+/// raised, by
+/// [`VirtualUserRunStore::add_to_tally`](crate::ports::VirtualUserRunStore::add_to_tally),
+/// which takes the amounts to add as a `RunTally` too. A store keeps each
+/// counter within `i64::MAX`; an add that would pass it is refused.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RunTally {
+    /// Turns taken (compare [`RunBudget::max_turns`]).
+    pub turns: u64,
+    /// Model tokens spent, input and output together.
+    pub tokens: u64,
+    /// Money spent, in the caller's smallest unit of cost (micro-dollars,
+    /// say): the unit of [`RunBudget::max_spend`].
+    pub cost: u64,
+}
+
+impl RunTally {
+    /// Nothing spent: a run's tally at its start.
+    pub const ZERO: Self = Self {
+        turns: 0,
+        tokens: 0,
+        cost: 0,
+    };
+
+    /// An amount of `turns` turns, nothing else.
+    pub const fn turns(turns: u64) -> Self {
+        Self {
+            turns,
+            tokens: 0,
+            cost: 0,
+        }
+    }
+
+    /// The same amount, with `tokens` tokens.
+    #[must_use]
+    pub const fn with_tokens(mut self, tokens: u64) -> Self {
+        self.tokens = tokens;
+        self
+    }
+
+    /// The same amount, with a cost of `cost`.
+    #[must_use]
+    pub const fn with_cost(mut self, cost: u64) -> Self {
+        self.cost = cost;
+        self
+    }
+
+    /// `self` raised by `delta`, or `None` if a counter would pass
+    /// `i64::MAX` (the most a store keeps).
+    pub fn checked_add(self, delta: Self) -> Option<Self> {
+        let add = |a: u64, b: u64| a.checked_add(b).filter(|n| i64::try_from(*n).is_ok());
+        Some(Self {
+            turns: add(self.turns, delta.turns)?,
+            tokens: add(self.tokens, delta.tokens)?,
+            cost: add(self.cost, delta.cost)?,
+        })
+    }
+}
+
+/// Which limit of a [`RunBudget`] a run exhausted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BudgetLimit {
+    /// [`RunBudget::max_duration`].
+    Duration,
+    /// [`RunBudget::max_turns`].
+    Turns,
+    /// [`RunBudget::max_spend`].
+    Spend,
+}
+
+/// Why a virtual-user run stopped, given when it is settled
+/// ([`VirtualUserRunStore::complete_virtual_user_run_with_reason`](crate::ports::VirtualUserRunStore::complete_virtual_user_run_with_reason),
+/// [`VirtualUserRunStore::fail_virtual_user_run_with_reason`](crate::ports::VirtualUserRunStore::fail_virtual_user_run_with_reason))
+/// and stored as text ([`Self::as_str`]). Any reason may go with either
+/// status: a run that ran out of budget may complete with what it found or
+/// fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum StopReason {
+    /// It ran to its end, no more said: what
+    /// [`complete_virtual_user_run`](crate::ports::VirtualUserRunStore::complete_virtual_user_run)
+    /// records.
+    Finished,
+    /// It did what it set out to do.
+    GoalsMet,
+    /// It spent one limit of its budget.
+    BudgetExhausted {
+        /// Which.
+        which: BudgetLimit,
+    },
+    /// It ran past a deadline of its own (a turn or a call that timed out).
+    TimedOut,
+    /// A person or the host stopped it (cancelled).
+    Stopped,
+    /// An error ended it: what
+    /// [`fail_virtual_user_run`](crate::ports::VirtualUserRunStore::fail_virtual_user_run)
+    /// records.
+    Failed,
+    /// It was left running and reaped by a tick.
+    Abandoned,
+}
+
+impl StopReason {
+    /// The text a store keeps: `finished`, `goals-met`,
+    /// `budget-exhausted:duration`, `budget-exhausted:turns`,
+    /// `budget-exhausted:spend`, `timed-out`, `stopped`, `failed`,
+    /// `abandoned`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Finished => "finished",
+            Self::GoalsMet => "goals-met",
+            Self::BudgetExhausted {
+                which: BudgetLimit::Duration,
+            } => "budget-exhausted:duration",
+            Self::BudgetExhausted {
+                which: BudgetLimit::Turns,
+            } => "budget-exhausted:turns",
+            Self::BudgetExhausted {
+                which: BudgetLimit::Spend,
+            } => "budget-exhausted:spend",
+            Self::TimedOut => "timed-out",
+            Self::Stopped => "stopped",
+            Self::Failed => "failed",
+            Self::Abandoned => "abandoned",
+        }
+    }
+
+    /// Every reason, in declaration order.
+    pub const ALL: [Self; 9] = [
+        Self::Finished,
+        Self::GoalsMet,
+        Self::BudgetExhausted {
+            which: BudgetLimit::Duration,
+        },
+        Self::BudgetExhausted {
+            which: BudgetLimit::Turns,
+        },
+        Self::BudgetExhausted {
+            which: BudgetLimit::Spend,
+        },
+        Self::TimedOut,
+        Self::Stopped,
+        Self::Failed,
+        Self::Abandoned,
+    ];
+
+    /// The reason stored as `text` ([`Self::as_str`]), or `None`.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The most intents a run keeps at once.
+pub const MAX_INTENTS: usize = 100;
 
 /// A listing of virtual-user runs, newest first by `(created_at, id)`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -323,6 +606,19 @@ pub fn claimed_next_run_at<R: Rng + ?Sized>(
     next_run_at(interval, now, rng).max(now.plus(Duration::from_micros(1)))
 }
 
+/// The error an add to run `run`'s tally answers when a counter would
+/// pass `i64::MAX`: the run is left as it was.
+pub fn tally_overflow(run: VirtualUserRunId, tally: RunTally, delta: RunTally) -> Error {
+    InvalidInput::OutOfRange {
+        field: field::TALLY,
+        detail: format!(
+            "run {run}: adding {delta:?} to {tally:?} passes {}",
+            i64::MAX
+        ),
+    }
+    .into()
+}
+
 /// Why a run stranded at `running` was failed: it says how long it ran, in
 /// whole hours and minutes.
 pub fn reap_message(ran_for: Duration) -> String {
@@ -379,6 +675,71 @@ impl InputLimits {
         }
         self.encode(field::GOALS, &Value::from(goals.clone()))
             .map(Some)
+    }
+
+    /// Checks a list of strings kept as one JSON array (a run's goals or
+    /// intents): at most `max` entries, each text ([`Self::check_text`]),
+    /// the whole within [`Self::max_value_bytes`]; answers its JSON text.
+    fn encode_strings(
+        &self,
+        field: &'static str,
+        items: &[String],
+        max: usize,
+    ) -> Result<String, Error> {
+        if items.len() > max {
+            return Err(InvalidInput::OutOfRange {
+                field,
+                detail: format!("{} entries, over the limit of {max}", items.len()),
+            }
+            .into());
+        }
+        for item in items {
+            self.check_text(field, item)?;
+        }
+        self.encode(field, &Value::from(items.to_vec()))
+    }
+
+    /// Checks a run to start (its persona and starter as names, its goals
+    /// like a schedule's) and answers its goals as JSON text, `None` when
+    /// it has none.
+    pub fn encode_new_virtual_user_run(
+        &self,
+        run: &NewVirtualUserRun,
+    ) -> Result<Option<String>, Error> {
+        self.check_persona(&run.persona)?;
+        if let Some(who) = &run.started_by {
+            self.check_key(field::STARTED_BY, who)?;
+        }
+        if run.goals.is_empty() {
+            return Ok(None);
+        }
+        self.encode_strings(field::GOALS, &run.goals, MAX_GOALS)
+            .map(Some)
+    }
+
+    /// Checks a run's intents (at most [`MAX_INTENTS`], each text, the
+    /// whole within the value limit) and answers them as JSON text.
+    pub fn encode_intents(&self, intents: &[String]) -> Result<String, Error> {
+        self.encode_strings(field::INTENTS, intents, MAX_INTENTS)
+    }
+
+    /// Checks an amount to add to a run's tally: each counter at most
+    /// `i64::MAX`, the most a store keeps.
+    pub fn check_tally_delta(&self, delta: &RunTally) -> Result<(), Error> {
+        for (what, n) in [
+            ("turns", delta.turns),
+            ("tokens", delta.tokens),
+            ("cost", delta.cost),
+        ] {
+            if i64::try_from(n).is_err() {
+                return Err(InvalidInput::OutOfRange {
+                    field: field::TALLY,
+                    detail: format!("{what} {n} over {}", i64::MAX),
+                }
+                .into());
+            }
+        }
+        Ok(())
     }
 
     /// Checks a persona name, like every name: not empty, no NUL, at most
@@ -476,6 +837,32 @@ mod tests {
             let message = reap_message(ran_for);
             assert!(message.contains(expected), "{ran_for:?}: {message}");
         }
+    }
+
+    #[test]
+    fn stop_reasons_read_back_from_their_text() {
+        for reason in StopReason::ALL {
+            assert_eq!(StopReason::parse(reason.as_str()), Some(reason));
+        }
+        assert_eq!(StopReason::parse("nope"), None);
+    }
+
+    #[test]
+    fn a_tally_stops_short_of_what_a_store_keeps() {
+        let max = i64::MAX as u64;
+        let tally = RunTally::turns(max - 1);
+        assert_eq!(
+            tally.checked_add(RunTally::turns(1)),
+            Some(RunTally::turns(max))
+        );
+        assert_eq!(tally.checked_add(RunTally::turns(2)), None);
+        let limits = InputLimits::default();
+        assert!(limits.check_tally_delta(&RunTally::turns(max)).is_ok());
+        assert!(
+            limits
+                .check_tally_delta(&RunTally::ZERO.with_cost(max + 1))
+                .is_err()
+        );
     }
 
     #[test]

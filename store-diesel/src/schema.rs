@@ -264,7 +264,10 @@ diesel::table! {
     use diesel::sql_types::{BigInt, Nullable, Text};
     use super::Json;
 
-    /// Virtual-user runs.
+    /// Virtual-user runs. `goals` and `intents` (JSON arrays of strings,
+    /// NULL for none), `seed` (a `u64`'s 64 bits), `started_by`, the
+    /// `tally_` counters (default 0), `memory` and `stop_reason` (a
+    /// `StopReason`'s text) are migration 000017's.
     flowstate_virtual_user_runs (id) {
         id -> Text,
         persona -> Text,
@@ -274,6 +277,15 @@ diesel::table! {
         transcript_len -> BigInt,
         created_at -> BigInt,
         updated_at -> BigInt,
+        goals -> Nullable<Json>,
+        seed -> Nullable<BigInt>,
+        started_by -> Nullable<Text>,
+        tally_turns -> BigInt,
+        tally_tokens -> BigInt,
+        tally_cost -> BigInt,
+        memory -> Nullable<Json>,
+        intents -> Nullable<Json>,
+        stop_reason -> Nullable<Text>,
     }
 }
 

@@ -15,8 +15,9 @@ use crate::events::EncodedEvent;
 use crate::field;
 use crate::{
     BatchClaim, EncodedStep, InlineOutcome, InlineStep, InputLimits, NewActivation, NewChild,
-    NewEvent, NewPublishedVersion, NewRun, NewSchedule, NewStep, NewWorkflow, NewWorkflowVersion,
-    Release, RunId, RunOutcome, RunQuery, SchedulePatch, StepTransition, VirtualUserRunQuery, Wait,
+    NewEvent, NewPublishedVersion, NewRun, NewSchedule, NewStep, NewVirtualUserRun, NewWorkflow,
+    NewWorkflowVersion, Release, RunId, RunOutcome, RunQuery, RunTally, SchedulePatch,
+    StepTransition, VirtualUserRunQuery, Wait,
 };
 
 // ---- runs: `RunStore`
@@ -324,6 +325,34 @@ pub fn claim_schedule(limits: &InputLimits, persona: &str) -> Result<()> {
 /// the persona.
 pub fn start_virtual_user_run(limits: &InputLimits, persona: &str) -> Result<()> {
     limits.check_persona(persona)
+}
+
+/// [`VirtualUserRunStore::start_virtual_user_run_with`](super::VirtualUserRunStore::start_virtual_user_run_with):
+/// the persona, the starter and the goals; answers the goals as JSON text,
+/// `None` when there are none.
+pub fn start_virtual_user_run_with(
+    limits: &InputLimits,
+    run: &NewVirtualUserRun,
+) -> Result<Option<String>> {
+    limits.encode_new_virtual_user_run(run)
+}
+
+/// [`VirtualUserRunStore::add_to_tally`](super::VirtualUserRunStore::add_to_tally):
+/// each amount within what a store keeps.
+pub fn add_to_tally(limits: &InputLimits, delta: &RunTally) -> Result<()> {
+    limits.check_tally_delta(delta)
+}
+
+/// [`VirtualUserRunStore::set_memory`](super::VirtualUserRunStore::set_memory):
+/// answers the memory as JSON text (its size and depth checked).
+pub fn set_memory(limits: &InputLimits, memory: &Value) -> Result<String> {
+    limits.encode(field::MEMORY, memory)
+}
+
+/// [`VirtualUserRunStore::set_intents`](super::VirtualUserRunStore::set_intents):
+/// answers the intents as JSON text.
+pub fn set_intents(limits: &InputLimits, intents: &[String]) -> Result<String> {
+    limits.encode_intents(intents)
 }
 
 /// [`VirtualUserRunStore::list_virtual_user_runs`](super::VirtualUserRunStore::list_virtual_user_runs):

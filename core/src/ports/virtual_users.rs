@@ -15,7 +15,8 @@ use crate::error::Result;
 use crate::ids::VirtualUserRunId;
 use crate::time::Timestamp;
 use crate::virtual_users::{
-    NewSchedule, Schedule, SchedulePatch, TranscriptPage, VirtualUserRun, VirtualUserRunQuery,
+    NewSchedule, NewVirtualUserRun, RunTally, Schedule, SchedulePatch, StopReason, TranscriptPage,
+    VirtualUserRun, VirtualUserRunQuery,
 };
 // Named by the docs' links only; imported in every build, not under
 // `cfg(doc)`, so the links still resolve where another crate's docs show
@@ -41,7 +42,12 @@ pub trait ScheduleStore: Send + Sync {
     ) -> impl Future<Output = Result<Schedule>> + Send;
 
     /// Removes `persona`'s schedule ([`Error::ScheduleNotFound`] if it has
-    /// none). Its runs stay.
+    /// none), and with it everything the schedule row holds: its timing,
+    /// last run, goals and budget (there is no separate budget record to
+    /// leave behind). A schedule upserted for the persona afterwards starts
+    /// afresh: no goals, [`RunBudget::UNLIMITED`](crate::RunBudget::UNLIMITED),
+    /// no last run. Its runs stay, each with its own record, including the
+    /// goals it was started with.
     fn remove_schedule(&self, persona: &str) -> impl Future<Output = Result<()>> + Send;
 
     /// Every schedule, enabled or not, by persona, at most
@@ -79,10 +85,25 @@ pub trait ScheduleStore: Send + Sync {
 
 /// Virtual-user runs and their transcripts.
 pub trait VirtualUserRunStore: Send + Sync {
-    /// Starts a run of `persona`: running, created now, no transcript.
+    /// Starts a run of `persona`: running, created now, no transcript, no
+    /// goals, seed or starter: [`Self::start_virtual_user_run_with`] of
+    /// [`NewVirtualUserRun::new`].
     fn start_virtual_user_run(
         &self,
         persona: &str,
+    ) -> impl Future<Output = Result<VirtualUserRun>> + Send {
+        async move {
+            self.start_virtual_user_run_with(&NewVirtualUserRun::new(persona))
+                .await
+        }
+    }
+
+    /// Starts the run `run` describes: running, created now, no transcript,
+    /// a zero tally, with the goals, seed and starter it gives (checked
+    /// first: [`Error::InvalidInput`], nothing written). One insert.
+    fn start_virtual_user_run_with(
+        &self,
+        run: &NewVirtualUserRun,
     ) -> impl Future<Output = Result<VirtualUserRun>> + Send;
 
     /// Reads one run ([`Error::VirtualUserRunNotFound`] if there is none).
@@ -99,19 +120,82 @@ pub trait VirtualUserRunStore: Send + Sync {
 
     /// Completes a running run with `findings`, as one status-guarded
     /// write: of racing completes and fails, one lands and the others are
-    /// [`Error::VirtualUserRunSettled`].
+    /// [`Error::VirtualUserRunSettled`]. Its stop reason is
+    /// [`StopReason::Finished`]: [`Self::complete_virtual_user_run_with_reason`]
+    /// gives another.
     fn complete_virtual_user_run(
         &self,
         id: VirtualUserRunId,
         findings: &Value,
+    ) -> impl Future<Output = Result<()>> + Send {
+        self.complete_virtual_user_run_with_reason(id, findings, StopReason::Finished)
+    }
+
+    /// Completes a running run with `findings`, stopped for `reason`: the
+    /// same one status-guarded write as [`Self::complete_virtual_user_run`].
+    fn complete_virtual_user_run_with_reason(
+        &self,
+        id: VirtualUserRunId,
+        findings: &Value,
+        reason: StopReason,
     ) -> impl Future<Output = Result<()>> + Send;
 
     /// Fails a running run with `reason`, guarded like
-    /// [`Self::complete_virtual_user_run`].
+    /// [`Self::complete_virtual_user_run`]. Its stop reason is
+    /// [`StopReason::Failed`]: [`Self::fail_virtual_user_run_with_reason`]
+    /// gives another.
     fn fail_virtual_user_run(
         &self,
         id: VirtualUserRunId,
         reason: &str,
+    ) -> impl Future<Output = Result<()>> + Send {
+        self.fail_virtual_user_run_with_reason(id, reason, StopReason::Failed)
+    }
+
+    /// Fails a running run with `failure` (the message), stopped for
+    /// `reason`: the same one status-guarded write as
+    /// [`Self::fail_virtual_user_run`].
+    fn fail_virtual_user_run_with_reason(
+        &self,
+        id: VirtualUserRunId,
+        failure: &str,
+        reason: StopReason,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Adds `delta` to a running run's [`RunTally`], each counter in the
+    /// database (`turns = turns + ?`, never read then written), and answers
+    /// the tally as that add left it: of concurrent adds none is lost. One
+    /// status-guarded `UPDATE` (`RETURNING` the tally; on MySQL the row is
+    /// read back in the same transaction). A settled run refuses
+    /// ([`Error::VirtualUserRunSettled`]), an unknown one is
+    /// [`Error::VirtualUserRunNotFound`], and an add that would take a
+    /// counter past `i64::MAX` is [`Error::InvalidInput`]; each writes
+    /// nothing.
+    fn add_to_tally(
+        &self,
+        id: VirtualUserRunId,
+        delta: RunTally,
+    ) -> impl Future<Output = Result<RunTally>> + Send;
+
+    /// Replaces a running run's memory with `memory` (a JSON document of
+    /// the persona's shape, checked against the backend's limits first:
+    /// too large or too deep is [`Error::InvalidInput`], nothing written),
+    /// as one status-guarded write; settled and unknown runs are refused
+    /// as by [`Self::add_to_tally`].
+    fn set_memory(
+        &self,
+        id: VirtualUserRunId,
+        memory: &Value,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Replaces a running run's intents (what it means to do next, in
+    /// order; at most [`MAX_INTENTS`](crate::virtual_users::MAX_INTENTS),
+    /// each text; an empty list clears them), guarded and checked like
+    /// [`Self::set_memory`].
+    fn set_intents(
+        &self,
+        id: VirtualUserRunId,
+        intents: &[String],
     ) -> impl Future<Output = Result<()>> + Send;
 
     /// Appends a chunk of entries to a running run's transcript, numbered on

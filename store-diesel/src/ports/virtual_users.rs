@@ -15,21 +15,24 @@
 //! `virtual_users.rs`, through [`by_dialect!`].
 
 use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncConnection, RunQueryDsl};
 use serde_json::Value;
 
 use flowstate_core::ports::checks;
 use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
+use flowstate_core::virtual_users::tally_overflow;
 use flowstate_core::{
-    Error, NewSchedule, Result, Schedule, SchedulePatch, Timestamp, TranscriptPage, VirtualUserRun,
-    VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
+    Error, NewSchedule, NewVirtualUserRun, Result, RunTally, Schedule, SchedulePatch, StopReason,
+    Timestamp, TranscriptPage, VirtualUserRun, VirtualUserRunId, VirtualUserRunQuery,
+    VirtualUserRunStatus,
 };
 
 use crate::backend::{by_dialect, by_returning, on_connection};
 use crate::cached::CacheExt;
 use crate::rows::convert;
 use crate::rows::virtual_users::{
-    RUNNING, ScheduleChanges, ScheduleRow, VirtualUserRunRow, position, transcript_entry,
+    RUNNING, ScheduleChanges, ScheduleRow, VirtualUserRunRow, position, running_run, tally,
+    transcript_entry,
 };
 use crate::schema::{
     JsonText, flowstate_virtual_user_runs as runs, flowstate_virtual_user_schedules as schedules,
@@ -60,14 +63,15 @@ impl DieselStore {
         }
     }
 
-    /// Settles running run `id` as `status` with `findings` or `failure`.
+    /// Settles running run `id` as `status` with `findings` or `failure`,
+    /// stopped for `reason`.
     async fn settle(
         &self,
         op: &'static str,
         id: VirtualUserRunId,
         status: VirtualUserRunStatus,
-        findings: Option<JsonText>,
-        failure: Option<&str>,
+        (findings, failure): (Option<JsonText>, Option<&str>),
+        reason: StopReason,
     ) -> Result<()> {
         let id_text = id.to_string();
         let now = self.now();
@@ -80,6 +84,7 @@ impl DieselStore {
             runs::status.eq(status.as_str()),
             runs::findings.eq(&findings),
             runs::failure.eq(failure),
+            runs::stop_reason.eq(reason.as_str()),
             runs::updated_at.eq(now),
         ))
         .execute(conn)
@@ -89,6 +94,45 @@ impl DieselStore {
         }
         Ok(())
     }
+
+    /// Writes `memory` or `intents` (JSON text) of running run `id`: one
+    /// status-guarded `UPDATE`, the run read only when it matched nothing.
+    async fn overwrite(
+        &self,
+        op: &'static str,
+        id: VirtualUserRunId,
+        with: Overwrite,
+    ) -> Result<()> {
+        let id_text = id.to_string();
+        let now = self.now();
+        let written = match with {
+            Overwrite::Memory(memory) => {
+                on_connection!(self, op, |conn| diesel::update(running_run(&id_text))
+                    .set((runs::memory.eq(&memory), runs::updated_at.eq(now)))
+                    .execute(conn)
+                    .await)?
+            }
+            Overwrite::Intents(intents) => {
+                on_connection!(self, op, |conn| diesel::update(running_run(&id_text))
+                    .set((runs::intents.eq(&intents), runs::updated_at.eq(now)))
+                    .execute(conn)
+                    .await)?
+            }
+        };
+        if written == 0 {
+            return Err(self.not_running(id).await);
+        }
+        Ok(())
+    }
+}
+
+/// What [`DieselStore::overwrite`] writes: a run's memory or its intents,
+/// as JSON text.
+enum Overwrite {
+    /// `memory`.
+    Memory(JsonText),
+    /// `intents`.
+    Intents(JsonText),
 }
 
 impl ScheduleStore for DieselStore {
@@ -260,15 +304,15 @@ impl ScheduleStore for DieselStore {
 }
 
 impl VirtualUserRunStore for DieselStore {
-    #[tracing::instrument(level = "debug", skip_all, fields(persona = %persona))]
-    async fn start_virtual_user_run(&self, persona: &str) -> Result<VirtualUserRun> {
-        checks::start_virtual_user_run(&self.config.limits, persona)?;
-        let run = VirtualUserRun::started(
+    #[tracing::instrument(level = "debug", skip_all, fields(persona = %new.persona))]
+    async fn start_virtual_user_run_with(&self, new: &NewVirtualUserRun) -> Result<VirtualUserRun> {
+        let goals = checks::start_virtual_user_run_with(&self.config.limits, new)?;
+        let run = VirtualUserRun::started_from(
             VirtualUserRunId::generate(),
-            persona.to_owned(),
+            new,
             Timestamp::from_micros(self.now()),
         );
-        let row = VirtualUserRunRow::new(&run);
+        let row = VirtualUserRunRow::new(&run, goals);
         on_connection!(self, "start_virtual_user_run", |conn| diesel::insert_into(
             runs::table
         )
@@ -323,32 +367,111 @@ impl VirtualUserRunStore for DieselStore {
         convert(rows)
     }
 
-    #[tracing::instrument(level = "debug", skip_all, fields(run = %id))]
-    async fn complete_virtual_user_run(
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %id, reason = %reason))]
+    async fn complete_virtual_user_run_with_reason(
         &self,
         id: VirtualUserRunId,
         findings: &Value,
+        reason: StopReason,
     ) -> Result<()> {
         let findings = JsonText(checks::complete_virtual_user_run(
             &self.config.limits,
             findings,
         )?);
         let status = VirtualUserRunStatus::Completed;
-        self.settle(
-            "complete_virtual_user_run",
-            id,
-            status,
-            Some(findings),
-            None,
-        )
-        .await
+        let op = "complete_virtual_user_run";
+        self.settle(op, id, status, (Some(findings), None), reason)
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %id, reason = %reason))]
+    async fn fail_virtual_user_run_with_reason(
+        &self,
+        id: VirtualUserRunId,
+        failure: &str,
+        reason: StopReason,
+    ) -> Result<()> {
+        checks::fail_virtual_user_run(&self.config.limits, failure)?;
+        let status = VirtualUserRunStatus::Failed;
+        let op = "fail_virtual_user_run";
+        self.settle(op, id, status, (None, Some(failure)), reason)
+            .await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(run = %id))]
-    async fn fail_virtual_user_run(&self, id: VirtualUserRunId, reason: &str) -> Result<()> {
-        checks::fail_virtual_user_run(&self.config.limits, reason)?;
-        let status = VirtualUserRunStatus::Failed;
-        self.settle("fail_virtual_user_run", id, status, None, Some(reason))
+    async fn add_to_tally(&self, id: VirtualUserRunId, delta: RunTally) -> Result<RunTally> {
+        checks::add_to_tally(&self.config.limits, &delta)?;
+        // Each amount is at most `i64::MAX` (checked), so each room below
+        // is at least 0.
+        let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let (turns, tokens, cost) = (
+            signed(delta.turns),
+            signed(delta.tokens),
+            signed(delta.cost),
+        );
+        let id_text = id.to_string();
+        let now = self.now();
+        // Each counter raised in place, the run matched only while running
+        // and while every counter has room: one guarded `UPDATE`.
+        let guarded = running_run(&id_text)
+            .filter(runs::tally_turns.le(i64::MAX - turns))
+            .filter(runs::tally_tokens.le(i64::MAX - tokens))
+            .filter(runs::tally_cost.le(i64::MAX - cost));
+        let raised = (
+            runs::tally_turns.eq(runs::tally_turns + turns),
+            runs::tally_tokens.eq(runs::tally_tokens + tokens),
+            runs::tally_cost.eq(runs::tally_cost + cost),
+            runs::updated_at.eq(now),
+        );
+        let counters = (runs::tally_turns, runs::tally_tokens, runs::tally_cost);
+        let op = "add_to_tally";
+        let after: Option<(i64, i64, i64)> = by_returning!(self, op, |conn| diesel::update(
+            guarded
+        )
+        .set(raised)
+        .returning(counters)
+        .get_result(conn)
+        .await
+        .optional(),
+        // No `RETURNING`: the row the update locked is read back in the
+        // same transaction, so the answer is this add's.
+        mysql: |conn| conn
+            .transaction(async |conn| {
+                let matched = diesel::update(guarded).set(raised).execute(conn).await?;
+                if matched == 0 {
+                    return Ok(None);
+                }
+                runs::table
+                    .find(&id_text)
+                    .select(counters)
+                    .first(conn)
+                    .await
+                    .map(Some)
+            })
+            .await)?;
+        if let Some(counters) = after {
+            return tally(&id_text, counters);
+        }
+        // Error path only: no such run, a settled one, or a counter with no
+        // room.
+        let run = self.get_virtual_user_run(id).await?;
+        Err(match run.status {
+            VirtualUserRunStatus::Running => tally_overflow(id, run.tally, delta),
+            status => Error::VirtualUserRunSettled { run: id, status },
+        })
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %id))]
+    async fn set_memory(&self, id: VirtualUserRunId, memory: &Value) -> Result<()> {
+        let memory = JsonText(checks::set_memory(&self.config.limits, memory)?);
+        self.overwrite("set_memory", id, Overwrite::Memory(memory))
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(run = %id, intents = intents.len()))]
+    async fn set_intents(&self, id: VirtualUserRunId, intents: &[String]) -> Result<()> {
+        let intents = JsonText(checks::set_intents(&self.config.limits, intents)?);
+        self.overwrite("set_intents", id, Overwrite::Intents(intents))
             .await
     }
 

@@ -7,7 +7,8 @@ use diesel::prelude::*;
 use flowstate_core::backend::decode_json;
 use flowstate_core::schedule::Interval;
 use flowstate_core::{
-    Error, RunBudget, Schedule, Timestamp, TranscriptEntry, VirtualUserRun, VirtualUserRunStatus,
+    Error, RunBudget, RunTally, Schedule, StopReason, Timestamp, TranscriptEntry, VirtualUserRun,
+    VirtualUserRunStatus,
 };
 
 use crate::rows::parse_id;
@@ -130,11 +131,21 @@ pub(crate) struct VirtualUserRunRow {
     pub transcript_len: i64,
     pub created_at: i64,
     pub updated_at: i64,
+    pub goals: Option<JsonText>,
+    pub seed: Option<i64>,
+    pub started_by: Option<String>,
+    pub tally_turns: i64,
+    pub tally_tokens: i64,
+    pub tally_cost: i64,
+    pub memory: Option<JsonText>,
+    pub intents: Option<JsonText>,
+    pub stop_reason: Option<String>,
 }
 
 impl VirtualUserRunRow {
-    /// The row of a run about to be inserted.
-    pub fn new(run: &VirtualUserRun) -> Self {
+    /// The row of a run about to be inserted, its goals already encoded
+    /// (`None` when it has none).
+    pub fn new(run: &VirtualUserRun, goals: Option<String>) -> Self {
         Self {
             id: run.id.to_string(),
             persona: run.persona.clone(),
@@ -144,8 +155,54 @@ impl VirtualUserRunRow {
             transcript_len: 0,
             created_at: run.created_at.as_micros(),
             updated_at: run.updated_at.as_micros(),
+            goals: goals.map(JsonText),
+            seed: run.seed.map(seed_bits),
+            started_by: run.started_by.clone(),
+            tally_turns: 0,
+            tally_tokens: 0,
+            tally_cost: 0,
+            memory: None,
+            intents: None,
+            stop_reason: None,
         }
     }
+}
+
+/// A seed as stored: the `i64` of the same 64 bits, so every `u64` is kept.
+#[allow(clippy::cast_possible_wrap)]
+pub(crate) const fn seed_bits(seed: u64) -> i64 {
+    seed as i64
+}
+
+/// A stored seed read back: the `u64` of the same 64 bits.
+#[allow(clippy::cast_sign_loss)]
+const fn seed_of(bits: i64) -> u64 {
+    bits as u64
+}
+
+/// A stored JSON array of strings (a run's goals or intents) read back;
+/// NULL reads as empty.
+fn strings(what: &'static str, row: &str, text: Option<JsonText>) -> Result<Vec<String>, Error> {
+    text.map(|t| {
+        let value = decode_json(what, &row, &t.0)?;
+        serde_json::from_value::<Vec<String>>(value).map_err(|err| Error::Corrupt {
+            what,
+            row: row.to_owned(),
+            detail: err.to_string(),
+        })
+    })
+    .transpose()
+    .map(Option::unwrap_or_default)
+}
+
+/// A stored tally read back, or [`Error::Corrupt`] naming the row.
+pub(crate) fn tally(row: &str, (turns, tokens, cost): (i64, i64, i64)) -> Result<RunTally, Error> {
+    let what = "virtual-user run tally";
+    Ok(RunTally {
+        turns: position(what, row, turns)?,
+        tokens: position(what, row, tokens)?,
+        cost: position(what, row, cost)?,
+    })
 }
 
 /// The status stored in `row`, or [`Error::Corrupt`] naming it.
@@ -171,6 +228,17 @@ impl TryFrom<VirtualUserRunRow> for VirtualUserRun {
 
     fn try_from(row: VirtualUserRunRow) -> Result<Self, Error> {
         let key = row.id.clone();
+        let stop_reason = row
+            .stop_reason
+            .as_deref()
+            .map(|text| {
+                StopReason::parse(text).ok_or_else(|| Error::Corrupt {
+                    what: "virtual-user run stop reason",
+                    row: key.clone(),
+                    detail: format!("unknown stop reason {text:?}"),
+                })
+            })
+            .transpose()?;
         Ok(Self {
             id: parse_id("virtual-user run id", &key, &row.id)?,
             status: run_status(&key, &row.status)?,
@@ -179,6 +247,16 @@ impl TryFrom<VirtualUserRunRow> for VirtualUserRun {
                 .map(|f| decode_json("virtual-user run findings", &key, &f.0))
                 .transpose()?,
             transcript_len: position("virtual-user transcript length", &key, row.transcript_len)?,
+            goals: strings("virtual-user run goals", &key, row.goals)?,
+            seed: row.seed.map(seed_of),
+            started_by: row.started_by,
+            tally: tally(&key, (row.tally_turns, row.tally_tokens, row.tally_cost))?,
+            memory: row
+                .memory
+                .map(|m| decode_json("virtual-user run memory", &key, &m.0))
+                .transpose()?,
+            intents: strings("virtual-user run intents", &key, row.intents)?,
+            stop_reason,
             persona: row.persona,
             failure: row.failure,
             created_at: Timestamp::from_micros(row.created_at),

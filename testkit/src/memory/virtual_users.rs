@@ -6,9 +6,11 @@ use std::collections::HashMap;
 
 use flowstate_core::ports::checks;
 use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
+use flowstate_core::virtual_users::tally_overflow;
 use flowstate_core::{
-    Error, NewSchedule, Result, RunBudget, Schedule, SchedulePatch, Timestamp, TranscriptEntry,
-    TranscriptPage, VirtualUserRun, VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
+    Error, NewSchedule, NewVirtualUserRun, Result, RunBudget, RunTally, Schedule, SchedulePatch,
+    StopReason, Timestamp, TranscriptEntry, TranscriptPage, VirtualUserRun, VirtualUserRunId,
+    VirtualUserRunQuery, VirtualUserRunStatus,
 };
 use serde_json::Value;
 
@@ -166,10 +168,9 @@ impl ScheduleStore for MemoryStore {
 }
 
 impl VirtualUserRunStore for MemoryStore {
-    async fn start_virtual_user_run(&self, persona: &str) -> Result<VirtualUserRun> {
-        checks::start_virtual_user_run(&self.limits, persona)?;
-        let run =
-            VirtualUserRun::started(VirtualUserRunId::generate(), persona.to_owned(), self.now());
+    async fn start_virtual_user_run_with(&self, new: &NewVirtualUserRun) -> Result<VirtualUserRun> {
+        checks::start_virtual_user_run_with(&self.limits, new)?;
+        let run = VirtualUserRun::started_from(VirtualUserRunId::generate(), new, self.now());
         self.lock().virtual_users.runs.insert(run.id, run.clone());
         Ok(run)
     }
@@ -203,10 +204,11 @@ impl VirtualUserRunStore for MemoryStore {
         Ok(runs)
     }
 
-    async fn complete_virtual_user_run(
+    async fn complete_virtual_user_run_with_reason(
         &self,
         id: VirtualUserRunId,
         findings: &Value,
+        reason: StopReason,
     ) -> Result<()> {
         checks::complete_virtual_user_run(&self.limits, findings)?;
         let now = self.now();
@@ -214,17 +216,57 @@ impl VirtualUserRunStore for MemoryStore {
         let run = tables.virtual_users.running(id)?;
         run.status = VirtualUserRunStatus::Completed;
         run.findings = Some(findings.clone());
+        run.stop_reason = Some(reason);
         run.updated_at = now;
         Ok(())
     }
 
-    async fn fail_virtual_user_run(&self, id: VirtualUserRunId, reason: &str) -> Result<()> {
-        checks::fail_virtual_user_run(&self.limits, reason)?;
+    async fn fail_virtual_user_run_with_reason(
+        &self,
+        id: VirtualUserRunId,
+        failure: &str,
+        reason: StopReason,
+    ) -> Result<()> {
+        checks::fail_virtual_user_run(&self.limits, failure)?;
         let now = self.now();
         let mut tables = self.lock();
         let run = tables.virtual_users.running(id)?;
         run.status = VirtualUserRunStatus::Failed;
-        run.failure = Some(reason.to_owned());
+        run.failure = Some(failure.to_owned());
+        run.stop_reason = Some(reason);
+        run.updated_at = now;
+        Ok(())
+    }
+
+    async fn add_to_tally(&self, id: VirtualUserRunId, delta: RunTally) -> Result<RunTally> {
+        checks::add_to_tally(&self.limits, &delta)?;
+        let now = self.now();
+        let mut tables = self.lock();
+        let run = tables.virtual_users.running(id)?;
+        run.tally = run
+            .tally
+            .checked_add(delta)
+            .ok_or_else(|| tally_overflow(id, run.tally, delta))?;
+        run.updated_at = now;
+        Ok(run.tally)
+    }
+
+    async fn set_memory(&self, id: VirtualUserRunId, memory: &Value) -> Result<()> {
+        checks::set_memory(&self.limits, memory)?;
+        let now = self.now();
+        let mut tables = self.lock();
+        let run = tables.virtual_users.running(id)?;
+        run.memory = Some(memory.clone());
+        run.updated_at = now;
+        Ok(())
+    }
+
+    async fn set_intents(&self, id: VirtualUserRunId, intents: &[String]) -> Result<()> {
+        checks::set_intents(&self.limits, intents)?;
+        let now = self.now();
+        let mut tables = self.lock();
+        let run = tables.virtual_users.running(id)?;
+        run.intents = intents.to_vec();
         run.updated_at = now;
         Ok(())
     }

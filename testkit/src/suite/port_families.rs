@@ -246,6 +246,17 @@ macro_rules! __port_family {
                     settle_race_8,
                     bad_virtual_user_input_is_refused,
                 }
+                run_records {
+                    run_goals_seed_and_starter_round_trip,
+                    stop_reason_is_recorded_when_settled,
+                    removing_a_schedule_keeps_its_runs,
+                }
+                run_progress {
+                    tally_adds_in_place_while_running,
+                    tally_add_race_8,
+                    memory_and_intents_are_overwritten_while_running,
+                    bad_run_records_are_refused,
+                }
                 transcripts {
                     transcript_appends_in_order_and_pages,
                     transcript_keeps_json_types,

@@ -200,6 +200,15 @@ pub const VIRTUAL_USERS: Table = Table {
             &["BEGIN", "UPDATE", "COMMIT", "SELECT"],
         ),
         ("fail_virtual_user_run", &["UPDATE"]),
+        ("start_virtual_user_run_with", &["INSERT"]),
+        // Each counter raised in place, `RETURNING` the tally.
+        ("add_to_tally", &["UPDATE"]),
+        // The guarded update matched nothing: the run read to say why.
+        ("add_to_tally settled", &["UPDATE", "SELECT"]),
+        ("set_memory", &["UPDATE"]),
+        ("set_intents", &["UPDATE"]),
+        ("set_memory settled", &["UPDATE", "SELECT"]),
+        ("complete_virtual_user_run_with_reason", &["UPDATE"]),
     ],
     overrides: &[(
         Dialect::Mysql,
@@ -208,6 +217,12 @@ pub const VIRTUAL_USERS: Table = Table {
             (
                 "append_transcript",
                 &["BEGIN", "UPDATE", "SELECT", "INSERT", "COMMIT"],
+            ),
+            // No `RETURNING`: the tally is read back under the update's lock.
+            ("add_to_tally", &["BEGIN", "UPDATE", "SELECT", "COMMIT"]),
+            (
+                "add_to_tally settled",
+                &["BEGIN", "UPDATE", "COMMIT", "SELECT"],
             ),
         ],
     )],

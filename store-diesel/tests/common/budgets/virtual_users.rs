@@ -9,7 +9,8 @@ use std::sync::Arc;
 use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::schedule::Interval;
 use flowstate_core::{
-    NewSchedule, SchedulePatch, Timestamp, VirtualUserRunId, VirtualUserRunQuery,
+    NewSchedule, NewVirtualUserRun, RunTally, SchedulePatch, StopReason, Timestamp,
+    VirtualUserRunId, VirtualUserRunQuery,
 };
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog};
 use serde_json::json;
@@ -101,5 +102,35 @@ async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
         "fail_virtual_user_run",
         store.fail_virtual_user_run(other.id, "reaped")
     );
+    let new = NewVirtualUserRun::new("alice")
+        .with_goals(["explore"])
+        .with_seed(7)
+        .with_started_by("schedule");
+    let third = capture!(
+        "start_virtual_user_run_with",
+        store.start_virtual_user_run_with(&new)
+    );
+    let tally = capture!(
+        "add_to_tally",
+        store.add_to_tally(third.id, RunTally::turns(1).with_tokens(10))
+    );
+    assert_eq!(tally.tokens, 10);
+    capture!(
+        "set_memory",
+        store.set_memory(third.id, &json!({"cart": []}))
+    );
+    capture!(
+        "set_intents",
+        store.set_intents(third.id, &["pay".to_owned()])
+    );
+    capture!(
+        "complete_virtual_user_run_with_reason",
+        store.complete_virtual_user_run_with_reason(third.id, &json!({}), StopReason::GoalsMet)
+    );
+    refused!(
+        "add_to_tally settled",
+        store.add_to_tally(third.id, RunTally::turns(1))
+    );
+    refused!("set_memory settled", store.set_memory(third.id, &json!({})));
     sent
 }

@@ -1,0 +1,1 @@
+ALTER TABLE flowstate_virtual_user_runs DROP COLUMN stop_reason, DROP COLUMN intents, DROP COLUMN memory, DROP COLUMN tally_cost, DROP COLUMN tally_tokens, DROP COLUMN tally_turns, DROP COLUMN started_by, DROP COLUMN seed, DROP COLUMN goals;

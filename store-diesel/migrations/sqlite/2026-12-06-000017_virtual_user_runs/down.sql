@@ -1,0 +1,9 @@
+ALTER TABLE flowstate_virtual_user_runs DROP COLUMN stop_reason;
+ALTER TABLE flowstate_virtual_user_runs DROP COLUMN intents;
+ALTER TABLE flowstate_virtual_user_runs DROP COLUMN memory;
+ALTER TABLE flowstate_virtual_user_runs DROP COLUMN tally_cost;
+ALTER TABLE flowstate_virtual_user_runs DROP COLUMN tally_tokens;
+ALTER TABLE flowstate_virtual_user_runs DROP COLUMN tally_turns;
+ALTER TABLE flowstate_virtual_user_runs DROP COLUMN started_by;
+ALTER TABLE flowstate_virtual_user_runs DROP COLUMN seed;
+ALTER TABLE flowstate_virtual_user_runs DROP COLUMN goals;
