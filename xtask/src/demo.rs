@@ -13,6 +13,7 @@
 //! cancels), [`sweep`] (recovery), [`users`]
 //! (virtual users), [`crash`], [`provider`]
 //! (the demo's own tables of side effects and executions),
+//! [`reconcile`] (effects a settled run left stranded),
 //! [`verify`] (the invariants, from the database),
 //! [`progress`] and [`report`].
 //!
@@ -29,6 +30,7 @@ mod engine;
 mod outside;
 mod progress;
 mod provider;
+mod reconcile;
 mod report;
 mod steps;
 mod sweep;
@@ -336,6 +338,7 @@ pub async fn run(options: Options) -> Result<()> {
     customers.abort();
     while emitters.join_next().await.is_some() {}
 
+    reconcile::settle_stranded(&admin, &mut provider, &shared).await?;
     let found = verify::read_back(&mut provider, &admin).await?;
     let personas = users::read_back(&admin, &session).await?;
     let redriven = redriven

@@ -31,8 +31,9 @@ fn fresh_name() -> String {
     format!("fst_demo_{}_{nanos}", std::process::id())
 }
 
-/// Runs a small demo on `url` and asserts it held every invariant.
-fn demo(url: &str) {
+/// Runs a small demo on `url` (with `extra` flags) and asserts it held
+/// every invariant.
+fn demo(url: &str, extra: &[&str]) {
     let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .args([
             "demo",
@@ -48,6 +49,7 @@ fn demo(url: &str) {
             "--dispatchers",
             "2",
         ])
+        .args(extra)
         .env_remove("RUST_LOG")
         .output()
         .expect("xtask runs");
@@ -69,6 +71,10 @@ fn demo(url: &str) {
         let line = format!("{label:<34}{:>9}", 0);
         assert!(stdout.contains(&line), "no `{line}` in:\n{stdout}");
     }
+    assert!(
+        stdout.contains("(0 left stranded: must be 0)"),
+        "an effect left begun and never settled:\n{stdout}"
+    );
     assert!(
         stdout.contains("timeline of run"),
         "no timeline in:\n{stdout}"
@@ -118,7 +124,20 @@ fn demo_holds_every_invariant_on_sqlite() {
     let dir = std::env::temp_dir().join(fresh_name());
     std::fs::create_dir_all(&dir).expect("a temporary folder");
     let url = format!("sqlite://{}", dir.join("demo.db").display());
-    demo(&url);
+    demo(&url, &[]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Most orders cancelled, so the run the crash strands an effect of is
+/// usually cancelled before any later attempt comes back to resolve it:
+/// the demo must still settle that effect (from the provider), never
+/// leave it begun.
+#[test]
+fn a_crashed_run_cancelled_meanwhile_leaves_no_effect_stranded_on_sqlite() {
+    let dir = std::env::temp_dir().join(fresh_name());
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    let url = format!("sqlite://{}", dir.join("demo.db").display());
+    demo(&url, &["--cancel-percent", "90"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -127,7 +146,7 @@ fn demo_holds_every_invariant_on_postgres() {
     let base = server("FLOWSTATE_PG_URL", "postgres://postgres@127.0.0.1:5432");
     let name = fresh_name();
     let _dropped = Dropped(&base, &name);
-    demo(&format!("{base}/{name}"));
+    demo(&format!("{base}/{name}"), &[]);
 }
 
 #[test]
@@ -135,5 +154,5 @@ fn demo_holds_every_invariant_on_mysql() {
     let base = server("FLOWSTATE_MYSQL_URL", "mysql://root@127.0.0.1:3306");
     let name = fresh_name();
     let _dropped = Dropped(&base, &name);
-    demo(&format!("{base}/{name}"));
+    demo(&format!("{base}/{name}"), &[]);
 }

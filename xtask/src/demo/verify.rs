@@ -36,6 +36,30 @@ fn unsettled_list() -> String {
         .join(", ")
 }
 
+/// Whether `run` is one of the session's runs and settled.
+pub async fn is_settled_session_run(
+    provider: &mut Provider,
+    run: flowstate_core::RunId,
+) -> Result<bool> {
+    let s = provider.session().to_owned();
+    let settled = RunStatus::ALL
+        .iter()
+        .filter(|st| st.is_settled())
+        .map(|st| format!("'{}'", st.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let n = provider
+        .count(
+            &format!(
+                "SELECT COUNT(*) AS n FROM flowstate_runs r WHERE r.id = ? \
+                 AND r.status IN ({settled}) AND {SESSION_RUNS}"
+            ),
+            &[&run.to_string(), APP, &s, APP, &s],
+        )
+        .await?;
+    Ok(n > 0)
+}
+
 /// The demo's poll: what the progress display shows, and whether the
 /// session's work is done.
 #[derive(Clone, Copy, Debug, Default)]
