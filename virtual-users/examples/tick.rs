@@ -14,7 +14,7 @@ use std::time::Duration;
 use flowstate_core::Clock as _;
 use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::schedule::Interval;
-use flowstate_core::{NewSchedule, Schedule, VirtualUserRunQuery};
+use flowstate_core::{NewSchedule, NewVirtualUserRun, Schedule, VirtualUserRunQuery};
 use flowstate_testkit::{ManualClock, MemoryStore};
 use flowstate_virtual_users::{TickOptions, tick};
 use rand::SeedableRng;
@@ -38,11 +38,13 @@ async fn main() -> flowstate_core::Result<()> {
 
     let mut slow = None;
     for minute in 0..8 {
-        // The host's dispatch: start the persona's run (here, in the store).
+        // The host's dispatch: start the persona's run (here, in the store),
+        // with the schedule's goals, started by `schedule`.
         let dispatch = |schedule: Schedule| {
             let store = &store;
             async move {
-                let run = store.start_virtual_user_run(&schedule.persona).await?;
+                let new = NewVirtualUserRun::for_schedule(&schedule);
+                let run = store.start_virtual_user_run_with(&new).await?;
                 Ok::<_, flowstate_core::Error>(run.id)
             }
         };

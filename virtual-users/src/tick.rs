@@ -8,7 +8,8 @@ use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::schedule::{STALE_RUN_AFTER, is_stale};
 use flowstate_core::virtual_users::{claimed_next_run_at, reap_message};
 use flowstate_core::{
-    Error, Result, Schedule, Timestamp, VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
+    Error, Result, Schedule, StopReason, Timestamp, VirtualUserRunId, VirtualUserRunQuery,
+    VirtualUserRunStatus,
 };
 use rand::Rng;
 
@@ -109,8 +110,8 @@ pub struct TickOutcome {
 /// For each due schedule, earliest first: if its persona's latest run is
 /// still running, the persona is skipped as [`SkipReason::InFlight`],
 /// unless the run has been running for `options.stale_after`, in which
-/// case it is failed with a message saying how long it ran (reaped) and
-/// the persona goes on. Then the schedule is claimed: `next_run_at` moves,
+/// case it is failed with a message saying how long it ran and
+/// [`StopReason::Abandoned`] (reaped) and the persona goes on. Then the schedule is claimed: `next_run_at` moves,
 /// by compare-and-set, from the value listed to one drawn from its interval
 /// ([`claimed_next_run_at`]); a claim that does not land is
 /// [`SkipReason::ClaimedElsewhere`]. Then `dispatch` is called with the
@@ -164,8 +165,9 @@ where
                 continue;
             }
             let ran_for = now.since(run.created_at);
+            let message = reap_message(ran_for);
             match store
-                .fail_virtual_user_run(run.id, &reap_message(ran_for))
+                .fail_virtual_user_run_with_reason(run.id, &message, StopReason::Abandoned)
                 .await
             {
                 Ok(()) => {

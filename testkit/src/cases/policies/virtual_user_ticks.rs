@@ -9,8 +9,8 @@ use std::time::Duration;
 use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
 use flowstate_core::schedule::STALE_RUN_AFTER;
 use flowstate_core::{
-    Clock, Error, NewSchedule, Schedule, Timestamp, VirtualUserRunId, VirtualUserRunQuery,
-    VirtualUserRunStatus,
+    Clock, Error, NewSchedule, NewVirtualUserRun, Schedule, StopReason, Timestamp,
+    VirtualUserRunId, VirtualUserRunQuery, VirtualUserRunStatus,
 };
 use flowstate_virtual_users::{SkipReason, Skipped, TickOptions, TickOutcome, tick};
 use rand::SeedableRng;
@@ -19,7 +19,8 @@ use rand::rngs::StdRng;
 use crate::Harness;
 use crate::cases::virtual_users::schedules::{HOURLY, schedule_at};
 
-/// The dispatch a host would give: start a run of the schedule's persona.
+/// The dispatch a host would give: start a run of the schedule's persona,
+/// with its goals, started by `schedule`.
 pub(crate) fn starter<S>(
     store: &Arc<S>,
 ) -> impl FnMut(
@@ -34,7 +35,9 @@ where
     move |schedule: Schedule| {
         let store = Arc::clone(&store);
         Box::pin(async move {
-            let run = store.start_virtual_user_run(&schedule.persona).await?;
+            let run = store
+                .start_virtual_user_run_with(&NewVirtualUserRun::for_schedule(&schedule))
+                .await?;
             Ok(run.id)
         })
     }
@@ -160,7 +163,7 @@ where
     assert_eq!(outcome.dispatched.len(), 1);
 }
 
-/// A run running past the stale limit is failed with a message saying how long it ran, and its persona dispatches in the same tick.
+/// A run running past the stale limit is failed with a message saying how long it ran and the stop reason `abandoned`, and its persona dispatches in the same tick.
 pub async fn tick_reaps_a_stale_run_and_dispatches_in_the_same_tick<H: Harness>(h: &H)
 where
     H::Store: ScheduleStore + VirtualUserRunStore,
@@ -179,6 +182,7 @@ where
     );
     let read = h.store().get_virtual_user_run(stranded.id).await.unwrap();
     assert_eq!(read.status, VirtualUserRunStatus::Failed);
+    assert_eq!(read.stop_reason, Some(StopReason::Abandoned));
     let message = read.failure.unwrap();
     assert!(
         message.contains("still running 2h 5m after it started"),
@@ -190,6 +194,12 @@ where
         "the persona goes on in the same tick"
     );
     assert_eq!(outcome.dispatched[0].persona, "alice");
+    let started = h.store().get_virtual_user_run(outcome.dispatched[0].run);
+    let started = started.await.unwrap();
+    assert_eq!(
+        started.started_by.as_deref(),
+        Some(NewVirtualUserRun::SCHEDULE)
+    );
     assert!(outcome.skipped.is_empty());
     let runs = runs_of(h, "alice").await;
     assert_eq!(
