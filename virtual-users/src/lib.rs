@@ -21,7 +21,8 @@
 //!   different test, and its findings cannot be reproduced;
 //! - a run running longer than the stale limit
 //!   ([`STALE_RUN_AFTER`](flowstate_core::schedule::STALE_RUN_AFTER), 2 h)
-//!   is reaped: failed with a message saying how long it ran, after which
+//!   is reaped: failed with a message saying how long it ran and the stop
+//!   reason [`StopReason::Abandoned`](flowstate_core::StopReason::Abandoned), after which
 //!   the persona dispatches in the same tick. A deploy mid-run strands the
 //!   record; kept, it would block its persona for good;
 //! - the claim is a compare-and-set on `next_run_at`, so of two ticks at
