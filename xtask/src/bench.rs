@@ -33,12 +33,21 @@
 //! per-step rounds ([`interleaved`]), and the ratio of each pair is printed
 //! under the table (`Report::paired_ratios`): measured one section after
 //! the other, the same code differed by a quarter on a 2-core machine.
+//!
+//! With the `postgres` feature and PgBouncer installed, it also measures
+//! PostgreSQL's per-step and batched work through a throw-away PgBouncer
+//! in transaction mode (`?pool_mode=transaction`), each round taken in
+//! turn with the direct one's, and prints the ratio of each pair
+//! ([`pgbouncer`]); `--smoke` takes its tiny round too. Without PgBouncer
+//! it says so loudly and measures the rest.
 
 #[cfg(feature = "postgres")]
 mod baseline;
 mod batched;
 mod contention;
 mod peer;
+#[cfg(feature = "postgres")]
+mod pgbouncer;
 mod report;
 mod statements;
 mod throughput;
@@ -179,7 +188,28 @@ pub async fn run(options: Options) -> Result<()> {
         } else {
             options.concurrency.clone()
         };
-        let (throughput, hand) = per_step(dialect, &url, &concurrency, &options).await;
+        #[cfg(feature = "postgres")]
+        let bouncer = if dialect == Dialect::Postgres {
+            let workers = concurrency.iter().copied().max().unwrap_or(1);
+            match pgbouncer::start(&url, workers).await {
+                Ok(bouncer) => bouncer,
+                Err(err) => {
+                    columns.push(Column::rounds(
+                        pgbouncer::LABEL,
+                        Err(err.context("PgBouncer for the bench")),
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        #[cfg(feature = "postgres")]
+        let pooled = bouncer.as_ref().map(|b| b.url.as_str());
+        #[cfg(not(feature = "postgres"))]
+        let pooled: Option<&str> = None;
+        let (throughput, hand, through_pooler) =
+            per_step(dialect, &url, pooled, &concurrency, &options).await;
         let (race_workers, race_steps) = options.contention;
         println!("  {name}: contention, {race_workers} workers racing for {race_steps} steps");
         let contention = contention::measure(&url, race_workers, race_steps).await;
@@ -218,6 +248,10 @@ pub async fn run(options: Options) -> Result<()> {
             statements_per_step: None,
             workloads,
         });
+        // Through PgBouncer, beside the direct column it was measured with.
+        if let Some(throughput) = through_pooler {
+            columns.push(Column::rounds(POOLED, throughput));
+        }
         let peer = if options.peers && dialect == Dialect::Postgres {
             peer::Peer::prepare(&url)
                 .await
@@ -226,10 +260,10 @@ pub async fn run(options: Options) -> Result<()> {
         } else {
             None
         };
-        let (batch, peer_column) =
-            batched::column(name, &url, &concurrency, &options, peer.as_ref()).await;
+        let (batch, others) =
+            batched::column(name, &url, &concurrency, &options, peer.as_ref(), pooled).await;
         columns.push(batch);
-        columns.extend(peer_column);
+        columns.extend(others);
         #[cfg(feature = "postgres")]
         if let Some(throughput) = hand {
             columns.push(Column {
@@ -253,6 +287,14 @@ pub async fn run(options: Options) -> Result<()> {
     let batch = format!("{} batch", Dialect::Postgres.name());
     for line in report.paired_ratios(&batch, peer::LABEL) {
         println!("{line}");
+    }
+    #[cfg(feature = "postgres")]
+    for line in report
+        .paired_ratios(pgbouncer::LABEL, Dialect::Postgres.name())
+        .into_iter()
+        .chain(report.paired_ratios(batched::POOLED_LABEL, &batch))
+    {
+        println!("{line} (goal: at least 0.90x)");
     }
     for line in &off_budget {
         println!("off budget: {line}");
@@ -306,9 +348,22 @@ async fn interleaved<const N: usize>(
     options: &Options,
     measure: impl AsyncFn(usize, usize, &str) -> Result<throughput::Throughput>,
 ) -> [Result<Vec<Rounds>>; N] {
-    let mut all: [Result<Vec<Rounds>>; N] = std::array::from_fn(|_| Ok(Vec::new()));
+    let all = interleaved_all(&labels, concurrency, options, measure).await;
+    <[Result<Vec<Rounds>>; N]>::try_from(all)
+        .unwrap_or_else(|_| unreachable!("one result per label"))
+}
+
+/// [`interleaved`] over as many labels as there are: one result each, in
+/// their order.
+async fn interleaved_all(
+    labels: &[&str],
+    concurrency: &[usize],
+    options: &Options,
+    measure: impl AsyncFn(usize, usize, &str) -> Result<throughput::Throughput>,
+) -> Vec<Result<Vec<Rounds>>> {
+    let mut all: Vec<Result<Vec<Rounds>>> = labels.iter().map(|_| Ok(Vec::new())).collect();
     for &workers in concurrency {
-        let mut per_second: [Vec<f64>; N] = std::array::from_fn(|_| Vec::new());
+        let mut per_second: Vec<Vec<f64>> = labels.iter().map(|_| Vec::new()).collect();
         for round in 1..=options.rounds {
             for (index, label) in labels.iter().enumerate() {
                 if all[index].is_err() {
@@ -340,33 +395,57 @@ async fn interleaved<const N: usize>(
 }
 
 /// Per-step throughput on `url`, and on PostgreSQL the hand-written
-/// baseline's, their rounds interleaved ([`interleaved`]): the ratio
-/// DESIGN.md's target is stated in.
+/// baseline's and, given its `pooled` URL, the same work's through
+/// PgBouncer, their rounds interleaved ([`interleaved`]): the ratios
+/// DESIGN.md's target and issue 34's are stated in.
 async fn per_step(
     dialect: Dialect,
     url: &str,
+    pooled: Option<&str>,
     concurrency: &[usize],
     options: &Options,
-) -> (Result<Vec<Rounds>>, Option<Result<Vec<Rounds>>>) {
+) -> (
+    Result<Vec<Rounds>>,
+    Option<Result<Vec<Rounds>>>,
+    Option<Result<Vec<Rounds>>>,
+) {
     let name = dialect.name();
     let ours =
         async |workers, label: &str| throughput::measure(url, workers, options.steps, label).await;
     #[cfg(feature = "postgres")]
     if dialect == Dialect::Postgres {
-        let [ours, hand] = interleaved(
-            [name, BASELINE],
+        let mut labels = vec![name, BASELINE];
+        labels.extend(pooled.map(|_| pgbouncer::LABEL));
+        let mut all = interleaved_all(
+            &labels,
             concurrency,
             options,
-            async |index, workers, label| match index {
-                0 => ours(workers, label).await,
-                _ => baseline::measure(url, workers, options.steps).await,
+            async |index, workers, label| match (index, pooled) {
+                (0, _) => ours(workers, label).await,
+                (1, _) => baseline::measure(url, workers, options.steps).await,
+                (_, Some(pooled)) => {
+                    throughput::measure(pooled, workers, options.steps, label).await
+                }
+                (_, None) => unreachable!("a third label only with a pooled URL"),
             },
         )
         .await;
-        return (ours, Some(hand));
+        let through_pooler = pooled.and_then(|_| all.pop());
+        let hand = all.pop();
+        let ours = all
+            .pop()
+            .unwrap_or_else(|| unreachable!("one result per label"));
+        return (ours, hand, through_pooler);
     }
-    (rounds(name, concurrency, options, ours).await, None)
+    let _ = pooled;
+    (rounds(name, concurrency, options, ours).await, None, None)
 }
+
+/// The per-step column's label through PgBouncer.
+#[cfg(feature = "postgres")]
+const POOLED: &str = pgbouncer::LABEL;
+#[cfg(not(feature = "postgres"))]
+const POOLED: &str = "pgbouncer";
 
 /// The hand-written baseline's column label.
 #[cfg(feature = "postgres")]

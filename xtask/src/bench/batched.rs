@@ -38,7 +38,7 @@ use tokio::sync::Notify;
 use super::peer::{self, Peer};
 use super::report::Column;
 use super::throughput::{Throughput, create_steps_for, show_progress};
-use super::{Options, interleaved, rounds};
+use super::{Options, interleaved_all};
 
 /// Steps per claim.
 pub const CLAIM_BATCH: u32 = 500;
@@ -58,14 +58,17 @@ pub struct Batched {
 /// Every worker count of `concurrency`, `options.rounds` times each, in
 /// batched mode on `url`: the column shown beside `name`'s per-step one.
 /// With a `peer`, its rounds are taken in turn with these (see
-/// [`interleaved`]), and its column comes back too.
+/// [`interleaved_all`]), and its column comes back too; likewise with a
+/// `pooled` URL (the same database through PgBouncer in transaction mode),
+/// the same batched work through it, labelled `pgbouncer batch`.
 pub async fn column(
     name: &str,
     url: &str,
     concurrency: &[usize],
     options: &Options,
     peer: Option<&Peer>,
-) -> (Column, Option<Column>) {
+    pooled: Option<&str>,
+) -> (Column, Vec<Column>) {
     let label = format!("{name} batch");
     let sent = Cell::new((0_u64, 0_usize));
     let ours = async |workers, progress: &str| {
@@ -77,32 +80,47 @@ pub async fn column(
         ));
         Ok(round.throughput)
     };
-    let (throughput, theirs) = match peer {
-        Some(peer) => {
-            let [ours_rounds, theirs] = interleaved(
-                [label.as_str(), peer::LABEL],
-                concurrency,
-                options,
-                async |index, workers, progress| match index {
-                    0 => ours(workers, progress).await,
-                    _ => peer.measure(options.steps).await,
-                },
-            )
-            .await;
-            (ours_rounds, Some(theirs))
-        }
-        None => (rounds(&label, concurrency, options, ours).await, None),
-    };
+    let pooled_label = POOLED_LABEL;
+    let mut labels = vec![label.as_str()];
+    labels.extend(peer.map(|_| peer::LABEL));
+    labels.extend(pooled.map(|_| pooled_label));
+    let mut all = interleaved_all(
+        &labels,
+        concurrency,
+        options,
+        async |index, workers, progress| match labels[index] {
+            l if l == peer::LABEL => match peer {
+                Some(peer) => peer.measure(options.steps).await,
+                None => unreachable!("a peer label only with a peer"),
+            },
+            l if l == pooled_label => match pooled {
+                Some(pooled) => measure(pooled, workers, options.steps, progress)
+                    .await
+                    .map(|round| round.throughput),
+                None => unreachable!("a pooled label only with a pooled URL"),
+            },
+            _ => ours(workers, progress).await,
+        },
+    )
+    .await;
+    let others: Vec<Column> = labels[1..]
+        .iter()
+        .zip(all.drain(1..))
+        .map(|(label, throughput)| Column::rounds(label, throughput))
+        .collect();
+    let throughput = all
+        .pop()
+        .unwrap_or_else(|| unreachable!("one result per label"));
     let (statements, steps) = sent.get();
     let column = Column {
         statements_per_step: (steps > 0).then(|| statements as f64 / steps as f64),
         ..Column::rounds(&label, throughput)
     };
-    (
-        column,
-        theirs.map(|throughput| Column::rounds(peer::LABEL, throughput)),
-    )
+    (column, others)
 }
+
+/// The label of the batched column through PgBouncer.
+pub const POOLED_LABEL: &str = "pgbouncer batch";
 
 /// Creates `steps` fresh steps on `url`, then times a `WorkerPool` of
 /// `workers` handler tasks claiming and succeeding all of them; on a
