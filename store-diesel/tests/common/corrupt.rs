@@ -3,8 +3,11 @@
 //! wrong value, and only the calls that read that row fail. Written once,
 //! run on every dialect.
 
-use flowstate_core::ports::{RunStore, StepStore, VersionStore};
-use flowstate_core::{Error, NewRun, NewStep, NewWorkflowVersion, Run, RunQuery};
+use flowstate_core::ports::{RunStore, StepStore, VersionStore, VirtualUserRunStore};
+use flowstate_core::{
+    Error, NewRun, NewStep, NewWorkflowVersion, Run, RunQuery, RunTally, VirtualUserRunId,
+    VirtualUserRunStatus,
+};
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use serde_json::json;
 
@@ -61,6 +64,56 @@ pub async fn corrupt_rows_are_typed_errors(dialect: Dialect) {
     drop(store);
     db.drop_database().await;
     undecodable_json_fails_only_its_row(dialect).await;
+    virtual_user_run_records(dialect).await;
+}
+
+/// A virtual-user run inserted with only the columns migration 000017
+/// found (a row stored before it) reads with its defaults: no goals, seed,
+/// starter, memory, intents or stop reason, a zero tally, and takes a
+/// tally add. A stop reason no store writes, a negative counter and
+/// intents that are not a list of strings are each `Corrupt` naming the
+/// run.
+async fn virtual_user_run_records(dialect: Dialect) {
+    let db = TestDb::migrated(dialect).await;
+    let store = db.store(StoreConfig::default()).await;
+    let id = VirtualUserRunId::generate();
+    let insert = format!(
+        "INSERT INTO flowstate_virtual_user_runs \
+         (id, persona, status, findings, failure, transcript_len, created_at, updated_at) \
+         VALUES ('{id}', 'ana', 'running', NULL, NULL, 0, 1, 1)"
+    );
+    assert_eq!(db.execute(&insert).await, 1);
+    let old = store.get_virtual_user_run(id).await.unwrap();
+    assert_eq!(old.status, VirtualUserRunStatus::Running);
+    assert_eq!(
+        (old.goals.len(), old.seed, old.started_by, old.tally),
+        (0, None, None, RunTally::ZERO)
+    );
+    assert_eq!(
+        (old.memory, old.intents.len(), old.stop_reason),
+        (None, 0, None)
+    );
+    let tally = store.add_to_tally(id, RunTally::turns(2)).await.unwrap();
+    assert_eq!(tally, RunTally::turns(2));
+
+    let cases = [
+        ("stop_reason = 'bogus'", "virtual-user run stop reason"),
+        (
+            "stop_reason = NULL, tally_tokens = -1",
+            "virtual-user run tally",
+        ),
+        (
+            "tally_tokens = 0, intents = '{\"a\": 1}'",
+            "virtual-user run intents",
+        ),
+    ];
+    for (set, what) in cases {
+        let sql = format!("UPDATE flowstate_virtual_user_runs SET {set} WHERE id = '{id}'");
+        assert_eq!(db.execute(&sql).await, 1, "{sql}");
+        corrupt(store.get_virtual_user_run(id).await, what, &id.to_string());
+    }
+    drop(store);
+    db.drop_database().await;
 }
 
 /// JSON text `levels` arrays deep, past what serde_json reads (127).
