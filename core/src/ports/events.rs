@@ -103,6 +103,14 @@ pub trait EventStore: Send + Sync {
 
     /// Why `run` started, if an event started it.
     fn run_cause(&self, run: RunId) -> impl Future<Output = Result<Option<RunCause>>> + Send;
+
+    /// The runs `event`'s deliveries started, each with why
+    /// ([`EventStore::run_cause`] of each), in delivery order (by
+    /// activation id): none before the event is dispatched or when it
+    /// matched nothing, one per delivery after, and none for a run since
+    /// deleted. The inverse of `run_cause`, for an operator asking what an
+    /// event did. An unknown id is [`Error::EventNotFound`].
+    fn event_runs(&self, event: EventId) -> impl Future<Output = Result<Vec<RunCause>>> + Send;
 }
 
 /// Dispatching without a listing first: each call takes the next pending

@@ -385,4 +385,28 @@ impl EventStore for DieselStore {
         let delivery = Delivery::try_from(delivery)?;
         Ok(Some(delivery.cause(&Event::try_from(event)?)))
     }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(%event))]
+    async fn event_runs(&self, event: EventId) -> Result<Vec<RunCause>> {
+        let event_text = event.to_string();
+        let rows: Vec<(DeliveryRow, EventRow)> = on_connection!(self, "event_runs", |conn| {
+            deliveries::table
+                .inner_join(events::table)
+                .inner_join(runs::table.on(runs::id.eq(deliveries::run_id)))
+                .filter(deliveries::event_id.eq(&event_text))
+                .order(deliveries::activation_id.asc())
+                .select((DeliveryRow::as_select(), EventRow::as_select()))
+                .load(conn)
+                .await
+        })?;
+        if rows.is_empty() {
+            // No run: an unknown event, or one that started none (yet).
+            self.get_event(event).await?;
+        }
+        rows.into_iter()
+            .map(|(delivery, event)| {
+                Ok(Delivery::try_from(delivery)?.cause(&Event::try_from(event)?))
+            })
+            .collect()
+    }
 }

@@ -260,6 +260,24 @@ impl EventStore for MemoryStore {
             delivery.cause(&t.events[event])
         }))
     }
+
+    async fn event_runs(&self, event: EventId) -> Result<Vec<RunCause>> {
+        let tables = self.lock();
+        let t = &tables.events;
+        let recorded = t.events.get(&event).ok_or(Error::EventNotFound(event))?;
+        // A delivery's run is named when it is pinned; it exists once the
+        // delivery is materialised (and until it is deleted).
+        let mut causes: Vec<RunCause> = t
+            .deliveries
+            .get(&event)
+            .into_iter()
+            .flatten()
+            .filter(|d| tables.runs.contains_key(&d.run))
+            .map(|d| d.cause(recorded))
+            .collect();
+        causes.sort_by_key(|c| c.activation);
+        Ok(causes)
+    }
 }
 
 impl EventQueueStore for MemoryStore {

@@ -160,6 +160,10 @@ macro_rules! __port_family {
                     bad_event_input_is_refused,
                     unknown_event_ids_are_typed,
                 }
+                event_runs {
+                    event_runs_lists_the_runs_its_deliveries_started,
+                    event_runs_of_an_unknown_event_is_typed,
+                }
                 races {
                     emit_race_8_same_dedupe_key,
                     emit_race_32_same_dedupe_key,

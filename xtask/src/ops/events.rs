@@ -6,22 +6,16 @@
 //! and the runs its deliveries started; `redrive` puts one dead letter, or
 //! every dead letter of a type, back in line ([`EventStore::redrive`]).
 //!
-//! No port lists an event's deliveries, so `show` finds the runs they made
-//! by asking [`EventStore::run_cause`] of the runs created within two
-//! seconds of the event's dispatch (runs are listed newest first by
-//! creation, and a delivery's run is created in the dispatch's
-//! transaction): a narrow window, not a scan of the table.
+//! `show` reads the runs from the event ([`EventStore::event_runs`]: one
+//! per materialised delivery, with its cause), then each run.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 // Named by the docs' links only.
 #[cfg(doc)]
 use flowstate_core::ports::{EventStore, RunStore};
-use flowstate_core::{
-    Event, EventFilter, EventId, Run, RunCause, RunCursor, RunId, RunQuery, Timestamp,
-};
+use flowstate_core::{Event, EventFilter, EventId, Run, RunCause, Timestamp};
 use serde_json::{Value, json};
 
 use super::format::{Table, ago, cut, json_cut, utc, when};
@@ -247,58 +241,16 @@ pub struct EventView {
     pub runs: Vec<(Run, RunCause)>,
 }
 
-/// How far from the dispatch's time `show` looks for the runs it started.
-const RUN_WINDOW: Duration = Duration::from_secs(2);
-
-/// Reads one event and the runs its deliveries started.
+/// Reads one event and the runs its deliveries started
+/// (`EventStore::event_runs`, then each run).
 pub async fn show(store: &impl OpsStore, id: EventId) -> Result<EventView> {
     let event = store.get_event(id).await.context("get_event")?;
-    let runs = match event.dispatched_at {
-        Some(at) if event.matched > 0 => runs_started(store, id, at, event.matched).await?,
-        _ => Vec::new(),
-    };
-    Ok(EventView { event, runs })
-}
-
-/// The runs created within [`RUN_WINDOW`] of `at` whose cause is `event`,
-/// at most `matched` of them.
-async fn runs_started(
-    store: &impl OpsStore,
-    event: EventId,
-    at: Timestamp,
-    matched: u32,
-) -> Result<Vec<(Run, RunCause)>> {
-    let floor = at.minus(RUN_WINDOW);
-    let mut cursor = Some(RunCursor {
-        created_at: at.plus(RUN_WINDOW),
-        id: RunId::generate(),
-    });
-    let mut found = Vec::new();
-    loop {
-        let query = RunQuery {
-            limit: SCAN,
-            cursor,
-            ..RunQuery::default()
-        };
-        let page = store.list_runs(&query).await.context("list_runs")?;
-        for run in page.items {
-            if run.created_at < floor {
-                return Ok(found);
-            }
-            if let Some(cause) = store.run_cause(run.id).await.context("run_cause")? {
-                if cause.event == event {
-                    found.push((run, cause));
-                    if found.len() == matched as usize {
-                        return Ok(found);
-                    }
-                }
-            }
-        }
-        match page.next {
-            Some(next) => cursor = Some(next),
-            None => return Ok(found),
-        }
+    let mut runs = Vec::new();
+    for cause in store.event_runs(id).await.context("event_runs")? {
+        let run = store.get_run(cause.run).await.context("get_run")?;
+        runs.push((run, cause));
     }
+    Ok(EventView { event, runs })
 }
 
 fn render_show(view: &EventView, now: Timestamp) -> String {

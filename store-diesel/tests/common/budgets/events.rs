@@ -79,5 +79,9 @@ async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     assert!(matches!(idle, NextDispatch::Idle), "{idle:?}");
     capture!("get_event", store.get_event(failing.event));
     capture!("run_cause", store.run_cause(first.runs[0]));
+    let started = capture!("event_runs, 2 runs", store.event_runs(first.event));
+    assert_eq!(started.len(), 2);
+    let none = capture!("event_runs, none", store.event_runs(failing.event));
+    assert!(none.is_empty());
     sent
 }

@@ -270,6 +270,9 @@ pub const EVENTS: Table = Table {
         ("dispatch_next idle", &["BEGIN", "SELECT", "COMMIT"]),
         ("get_event", &["SELECT"]),
         ("run_cause", &["SELECT"]),
+        // A second read only when no run is found: is the event known?
+        ("event_runs, 2 runs", &["SELECT"]),
+        ("event_runs, none", &["SELECT", "SELECT"]),
     ],
     overrides: &[(
         Dialect::Mysql,

@@ -2,5 +2,6 @@
 //! [`EventQueueStore`](flowstate_core::ports::EventQueueStore).
 
 pub mod basics;
+pub mod event_runs;
 pub mod queue;
 pub mod races;

@@ -168,6 +168,10 @@ impl<S: EventStore> EventStore for FailingDispatch<S> {
     async fn run_cause(&self, run: RunId) -> Result<Option<RunCause>> {
         self.0.run_cause(run).await
     }
+
+    async fn event_runs(&self, event: EventId) -> Result<Vec<RunCause>> {
+        self.0.event_runs(event).await
+    }
 }
 
 impl<S: EventStore> EventQueueStore for FailingDispatch<S> {
