@@ -24,6 +24,13 @@
 //!   hands out the connection given back last (`Lifo`), so the one that
 //!   just failed is looked at before any connection idle since before the
 //!   loss.
+//! - On PostgreSQL the check also fails on a server that takes no writes
+//!   (`pg_is_in_recovery()`: a demoted primary, now a standby; or
+//!   `transaction_read_only`), with 25006, so the first write a demoted
+//!   primary refuses drops every connection to it, not one per refused
+//!   write: the pool opens new ones, which a multi-host URL
+//!   (`target_session_attrs=read-write`) or a retargeted PgBouncer takes
+//!   to the new primary.
 //!
 //! So after a restart or killed sessions, a call on a dead connection
 //! fails with a retryable error and the next call finds every other dead
@@ -50,7 +57,8 @@ use crate::error::{Retry, row_for};
 /// acquire timeout is).
 const CHECK_BOUND: Duration = Duration::from_secs(2);
 
-/// The statement that checks a pooled connection.
+/// The statement that checks a pooled connection, unless its type has its
+/// own ([`Watched::CHECK`]).
 const CHECK: &str = "SELECT 1";
 
 /// A pooled connection type, and whether its pool watches for lost
@@ -59,6 +67,10 @@ pub(crate) trait Watched: AsyncConnection + 'static {
     /// Whether the pool watches its connections ([`Watch`]) and checks
     /// them after a loss.
     const WATCHED: bool;
+
+    /// The statement that checks one of its connections after a loss: it
+    /// fails on a connection that cannot serve the store.
+    const CHECK: &'static str = CHECK;
 }
 
 /// What one pool knows of its connections' health, shared by their
@@ -202,9 +214,9 @@ impl Health {
         }
     }
 
-    /// Checks `conn` with [`CHECK`] within `check_within`.
+    /// Checks `conn` with its [`Watched::CHECK`] within `check_within`.
     async fn check<C: Watched>(&self, conn: &mut C) -> Result<(), HookError<PoolError>> {
-        match tokio::time::timeout(self.check_within, conn.batch_execute(CHECK)).await {
+        match tokio::time::timeout(self.check_within, conn.batch_execute(C::CHECK)).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(err)) => {
                 tracing::debug!(

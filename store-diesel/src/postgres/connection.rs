@@ -57,7 +57,21 @@ impl Connection for AsyncPgConnection {
     }
 }
 
-/// A server connection can be lost: the pool watches it.
+/// A server connection can be lost: the pool watches it. Its check after
+/// a loss also refuses a server that takes no writes ([`CHECK`]).
 impl Watched for AsyncPgConnection {
     const WATCHED: bool = true;
+    const CHECK: &'static str = CHECK;
 }
+
+/// The check of a pooled PostgreSQL connection after a loss (see
+/// `health.rs`): one round trip, as `SELECT 1` was, that fails with 25006
+/// (`read_only_sql_transaction`, a [`Retry::Reconnect`](crate::error::Retry)
+/// row of the error table) on a server in recovery (a demoted primary,
+/// now a standby, still reached by an old connection or through a pooler
+/// not yet pointed at the new primary) or whose sessions are read-only.
+/// `DO` runs on a standby and in a read-only transaction.
+pub(crate) const CHECK: &str = "DO $$BEGIN IF pg_is_in_recovery() \
+     OR current_setting('transaction_read_only') = 'on' THEN RAISE EXCEPTION \
+     'the server takes no writes (in recovery or read-only)' \
+     USING ERRCODE = 'read_only_sql_transaction'; END IF; END$$";

@@ -35,6 +35,13 @@ pub const CALL_BOUND: Duration = Duration::from_secs(1);
 /// The statement the pool checks a connection with after a loss.
 pub const CHECK: &str = "SELECT 1";
 
+/// PostgreSQL's check (`store-diesel/src/postgres/connection.rs`): it
+/// also fails, with 25006, on a server in recovery or read-only.
+pub const PG_CHECK: &str = "DO $$BEGIN IF pg_is_in_recovery() \
+     OR current_setting('transaction_read_only') = 'on' THEN RAISE EXCEPTION \
+     'the server takes no writes (in recovery or read-only)' \
+     USING ERRCODE = 'read_only_sql_transaction'; END IF; END$$";
+
 /// A bound on the server dropping the killed sessions: a hang guard.
 const GONE_GUARD: Duration = Duration::from_secs(10);
 
@@ -56,7 +63,7 @@ impl Healing {
         self.statements
             .iter()
             .flatten()
-            .filter(|sql| sql.as_str() == CHECK)
+            .filter(|sql| sql.as_str() == CHECK || sql.as_str() == PG_CHECK)
             .count()
     }
 

@@ -29,6 +29,60 @@ async fn killed_sessions_heal() {
     assert_eq!(healing.checks(), 0, "{healing:?}");
 }
 
+/// A demoted primary's every pooled session (here: every session turned
+/// read-only) goes at the first refused write: the check after that loss
+/// fails on a server that takes no writes (25006), so the next call gets a
+/// new connection rather than the next stale one, which `SELECT 1` kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_read_only_session_goes_after_the_first_refused_write() {
+    const SESSIONS: usize = 3;
+    let db = TestDb::migrated(Dialect::Postgres).await;
+    let log = StatementLog::new();
+    let store = db
+        .warm_store(
+            StoreConfig::default().statement_log(Arc::clone(&log)),
+            SESSIONS,
+        )
+        .await;
+    // Each overlapping call holds a session of its own while it sleeps.
+    let demoting: Vec<_> = (0..SESSIONS)
+        .map(|_| {
+            store.batch_execute("SET default_transaction_read_only = on; SELECT pg_sleep(0.3)")
+        })
+        .collect();
+    for demoted in futures_util::future::join_all(demoting).await {
+        demoted.unwrap();
+    }
+
+    let err = store
+        .create_run(NewRun::new("wf", json!(1)))
+        .await
+        .expect_err("a read-only session refuses the write");
+    assert!(err.is_retryable(), "{err}");
+    log.clear();
+    let run = tokio::time::timeout(
+        healing::CALL_BOUND,
+        store.create_run(NewRun::new("wf", json!(2))),
+    )
+    .await
+    .expect("the next call answers within the bound")
+    .expect("the next call gets a new, writable connection")
+    .record;
+    let checks = log
+        .statements()
+        .iter()
+        .filter(|sql| sql.as_str() == healing::PG_CHECK)
+        .count();
+    assert_eq!(
+        checks,
+        SESSIONS - 1,
+        "every other stale session checked once"
+    );
+    assert_eq!(store.get_run(run.id).await.unwrap(), run);
+    drop(store);
+    db.drop_database().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_killed_mid_statement_fails_retryably_and_is_replaced() {
     let db = TestDb::migrated(Dialect::Postgres).await;
