@@ -24,6 +24,10 @@
 //!   (wake-ups, lease reaping, claim expiry, relay, stalled sweep) with graceful
 //!   shutdown, for hosts that want a loop rather than their own scheduler.
 //!
+//! Each re-drive counts what it found and re-drove, by [`Reason`], through
+//! the `metrics` facade (`flowstate_sweep_finds_total`,
+//! `flowstate_sweep_redrives_total`: `flowstate-metrics` lists every name).
+//!
 //! Re-driving a run twice is safe by construction: a step claim is
 //! exclusive (`StepStore::claim_step`, a status-guarded write in every
 //! backend), so a duplicate dispatch finds its step claimed and does

@@ -7,6 +7,7 @@ use std::future::Future;
 
 use flowstate_core::ports::RecoveryStore;
 use flowstate_core::{ExpiredClaim, RedispatchBackoff, Result, RunId, Timestamp};
+use flowstate_metrics::names;
 use tracing::Instrument;
 
 use crate::dispatch::{Reason, RedriveReport, SweepOptions};
@@ -205,5 +206,20 @@ where
         failed = report.failed.len(),
         "re-drive done"
     );
+    record(reason, &report);
     report
+}
+
+/// Counts what one re-drive found and re-drove, under its reason
+/// ([`names::SWEEP_FINDS`], [`names::SWEEP_REDRIVES`]).
+fn record(reason: Reason, report: &RedriveReport) {
+    let found = report.attempted() + report.held_off.len();
+    if found > 0 {
+        metrics::counter!(names::SWEEP_FINDS, names::REASON => reason.as_str())
+            .increment(found as u64);
+    }
+    if !report.redispatched.is_empty() {
+        metrics::counter!(names::SWEEP_REDRIVES, names::REASON => reason.as_str())
+            .increment(report.redispatched.len() as u64);
+    }
 }
