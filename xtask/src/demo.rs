@@ -27,6 +27,7 @@ mod definitions;
 mod dispatch;
 mod emit;
 mod engine;
+mod metrics;
 mod outside;
 mod progress;
 mod provider;
@@ -44,6 +45,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use flowstate_core::RunId;
+use flowstate_metrics::Metered;
 use flowstate_store_diesel::{DieselStore, StoreConfig, migrate};
 use tokio::sync::{Mutex, mpsc, oneshot, watch};
 use tokio::task::JoinSet;
@@ -143,6 +145,7 @@ pub async fn run(options: Options) -> Result<()> {
         ),
     };
     let dialect = backend::parse_url(&url)?.dialect;
+    metrics::install();
     backend::prepare(&url, options.fresh).await?;
     let applied = migrate::up(&url).await.context("migrate up failed")?;
     let session = format!("demo-{}", &RunId::generate().to_string()[24..]);
@@ -208,7 +211,7 @@ pub async fn run(options: Options) -> Result<()> {
     for w in 0..options.workers {
         let engine = Engine {
             name: format!("worker-{w}"),
-            store: open(&url, 1, StoreConfig::default()).await?,
+            store: Metered::new(open(&url, 1, StoreConfig::default()).await?),
             provider: Mutex::new(Provider::connect(&url, &session).await?),
             shared: Arc::clone(&shared),
         };

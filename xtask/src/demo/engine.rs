@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use flowstate_core::ports::RunLeaseStore;
 use flowstate_core::{Error, Release, RunId, RunLease, RunOutcome, Wait};
+use flowstate_metrics::Metered;
 use flowstate_store_diesel::DieselStore;
 use tokio::sync::{Mutex, mpsc, watch};
 
@@ -88,8 +89,8 @@ impl Shared {
 pub struct Engine {
     /// The worker's name.
     pub name: String,
-    /// Its store (a pool of its own).
-    pub store: DieselStore,
+    /// Its store (a pool of its own), counted by `flowstate-metrics`.
+    pub store: Metered<DieselStore>,
     /// Its connection to the outside world.
     pub provider: Mutex<Provider>,
     /// What all workers share.

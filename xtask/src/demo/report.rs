@@ -227,6 +227,39 @@ impl Summary {
             s.errors.load(Ordering::Relaxed),
             "(each run given back and retried)",
         );
+        if let Some(m) = super::metrics::figures() {
+            println!(" metrics (flowstate-metrics, the workers' stores)");
+            row("claims won", m.claims_won, "(flowstate_claims_won_total)");
+            row(
+                "claims lost",
+                m.claims_lost,
+                &format!("(duplicates; {} refused)", m.claims_refused),
+            );
+            row(
+                "transitions",
+                m.transitions,
+                "(flowstate_transitions_total)",
+            );
+            row("retries", m.retries, "(flowstate_retries_total)");
+            row("leases taken", m.leases_taken, "");
+            row(
+                "fencing refusals",
+                m.fencing_refusals,
+                "(flowstate_fencing_refusals_total)",
+            );
+            row("sweep re-drives", m.sweep_redrives, "(by reason, summed)");
+            let ms = |mean: Option<f64>| mean.map_or("-".to_owned(), |ms| format!("{ms:.2} ms"));
+            row(
+                "mean claim latency",
+                ms(m.mean_claim_ms),
+                "(flowstate_claim_seconds)",
+            );
+            row(
+                "mean transition latency",
+                ms(m.mean_transition_ms),
+                "(flowstate_transition_seconds)",
+            );
+        }
         println!(" virtual users");
         row("ticks", self.runner.ticks, "");
         row(
