@@ -14,7 +14,8 @@
 //!
 //! No recorder installed, no cost beyond a call into the facade's no-op
 //! recorder: install one (`metrics-exporter-prometheus`, ...) to read
-//! them. Core stays without a clock: the latencies are timed here, with
+//! them (`cargo run -p flowstate-metrics --example counts` prints them
+//! with metrics-util's `DebuggingRecorder`). Core stays without a clock: the latencies are timed here, with
 //! [`std::time::Instant`].
 //!
 //! ```

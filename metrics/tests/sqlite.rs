@@ -18,7 +18,7 @@ fn sqlite_store_counts() {
         let store = DieselStore::open_migrated(&url, StoreConfig::default().pool_size(2))
             .await
             .expect("an SQLite store");
-        support::scenario(store).await;
+        Box::pin(support::scenario(store)).await;
     });
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));

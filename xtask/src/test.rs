@@ -67,6 +67,7 @@ const STEPS: &[Step] = &[
     example!("flowstate-recovery", "sweeper"),
     example!("flowstate-virtual-users", "tick"),
     example!("flowstate-pool", "pool"),
+    example!("flowstate-metrics", "counts"),
     example!("flowstate-testkit", "own_store"),
     Step {
         what: "package",
