@@ -35,7 +35,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use flowstate_core::ports::BatchStepStore;
 use flowstate_core::{Completion, StepClaim};
@@ -95,6 +95,11 @@ pub(crate) struct Counters {
     items: AtomicU64,
     failed_flushes: AtomicU64,
     flush_retries: AtomicU64,
+    /// Messages sent and not yet received by the flusher: raised once a
+    /// send has returned (the message is in the channel, receivable),
+    /// lowered by what each receive took. Signed, since the flusher may
+    /// take a message before its sender has counted it.
+    queued: AtomicI64,
 }
 
 impl Counters {
@@ -262,7 +267,9 @@ impl<S> GroupCommit<S> {
                     reply.answer(Err(Error::Closed));
                 }
                 Error::Closed
-            })
+            })?;
+        self.counters.queued.fetch_add(1, Ordering::SeqCst);
+        Ok(())
     }
 
     /// Stops taking commits, flushes everything already queued, and returns
@@ -276,16 +283,21 @@ impl<S> GroupCommit<S> {
     /// a failing flush is tried once).
     pub async fn close(&self) {
         // Fails only when the flusher already stopped taking items.
-        let _ = self.queue.send(Message::Close).await;
+        if self.queue.send(Message::Close).await.is_ok() {
+            self.counters.queued.fetch_add(1, Ordering::SeqCst);
+        }
         let mut done = self.done.clone();
         // An error means the flusher is gone (it dropped its end): also done.
         let _ = done.wait_for(|finished| *finished).await;
     }
 
     /// How many messages (completions, and a close once asked for) are
-    /// queued and not yet taken by the flusher.
+    /// queued and not yet taken by the flusher. Each is counted once its
+    /// send has returned, so every one counted is there for the flusher's
+    /// next receive (the channel's spare capacity is not: it drops when a
+    /// sender is given room, a moment before its message is readable).
     pub fn queued(&self) -> usize {
-        self.queue.max_capacity() - self.queue.capacity()
+        usize::try_from(self.counters.queued.load(Ordering::SeqCst)).unwrap_or(0)
     }
 
     /// The most items one flush writes.
@@ -342,7 +354,14 @@ impl<S: BatchStepStore> Flusher<S> {
         let mut messages = Vec::with_capacity(max_batch);
         let mut items = Vec::with_capacity(max_batch);
         let mut replies = Vec::with_capacity(max_batch);
-        while receiver.recv_many(&mut messages, max_batch).await > 0 {
+        loop {
+            let taken = receiver.recv_many(&mut messages, max_batch).await;
+            if taken == 0 {
+                break;
+            }
+            self.counters
+                .queued
+                .fetch_sub(i64::try_from(taken).unwrap_or(i64::MAX), Ordering::SeqCst);
             for message in messages.drain(..) {
                 match message {
                     Message::Item {
