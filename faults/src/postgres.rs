@@ -26,6 +26,10 @@ use crate::process::{
     run_bounded, running_as_root, system_user, wait_until_ready,
 };
 
+/// How long [`ThrowawayPostgres::restart`] keeps starting again while the
+/// killed server's shared memory is still attached.
+const SHM_RELEASE_WAIT: Duration = Duration::from_secs(15);
+
 /// A throw-away PostgreSQL server; dropping it stops it and removes its
 /// files.
 #[derive(Debug)]
@@ -168,11 +172,31 @@ impl ThrowawayPostgres {
     /// Starts the server again on the same port and data directory (after
     /// a stop, a kill, or stopping it first if it runs); answers how long
     /// it took to accept connections (crash recovery included).
+    ///
+    /// Right after a kill the old server's shared memory can still count
+    /// an attached process for a moment (seen under load: every process of
+    /// its group gone, yet the new postmaster refused with "pre-existing
+    /// shared memory block ... is still in use"). PostgreSQL refuses that
+    /// start rather than share the data directory, which is what keeps it
+    /// safe; this waits and starts again, for [`SHM_RELEASE_WAIT`] at most.
     pub async fn restart(&mut self) -> Result<Duration> {
         self.stop().await;
         let started = std::time::Instant::now();
-        self.launch().await?;
-        Ok(started.elapsed())
+        loop {
+            match self.launch().await {
+                Ok(()) => return Ok(started.elapsed()),
+                Err(err)
+                    if format!("{err:#}").contains("pre-existing shared memory block")
+                        && started.elapsed() < SHM_RELEASE_WAIT =>
+                {
+                    tracing::info!(
+                        "the killed server's shared memory is still attached: starting again"
+                    );
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(err) => return Err(err),
+            }
+        }
     }
 
     async fn launch(&mut self) -> Result<()> {
