@@ -178,7 +178,7 @@ impl ThrowawayPostgres {
     /// its group gone, yet the new postmaster refused with "pre-existing
     /// shared memory block ... is still in use"). PostgreSQL refuses that
     /// start rather than share the data directory, which is what keeps it
-    /// safe; this waits and starts again, for [`SHM_RELEASE_WAIT`] at most.
+    /// safe; this waits and starts again, for 15 s at most.
     pub async fn restart(&mut self) -> Result<Duration> {
         self.stop().await;
         let started = std::time::Instant::now();

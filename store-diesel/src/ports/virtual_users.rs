@@ -15,7 +15,7 @@
 //! `virtual_users.rs`, through [`by_dialect!`].
 
 use diesel::prelude::*;
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use serde_json::Value;
 
 use flowstate_core::ports::checks;
@@ -435,8 +435,7 @@ impl VirtualUserRunStore for DieselStore {
         .optional(),
         // No `RETURNING`: the row the update locked is read back in the
         // same transaction, so the answer is this add's.
-        mysql: |conn| conn
-            .transaction(async |conn| {
+        mysql: |conn| diesel_async::AsyncConnection::transaction(conn, async |conn| {
                 let matched = diesel::update(guarded).set(raised).execute(conn).await?;
                 if matched == 0 {
                     return Ok(None);
