@@ -30,6 +30,10 @@ fn patient() -> CrewOptions {
     CrewOptions {
         patience: Duration::from_secs(30),
         deadline: Duration::from_secs(60),
+        // A call made as the primary dies waits (in PgBouncer, or on the
+        // connect) through Patroni's promotion, about 9-10 s here: delayed,
+        // not hung. The default 10 s counted three such calls as hung once.
+        call_timeout: Duration::from_secs(20),
         ..CrewOptions::default()
     }
 }
