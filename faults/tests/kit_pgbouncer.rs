@@ -360,30 +360,7 @@ impl LeaseHarness for PooledHarness {
 
 // The families and hooks `store-diesel/tests/postgres` stamps
 // (`common::stamp::dialect_tests!`), every one.
-flowstate_testkit::suite!(
-    kit,
-    crate::PooledHarness::create(),
-    [
-        runs,
-        steps,
-        versions,
-        batch,
-        leases,
-        waits,
-        children,
-        effects,
-        definitions,
-        events,
-        recovery,
-        virtual_users,
-        pool,
-        sweeps,
-        guard,
-        ticks,
-        dispatch,
-        hooks,
-    ]
-);
+flowstate_testkit::suite!(kit, crate::PooledHarness::create(), [all]);
 
 /// Prints how many kit cases this binary runs through PgBouncer (every
 /// case of every family, the hook cases included), and that PgBouncer

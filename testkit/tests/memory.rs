@@ -6,30 +6,7 @@ use std::sync::Arc;
 
 use flowstate_testkit::{ManualClock, MemoryHarness, MemoryStore, StoreHarness};
 
-flowstate_testkit::suite!(
-    memory,
-    async { MemoryHarness::new() },
-    [
-        runs,
-        steps,
-        versions,
-        batch,
-        leases,
-        waits,
-        children,
-        effects,
-        definitions,
-        events,
-        recovery,
-        virtual_users,
-        pool,
-        sweeps,
-        guard,
-        ticks,
-        dispatch,
-        hooks,
-    ]
-);
+flowstate_testkit::suite!(memory, async { MemoryHarness::new() }, [all]);
 
 /// A fresh, empty store that stamps times from `clock`.
 async fn open(clock: Arc<ManualClock>) -> MemoryStore {

@@ -25,26 +25,7 @@ macro_rules! dialect_tests {
             crate::common::harness::DieselHarness::create(
                 ::flowstate_store_diesel::Dialect::$dialect
             ),
-            [
-                runs,
-                steps,
-                versions,
-                batch,
-                leases,
-                waits,
-                children,
-                effects,
-                definitions,
-                events,
-                recovery,
-                virtual_users,
-                pool,
-                sweeps,
-                guard,
-                ticks,
-                dispatch,
-                hooks,
-            ]
+            [all]
         );
 
         /// The checks written once in `common`, for this dialect.

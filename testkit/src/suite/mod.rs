@@ -44,8 +44,38 @@ mod port_families;
 /// path), so depend on it under that name; no direct tokio dependency is
 /// needed. Each test builds a harness, runs the case on it, then calls
 /// [`Harness::teardown`](crate::Harness::teardown).
+///
+/// `[all]` is every family above and `hooks`: what a full backend runs
+/// (the reference backend, each dialect, the kit through a pooler), named
+/// once here so a new family reaches every one of them.
 #[macro_export]
 macro_rules! suite {
+    ($suite:ident, $factory:expr, [all] $(,)?) => {
+        $crate::suite!(
+            $suite,
+            $factory,
+            [
+                runs,
+                steps,
+                versions,
+                batch,
+                leases,
+                waits,
+                children,
+                effects,
+                definitions,
+                events,
+                recovery,
+                virtual_users,
+                pool,
+                sweeps,
+                guard,
+                ticks,
+                dispatch,
+                hooks,
+            ]
+        );
+    };
     ($suite:ident, $factory:expr, [$($family:ident),+ $(,)?] $(,)?) => {
         #[allow(clippy::wildcard_imports)]
         mod $suite {

@@ -25,12 +25,12 @@ const SESSION_RUNS: &str = "(r.id IN (SELECT d.run_id FROM flowstate_event_deliv
      OR r.parent_id IN (SELECT d.run_id FROM flowstate_event_deliveries d \
      JOIN flowstate_events e ON e.id = d.event_id WHERE e.app_id = ? AND e.scope_id = ?))";
 
-/// The statuses of a run that is not settled, as SQL literals (core's
-/// enum, never user input).
-fn unsettled_list() -> String {
+/// The statuses of a run that is (`settled`) or is not settled, as SQL
+/// literals (core's enum, never user input).
+fn status_list(settled: bool) -> String {
     RunStatus::ALL
         .iter()
-        .filter(|s| !s.is_settled())
+        .filter(|s| s.is_settled() == settled)
         .map(|s| format!("'{}'", s.as_str()))
         .collect::<Vec<_>>()
         .join(", ")
@@ -42,12 +42,7 @@ pub async fn is_settled_session_run(
     run: flowstate_core::RunId,
 ) -> Result<bool> {
     let s = provider.session().to_owned();
-    let settled = RunStatus::ALL
-        .iter()
-        .filter(|st| st.is_settled())
-        .map(|st| format!("'{}'", st.as_str()))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let settled = status_list(true);
     let n = provider
         .count(
             &format!(
@@ -107,7 +102,7 @@ pub async fn poll(provider: &mut Provider) -> Result<Poll> {
         .count(
             &format!(
                 "SELECT COUNT(*) AS n FROM flowstate_runs r WHERE r.status IN ({}) AND {SESSION_RUNS}",
-                unsettled_list()
+                status_list(false)
             ),
             &runs4,
         )
@@ -117,7 +112,7 @@ pub async fn poll(provider: &mut Provider) -> Result<Poll> {
             &format!(
                 "SELECT COUNT(*) AS n FROM flowstate_runs r WHERE r.workflow = '{ORDER}' \
                  AND r.status IN ({}) AND {SESSION_RUNS}",
-                unsettled_list()
+                status_list(false)
             ),
             &runs4,
         )
@@ -274,7 +269,7 @@ pub async fn read_back(provider: &mut Provider, store: &DieselStore) -> Result<F
         .count(
             &format!(
                 "SELECT COUNT(*) AS n FROM flowstate_runs r WHERE r.status IN ({}) AND {SESSION_RUNS}",
-                unsettled_list()
+                status_list(false)
             ),
             &runs4,
         )
