@@ -27,6 +27,7 @@
 //! | [`backoff`] | the shared per-run redispatch backoff, event dispatch backoff |
 //! | [`batch`] | batch claims and completions for worker pools: what a batch takes |
 //! | [`idempotency`] | idempotency keys for materialised runs |
+//! | [`retention`] | what a prune may delete, by [`PruneKind`] ([`ports::RetentionStore`]) |
 //! | [`limits`] | the limits every backend applies to names, keys, delays and JSON |
 //! | [`events`] | workflows, versions, activations, events, deliveries; matching and materialisation rules |
 //! | [`records`] | the rows: runs (with their output), steps, attempts, steps run inline ([`InlineStep`]), versions (with their source and [`VersionStatus`]), queries |
@@ -52,6 +53,7 @@ pub mod limits;
 pub mod ports;
 pub mod records;
 pub mod recovery;
+pub mod retention;
 pub mod retry;
 pub mod schedule;
 pub mod status;
@@ -83,6 +85,7 @@ pub use records::{
     Run, RunCursor, RunQuery, Step, StepAttempt, StepSummary, StepTransition, WorkflowVersion,
 };
 pub use recovery::{StalledRun, UndispatchedStep};
+pub use retention::PruneKind;
 pub use retry::RetryPolicy;
 pub use status::{
     RetryStart, RunStatus, StatusKind, StepStatus, VersionStatus, VirtualUserRunStatus,

@@ -32,7 +32,11 @@ pub trait EventStore: Send + Sync {
     ///
     /// An event whose (app, scope, type, dedupe key) was already recorded
     /// (however many race) records nothing and answers the first event with
-    /// the runs it has started, `duplicate: true`. Otherwise the deliveries
+    /// the runs it has started, `duplicate: true`. A dedupe key protects
+    /// for as long as its event is kept: once the event is pruned
+    /// ([`RetentionStore`](crate::ports::RetentionStore), dispatched events
+    /// past the events window, dead letters past theirs) an emit with the
+    /// key records a new event. Otherwise the deliveries
     /// are exactly the activations that
     /// [`Activation::matches`](crate::Activation::matches) the event now,
     /// and they never change afterwards. An event that matched nothing is

@@ -42,6 +42,7 @@
 //! | `events` | [`EventStore`], [`EventQueueStore`] | `dispatch` |
 //! | `recovery` | [`RecoveryStore`], [`RunRecoveryStore`] | `sweeps`, `guard` |
 //! | `virtual_users` | [`ScheduleStore`], [`VirtualUserRunStore`] | `ticks` |
+//! | `retention` | [`RetentionStore`] | |
 //!
 //! # Running the kit
 //!
@@ -67,6 +68,7 @@ mod effects;
 mod events;
 mod leases;
 mod recovery;
+mod retention;
 mod runs;
 mod steps;
 mod versions;
@@ -80,6 +82,7 @@ pub use effects::EffectJournal;
 pub use events::{EventQueueStore, EventStore};
 pub use leases::{FencedWrites, RunLeaseStore};
 pub use recovery::{RecoveryStore, RunRecoveryStore};
+pub use retention::RetentionStore;
 pub use runs::RunStore;
 pub use steps::StepStore;
 pub use versions::VersionStore;

@@ -27,7 +27,11 @@ pub trait RunStore: Send + Sync {
     /// With an idempotency key, a second create with the same key (however
     /// many race) returns the first run with `inserted: false`, whatever its
     /// other fields. A parent that does not exist is
-    /// [`Error::RunNotFound`].
+    /// [`Error::RunNotFound`]. A key protects for as long as its run is
+    /// kept: once the run is deleted (`delete_run`, or a prune of settled
+    /// runs past the retention window,
+    /// [`RetentionStore`](crate::ports::RetentionStore)) the key is free
+    /// and a create with it inserts a new run.
     fn create_run(&self, run: NewRun) -> impl Future<Output = Result<Inserted<Run>>> + Send;
 
     /// Reads one run.
