@@ -4,15 +4,19 @@
 //! `lib.rs` that names the dialect modules.
 //!
 //! diesel's `MultiConnection` is the model ("one DSL body, backend chosen
-//! at run time"); diesel-async has none, so these macros stand in for it:
-//! each matches the store's [`Backend`] and expands its body once per
-//! dialect, so every call is monomorphic and its future `Send`.
+//! at run time"); diesel-async has none, so one macro, [`dispatch!`],
+//! stands in for it: it matches the store's [`Backend`] and expands its
+//! body once per dialect, so every call is monomorphic and its future
+//! `Send`. Its three uses:
 //! - [`by_dialect!`]: a dialect's own operation (`<D as Dialect>::op`).
-//! - [`on_connection!`]: one typed diesel body on a pooled connection.
-//! - [`by_returning!`]: one body for the dialects with `RETURNING` and
-//!   `ON CONFLICT (target)`, another for MySQL.
-//! - [`in_transaction!`]: a body in a transaction (`BEGIN IMMEDIATE` on
-//!   SQLite, which diesel-async spells as a method of its wrapper only).
+//! - [`on_connection!`]: one typed diesel body on a pooled connection; what
+//!   a dialect spells its own way inside it is a method of
+//!   `crate::dialect::Connection` (`conn.move_run(..)`).
+//! - [`in_transaction!`]: a body in the dialect's transaction
+//!   (`Connection::write_transaction`).
+//!
+//! No body here spells a dialect's SQL: a macro arm differs per dialect
+//! only in the types it names.
 
 use crate::config::StoreConfig;
 use crate::database::Dialect;
@@ -109,113 +113,93 @@ impl Backend {
     }
 }
 
-/// Runs `$body` (an expression of type `QueryResult<T>`, typically one
-/// typed diesel query ending in `.await`) with `$conn` bound to a pooled
-/// connection of the store's dialect: the same DSL, compiled for each.
-/// A lock conflict runs the body again ([`crate::conflict::retry_conflicts!`]);
-/// a pool timeout returns from the enclosing function. Evaluates to
-/// `flowstate_core::Result<T>`, a diesel error mapped by
-/// [`crate::error::backend`]; with `parent: run`, a foreign-key violation
-/// is that run missing ([`crate::error::or_missing_run`]).
-macro_rules! on_connection {
-    ($store:expr, $op:expr, $(parent: $run:expr,)? |$conn:ident| $body:expr) => {
-        $crate::backend::by_returning!($store, $op, $(parent: $run,)? |$conn| $body, mysql: |$conn| $body)
-    };
-}
-pub(crate) use on_connection;
-
-/// Like [`on_connection!`], with one body for the dialects that have
-/// `RETURNING` and `ON CONFLICT (target)` (PostgreSQL, SQLite) and another
-/// for MySQL, which has neither.
-macro_rules! by_returning {
-    ($store:expr, $op:expr, |$conn:ident| $returning:expr, mysql: |$my:ident| $mysql:expr) => {
-        $crate::backend::by_returning!(
-            $store, $op, parent: None::<flowstate_core::RunId>,
-            |$conn| $returning, mysql: |$my| $mysql
-        )
-    };
-    ($store:expr, $op:expr, parent: $run:expr, |$conn:ident| $returning:expr, mysql: |$my:ident| $mysql:expr) => {{
-        let out: diesel::QueryResult<_> = match &$store.backend {
+/// The one dispatch macro, standing in for diesel's `MultiConnection`
+/// (which diesel-async lacks): matches the store's [`Backend`] and
+/// evaluates `$body` once per dialect it holds, with `$pool` bound to that
+/// dialect's pool and `$D` naming its [`Dialect`](crate::dialect::Dialect)
+/// type, so every expansion is monomorphic and its future `Send`. The
+/// macros below are its uses.
+macro_rules! dispatch {
+    ($store:expr, |$pool:ident, $D:ident| $body:expr) => {
+        match &$store.backend {
             #[cfg(feature = "postgres")]
-            $crate::backend::Backend::Postgres(pool) => {
-                $crate::conflict::leased!(pool, $op, |$conn| $returning)
-            }
-            #[cfg(feature = "sqlite")]
-            $crate::backend::Backend::Sqlite(pool) => {
-                $crate::conflict::leased!(pool, $op, |$conn| $returning)
+            $crate::backend::Backend::Postgres($pool) => {
+                #[allow(dead_code)]
+                type $D = $crate::postgres::Postgres;
+                $body
             }
             #[cfg(feature = "mysql")]
-            $crate::backend::Backend::Mysql(pool) => $crate::conflict::leased!(pool, $op, |$my| $mysql),
-        };
+            $crate::backend::Backend::Mysql($pool) => {
+                #[allow(dead_code)]
+                type $D = $crate::mysql::Mysql;
+                $body
+            }
+            #[cfg(feature = "sqlite")]
+            $crate::backend::Backend::Sqlite($pool) => {
+                #[allow(dead_code)]
+                type $D = $crate::sqlite::Sqlite;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use dispatch;
+
+/// Runs `$body` (an expression of type `QueryResult<T>`, typically one
+/// typed diesel query ending in `.await`, or a method of
+/// [`Connection`](crate::dialect::Connection)) with `$conn` bound to a
+/// pooled connection of the store's dialect: the same DSL, compiled for
+/// each. A lock conflict runs the body again
+/// ([`crate::conflict::retry_conflicts!`]); a pool timeout returns from the
+/// enclosing function. Evaluates to `flowstate_core::Result<T>`, a diesel
+/// error mapped by [`crate::error::backend`]; with `parent: run`, a
+/// foreign-key violation is that run missing
+/// ([`crate::error::or_missing_run`]).
+macro_rules! on_connection {
+    ($store:expr, $op:expr, |$conn:ident| $body:expr) => {
+        $crate::backend::on_connection!(
+            $store, $op, parent: None::<flowstate_core::RunId>, |$conn| $body
+        )
+    };
+    ($store:expr, $op:expr, parent: $run:expr, |$conn:ident| $body:expr) => {{
+        let out: diesel::QueryResult<_> = $crate::backend::dispatch!($store, |pool, _D| {
+            $crate::conflict::leased!(pool, $op, |$conn| $body)
+        });
         out.map_err(|err| $crate::error::or_missing_run($op, $run, err))
     }};
 }
-pub(crate) use by_returning;
+pub(crate) use on_connection;
 
 /// Runs `$body` (an expression of type `Result<T, TxError>`, typed diesel
 /// queries ending in `.await`) with `$conn` bound to a connection in a
-/// transaction of the store's dialect: diesel-async's `transaction` on
-/// PostgreSQL and MySQL, `BEGIN IMMEDIATE` on SQLite, so a SQLite writer
-/// takes the write lock up front and queues on the busy timeout instead
-/// of failing a read-to-write upgrade. Committed on `Ok`, rolled back
-/// otherwise; a lock conflict runs the whole transaction again. Evaluates
-/// to `flowstate_core::Result<T>`; a pool timeout returns from the
-/// enclosing function.
+/// transaction of the store's dialect
+/// ([`Connection::write_transaction`](crate::dialect::Connection::write_transaction):
+/// `BEGIN IMMEDIATE` on SQLite). Committed on `Ok`, rolled back otherwise;
+/// a lock conflict runs the whole transaction again. Evaluates to
+/// `flowstate_core::Result<T>`; a pool timeout returns from the enclosing
+/// function.
 macro_rules! in_transaction {
     ($store:expr, $op:expr, |$conn:ident| $body:expr) => {
-        match &$store.backend {
-            #[cfg(feature = "postgres")]
-            $crate::backend::Backend::Postgres(pool) => {
-                $crate::conflict::transacted!(pool, $op, |c| {
-                    diesel_async::AsyncConnection::transaction(c, async |$conn| $body).await
-                })
-            }
-            #[cfg(feature = "mysql")]
-            $crate::backend::Backend::Mysql(pool) => {
-                $crate::conflict::transacted!(pool, $op, |c| {
-                    diesel_async::AsyncConnection::transaction(c, async |$conn| $body).await
-                })
-            }
-            #[cfg(feature = "sqlite")]
-            $crate::backend::Backend::Sqlite(pool) => {
-                $crate::conflict::transacted!(pool, $op, |c| {
-                    c.immediate_transaction(async |$conn| $body).await
-                })
-            }
-        }
+        $crate::backend::dispatch!($store, |pool, _D| {
+            $crate::conflict::transacted!(pool, $op, |c| {
+                $crate::dialect::Connection::write_transaction(c, async |$conn| $body).await
+            })
+        })
     };
 }
 pub(crate) use in_transaction;
 
-/// The one dispatch macro: calls operation `$op` of the [`Dialect`] trait
+/// Calls operation `$op` of the [`Dialect`] trait
 /// (`crate::dialect::Dialect`) on the dialect whose pool the store holds,
 /// with that pool and the store's config, then `$args`, and awaits it. The
-/// shared code reaches a dialect's own SQL only through here; it stands in
-/// for diesel's `MultiConnection`, which diesel-async lacks.
+/// shared code reaches a dialect's own hand-written SQL only through here.
 ///
 /// [`Dialect`]: crate::dialect::Dialect
 macro_rules! by_dialect {
     ($store:expr, $op:ident($($arg:expr),* $(,)?)) => {
-        match &$store.backend {
-            #[cfg(feature = "postgres")]
-            $crate::backend::Backend::Postgres(pool) => {
-                <$crate::postgres::Postgres as $crate::dialect::Dialect>::$op(
-                    pool, &$store.config, $($arg),*
-                ).await
-            }
-            #[cfg(feature = "mysql")]
-            $crate::backend::Backend::Mysql(pool) => {
-                <$crate::mysql::Mysql as $crate::dialect::Dialect>::$op(
-                    pool, &$store.config, $($arg),*
-                ).await
-            }
-            #[cfg(feature = "sqlite")]
-            $crate::backend::Backend::Sqlite(pool) => {
-                <$crate::sqlite::Sqlite as $crate::dialect::Dialect>::$op(
-                    pool, &$store.config, $($arg),*
-                ).await
-            }
-        }
+        $crate::backend::dispatch!($store, |pool, D| {
+            <D as $crate::dialect::Dialect>::$op(pool, &$store.config, $($arg),*).await
+        })
     };
 }
 pub(crate) use by_dialect;

@@ -180,8 +180,8 @@ macro_rules! retry_conflicts {
 }
 pub(crate) use retry_conflicts;
 
-/// One arm of [`by_returning!`]: take a pooled connection, run the body
-/// on it (again after a conflict).
+/// One arm of `on_connection!` (`crate::backend`): take a pooled
+/// connection, run the body on it (again after a conflict).
 macro_rules! leased {
     ($pool:expr, $op:expr, |$conn:ident| $body:expr) => {{
         let mut conn = $pool.get($op).await?;

@@ -16,8 +16,15 @@
 //! What its connection must provide ([`Connection`], each dialect's
 //! `connection.rs`): what the typed queries written once in the shared
 //! code spell per dialect: the lease clock's SQL, the upsert spelling,
-//! whether a skipped insert says so, the event lock and the keyed-run
-//! insert. The shared bodies see only a connection, so these live on it.
+//! whether a skipped insert says so, the transaction, the event lock, and
+//! every DSL write that needs `RETURNING` or `ON CONFLICT (target)` (the
+//! keyed-run and effect inserts, the signal, state and schedule upserts,
+//! taking a signal, a run's move, a release, `lease_run`, a step claim's
+//! renewal, a tally add). The shared bodies see only a connection, so
+//! these live on it. PostgreSQL and SQLite share one body for each of
+//! those writes (`crate::sql::returning`); MySQL's, which write and then
+//! read back in one transaction, or say `ON DUPLICATE KEY UPDATE`, are in
+//! `mysql/connection.rs`.
 //!
 //! Why traits: so that what a dialect owes is declared once, in one place,
 //! and a dialect that leaves an operation out fails to compile with an
@@ -39,14 +46,14 @@
 //! dialect it holds. They stand in for diesel's `MultiConnection`, which
 //! diesel-async lacks; each call is monomorphic, so the futures stay `Send`.
 //!
-//! Two differences stay outside the traits, in `crate::backend`'s macros:
-//! the transaction (SQLite's `BEGIN IMMEDIATE` is a method of diesel-async's
-//! wrapper, whose callback bound names a trait diesel-async does not
-//! export, so no trait method can forward to it) and the MySQL bodies of
-//! `by_returning!` (typed upserts and `RETURNING` reads whose row types
-//! differ per call).
+//! The transaction is a trait method too ([`Connection::write_transaction`]):
+//! diesel-async's `transaction` by default, SQLite's `BEGIN IMMEDIATE`
+//! (a method of diesel-async's wrapper) in its `impl`. diesel-async bounds
+//! a transaction's callback with a trait it does not export; [`TxWork`]
+//! states the same bound, so the method can forward to either.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::time::Duration;
 
 use deadpool::managed::Manager;
@@ -55,16 +62,21 @@ use diesel_async::pooled_connection::{
 };
 
 use diesel::QueryResult;
+use diesel_async::AsyncConnection;
 
-use flowstate_core::{ClaimOutcome, Result, RunId, StepId};
+use flowstate_core::{ClaimOutcome, Result, RunId, RunStatus, StepId};
 
 use crate::config::StoreConfig;
 use crate::guard::{Guarded, Inserting};
 use crate::health::Watched;
 use crate::pool::ConnectionPool;
+use crate::rows::effects::EffectRow;
 use crate::rows::events::EventRow;
-use crate::rows::leases::LeasedRunRow;
-use crate::rows::{BatchItem, ExpiredRow, RunRow, StepRow};
+use crate::rows::leases::{Leased, LeasedRunRow};
+use crate::rows::signals::SignalRow;
+use crate::rows::virtual_users::ScheduleRow;
+use crate::rows::{BatchItem, ExpiredRow, RunRow, StateRow, StepRow};
+use crate::schema::JsonText;
 use crate::sql::typed::LeaseClock;
 use crate::sql::{Move, Upsert};
 
@@ -178,9 +190,19 @@ where
 /// written once in `crate::ports`, which see only the connection (each
 /// body of `on_connection!` is compiled once per connection type): the
 /// lease clock's SQL, the upsert spelling, whether a skipped insert says
-/// so, the event lock and the keyed-run insert. [`Dialect::Conn`] must
-/// implement it; each dialect does so in its `connection.rs`.
-pub(crate) trait Connection: Watched {
+/// so, the event lock, the transaction, and the writes that need
+/// `RETURNING` or `ON CONFLICT (target)`. [`Dialect::Conn`] must implement
+/// it; each dialect does so in its `connection.rs`.
+///
+/// The writes below the event lock are the ones MySQL spells apart: it has
+/// neither `RETURNING` (it writes, then reads the row back in the same
+/// transaction) nor `ON CONFLICT (target)` (it says `ON DUPLICATE KEY
+/// UPDATE`). PostgreSQL and SQLite spell them alike; their bodies are
+/// written once, in `crate::sql::returning`, and expanded into both
+/// `impl`s (the two backends' `RETURNING` and `ON CONFLICT` clauses are
+/// different diesel types, so one generic function over both would have to
+/// spell every statement's type as a bound).
+pub(crate) trait Connection: Watched + AsyncConnection {
     /// "Now on the database's clock, in microseconds since the epoch", as
     /// SQL text with no binds ([`crate::lease_clock`]); a lease statement
     /// adds a bound offset to it.
@@ -194,20 +216,43 @@ pub(crate) trait Connection: Watched {
     /// the caller reads the holder of the key to know).
     const INSERTS_TELL_SKIPS: bool;
 
+    /// Runs `work` in a transaction on this connection: committed if it
+    /// answers `Ok`, rolled back otherwise. diesel-async's
+    /// [`AsyncConnection::transaction`] by default; SQLite begins it
+    /// `IMMEDIATE`, so a writer takes the write lock up front and queues on
+    /// the busy timeout instead of failing a read-to-write upgrade. The
+    /// bound on `work` is diesel-async's own, written out with [`TxWork`]
+    /// (diesel-async does not export the trait its bound names).
+    fn write_transaction<'a, 'conn, R, E, F>(
+        &'conn mut self,
+        work: F,
+    ) -> impl Future<Output = Result<R, E>> + Send + 'conn
+    where
+        for<'r> F: AsyncFnOnce(&'r mut Self) -> Result<R, E>
+            + TxWork<&'r mut Self, Result<R, E>, Fut: Send>
+            + Send
+            + 'a,
+        E: From<diesel::result::Error> + Send + 'a,
+        R: Send + 'a,
+        'a: 'conn,
+    {
+        AsyncConnection::transaction(self, work)
+    }
+
     /// Locks event `id` for its dispatch if it is still pending at `now`;
     /// `None` if it is not pending or another dispatcher holds it.
     fn lock_pending(
         &mut self,
         id: &str,
         now: i64,
-    ) -> impl std::future::Future<Output = QueryResult<Option<EventRow>>> + Send;
+    ) -> impl Future<Output = QueryResult<Option<EventRow>>> + Send;
 
     /// Locks the longest-due event pending at `now` that no other
     /// dispatcher holds; `None` if there is none.
     fn lock_next_pending(
         &mut self,
         now: i64,
-    ) -> impl std::future::Future<Output = QueryResult<Option<EventRow>>> + Send;
+    ) -> impl Future<Output = QueryResult<Option<EventRow>>> + Send;
 
     /// Inserts run `row` unless its idempotency key is taken: the one
     /// shape `create_run` and the materialisation of events (inside their
@@ -217,7 +262,184 @@ pub(crate) trait Connection: Watched {
     fn insert_keyed_run(
         &mut self,
         row: &RunRow,
-    ) -> impl std::future::Future<Output = QueryResult<Option<bool>>> + Send;
+    ) -> impl Future<Output = QueryResult<Option<bool>>> + Send;
+
+    /// Inserts effect `row` unless its `(run_id, effect_key)` is taken;
+    /// the caller reads the row to learn who began it.
+    fn insert_effect(&mut self, row: &EffectRow) -> impl Future<Output = QueryResult<()>> + Send;
+
+    /// Inserts or replaces signal `row` (by run and name) from a `SELECT`
+    /// of its run's row, so a settled or missing run takes none: the
+    /// affected rows (none: refused).
+    fn upsert_signal(&mut self, row: &SignalRow)
+    -> impl Future<Output = QueryResult<usize>> + Send;
+
+    /// Takes (deletes) signal `name` of run `lease.id` if `lease` holds
+    /// the run's lease: its payload, `None` if there is no such signal or
+    /// no such lease.
+    fn take_signal(
+        &mut self,
+        lease: Held<'_>,
+        name: &str,
+    ) -> impl Future<Output = QueryResult<Option<JsonText>>> + Send;
+
+    /// Inserts or replaces state `row` (by run and key) from a `SELECT` of
+    /// its run's row guarded as a write into the run is (not settled; with
+    /// `fence`, under that lease): the affected rows (none: refused).
+    fn upsert_state(
+        &mut self,
+        row: &StateRow,
+        fence: Option<Fence>,
+    ) -> impl Future<Output = QueryResult<usize>> + Send;
+
+    /// Inserts schedule `row`, or replaces every column of the one stored
+    /// under its persona but the key and the last run.
+    fn upsert_schedule(
+        &mut self,
+        row: &ScheduleRow,
+    ) -> impl Future<Output = QueryResult<()>> + Send;
+
+    /// Moves a run as `run_move` says if its status (and lease, when
+    /// fenced) allow it: the row as written, `None` if refused.
+    fn move_run(
+        &mut self,
+        run_move: &RunMove<'_>,
+    ) -> impl Future<Output = QueryResult<Option<RunRow>>> + Send;
+
+    /// Frees the lease `lease` holds as `release` says: the run's status
+    /// and failure count afterwards, `None` if the lease is not held.
+    fn release_lease(
+        &mut self,
+        lease: Held<'_>,
+        release: LeaseRelease<'_>,
+    ) -> impl Future<Output = QueryResult<Option<(String, i64)>>> + Send;
+
+    /// Leases run `id` to `worker` until the lease clock (offset by
+    /// `offset`) plus `until` if it is runnable, or settles it as
+    /// cancelled if a cancel was requested (stamped `now`).
+    fn lease_run(
+        &mut self,
+        lease: RunLeasing<'_>,
+    ) -> impl Future<Output = QueryResult<Leased>> + Send;
+
+    /// Renews the claim of attempt `attempt` of running step `id`: its new
+    /// deadline (the lease clock offset by `offset`, plus the step's claim
+    /// timeout or `default_us`), `None` if the claim is lost.
+    fn renew_step_claim(
+        &mut self,
+        id: &str,
+        attempt: i64,
+        offset: i64,
+        default_us: i64,
+    ) -> impl Future<Output = QueryResult<Option<Option<i64>>>> + Send;
+
+    /// Adds `add` to running virtual-user run `id`'s counters (stamped
+    /// `now`) while each has room: the counters afterwards, `None` if the
+    /// run is not running or a counter has no room.
+    fn add_to_tally(
+        &mut self,
+        id: &str,
+        add: TallyAdd,
+        now: i64,
+    ) -> impl Future<Output = QueryResult<Option<(i64, i64, i64)>>> + Send;
+}
+
+/// A transaction's body on a connection (`T` being `&mut` the connection):
+/// an async closure whose future can be named, so a bound can ask it to be
+/// `Send`. diesel-async bounds its transactions' callbacks the same way,
+/// with a trait it does not export; [`Connection::write_transaction`]
+/// states the bound with this one, and the compiler sees that whatever
+/// meets it meets diesel-async's.
+pub(crate) trait TxWork<T, R>:
+    AsyncFnOnce(T) -> R + FnOnce(T) -> <Self as TxWork<T, R>>::Fut
+{
+    /// The future the body returns.
+    type Fut: Future<Output = R>;
+}
+
+impl<F, T, Fut, R> TxWork<T, R> for F
+where
+    F: AsyncFnOnce(T) -> R + FnOnce(T) -> Fut,
+    Fut: Future<Output = R>,
+{
+    type Fut = Fut;
+}
+
+/// The lease a write into a run is fenced by: the fencing token as stored
+/// and the lease clock offset (microseconds).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fence {
+    /// The fencing token, as stored.
+    pub token: i64,
+    /// The lease clock offset, in microseconds.
+    pub offset: i64,
+}
+
+/// Run `id`'s lease, as a write guarded by it names it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Held<'a> {
+    /// The run's id.
+    pub id: &'a str,
+    /// The lease it must be held under.
+    pub fence: Fence,
+}
+
+/// A run's status move ([`Connection::move_run`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunMove<'a> {
+    /// The run's id.
+    pub id: &'a str,
+    /// The status it moves to, from any core's table allows.
+    pub to: RunStatus,
+    /// The time stamped on it.
+    pub now: i64,
+    /// The output to write (`None` keeps the stored one).
+    pub output: Option<&'a JsonText>,
+    /// The lease the move is fenced by, if any.
+    pub fence: Option<Fence>,
+}
+
+/// How a release frees a lease ([`Connection::release_lease`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum LeaseRelease<'a> {
+    /// Progress made: the failures go back to zero.
+    Yield,
+    /// The attempt failed: the failures rise by one and, at `limit`, the
+    /// run fails (stamped `now`) with `reason`.
+    Failure {
+        /// Why the attempt failed.
+        reason: &'a str,
+        /// How many failures in a row fail the run (at least 1).
+        limit: i64,
+        /// The time stamped on a run that fails.
+        now: i64,
+    },
+}
+
+/// A `lease_run` ([`Connection::lease_run`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunLeasing<'a> {
+    /// The run's id.
+    pub id: &'a str,
+    /// The worker taking the lease.
+    pub worker: &'a str,
+    /// The time stamped on a run settled as cancelled.
+    pub now: i64,
+    /// The lease clock offset, in microseconds.
+    pub offset: i64,
+    /// When the lease runs out: microseconds past the database's now.
+    pub until: i64,
+}
+
+/// What a tally add raises each counter by ([`Connection::add_to_tally`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TallyAdd {
+    /// Turns to add.
+    pub turns: i64,
+    /// Tokens to add.
+    pub tokens: i64,
+    /// Cost to add.
+    pub cost: i64,
 }
 
 /// The typed fragments read the lease clock from any dialect's connection.

@@ -14,22 +14,12 @@ use flowstate_core::ports::EffectJournal;
 use flowstate_core::ports::checks;
 use flowstate_core::{EffectBegin, Error, Result, RunId, StrandedEffect, Timestamp};
 
-use crate::backend::{by_returning, on_connection};
+use crate::backend::on_connection;
+use crate::dialect::Connection;
+use crate::rows::effects::EffectRow;
 use crate::rows::parse_id;
 use crate::schema::{JsonText, flowstate_effects as effects};
 use crate::store::DieselStore;
-
-/// A row of `flowstate_effects`.
-#[derive(Debug, Queryable, Selectable, Insertable)]
-#[diesel(table_name = effects)]
-struct EffectRow {
-    run_id: String,
-    effect_key: String,
-    began_by: String,
-    outcome: Option<JsonText>,
-    began_at: i64,
-    settled_at: Option<i64>,
-}
 
 impl EffectJournal for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, key = %key))]
@@ -45,19 +35,7 @@ impl EffectJournal for DieselStore {
             began_at: self.now(),
             settled_at: None,
         };
-        by_returning!(self, op, parent: run, |conn| diesel::insert_into(effects::table)
-            .values(&row)
-            .on_conflict((effects::run_id, effects::effect_key))
-            .do_nothing()
-            .execute(conn)
-            .await,
-        mysql: |conn| diesel::insert_into(effects::table)
-            .values(&row)
-            .on_conflict(diesel::dsl::DuplicatedKeys)
-            .do_update()
-            .set(effects::run_id.eq(effects::run_id))
-            .execute(conn)
-            .await)?;
+        on_connection!(self, op, parent: run, |conn| conn.insert_effect(&row).await)?;
         let stored: EffectRow = on_connection!(self, op, |conn| effects::table
             .find((&row.run_id, &row.effect_key))
             .select(EffectRow::as_select())

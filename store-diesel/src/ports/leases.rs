@@ -21,13 +21,14 @@ use flowstate_core::{
     Error, LeaseState, Release, Released, Result, RunId, RunLease, RunOutcome, RunStatus,
 };
 
-use super::runs::{checked_output, json_or_stored};
-use crate::backend::{by_dialect, by_returning, on_connection};
+use super::runs::checked_output;
+use crate::backend::{by_dialect, on_connection};
+use crate::dialect::{Connection, Fence, Held, LeaseRelease};
 use crate::rows::leases::{LeaseRow, claimed};
 use crate::rows::parse_status;
 use crate::schema::flowstate_runs as runs;
 use crate::sql::leasable_texts;
-use crate::sql::typed::{db_time, held, now_sql};
+use crate::sql::typed::{db_time, held, json_or_stored, now_sql};
 use crate::store::DieselStore;
 
 /// A fencing token as stored (tokens never exceed `i64::MAX`: each claim
@@ -131,73 +132,28 @@ impl RunLeaseStore for DieselStore {
     async fn release(&self, run: RunId, token: u64, release: Release) -> Result<Released> {
         checks::release(&self.config.limits, &release)?;
         let (id, offset, now) = (run.to_string(), self.lease_offset(), self.now());
-        let stored = stored_token(token);
-        // The held-guarded release with `$set`, answering the run's status
-        // and failure count afterwards (MySQL reads them back in the same
-        // transaction); the failure and yield arms differ only in `$set`.
-        macro_rules! release_with {
-            ($set:ident) => {
-                by_returning!(self, "release", |conn| diesel::update(held(now_sql(&*conn), &id, stored, offset
-                ))
-                .set($set())
-                .returning((runs::status, runs::failures))
-                .get_result(conn)
-                .await
-                .optional(),
-                mysql: |conn| {
-                    use diesel_async::AsyncConnection;
-                    conn.transaction(async |conn| {
-                        let n = diesel::update(held(now_sql(&*conn), &id, stored, offset))
-                            .set($set())
-                            .execute(conn)
-                            .await?;
-                        read_outcome(conn, &id, n).await
-                    })
-                    .await
-                })
-            };
-        }
-        let released: Option<(String, i64)> = if let Release::Failure { reason, limit } = release {
-            // `fails_run` in SQL: the failures after this one reach the
-            // limit (a limit of 0 reads as 1). Status first: MySQL
-            // assigns left to right, so it must see the old count.
-            let limit = i64::from(limit.max(1));
-            let status = || {
-                diesel::dsl::sql::<diesel::sql_types::Text>("CASE WHEN failures + 1 >= ")
-                    .bind::<diesel::sql_types::BigInt, _>(limit)
-                    .sql(&format!(
-                        " THEN '{}' ELSE status END",
-                        RunStatus::Failed.as_str()
-                    ))
-            };
-            let stamp = || {
-                diesel::dsl::sql::<diesel::sql_types::BigInt>("CASE WHEN failures + 1 >= ")
-                    .bind::<diesel::sql_types::BigInt, _>(limit)
-                    .sql(" THEN ")
-                    .bind::<diesel::sql_types::BigInt, _>(now)
-                    .sql(" ELSE updated_at END")
-            };
-            let set = || {
-                (
-                    runs::status.eq(status()),
-                    runs::updated_at.eq(stamp()),
-                    runs::failures.eq(runs::failures + 1),
-                    runs::failure_reason.eq(reason.clone()),
-                    runs::lease_owner.eq(None::<String>),
-                    runs::lease_expires_at.eq(None::<i64>),
-                )
-            };
-            release_with!(set)
+        let lease = Held {
+            id: &id,
+            fence: Fence {
+                token: stored_token(token),
+                offset,
+            },
+        };
+        let release = if let Release::Failure { reason, limit } = &release {
+            // `fails_run` in SQL: a limit of 0 reads as 1.
+            LeaseRelease::Failure {
+                reason,
+                limit: i64::from((*limit).max(1)),
+                now,
+            }
         } else {
-            let set = || {
-                (
-                    runs::failures.eq(0_i64),
-                    runs::lease_owner.eq(None::<String>),
-                    runs::lease_expires_at.eq(None::<i64>),
-                )
-            };
-            release_with!(set)
-        }?;
+            LeaseRelease::Yield
+        };
+        // The held-guarded release, answering the run's status and failure
+        // count afterwards.
+        let released: Option<(String, i64)> = on_connection!(self, "release", |conn| conn
+            .release_lease(lease, release)
+            .await)?;
         let Some((status, failures)) = released else {
             return self.lease_refused("release", run, token).await;
         };
@@ -238,25 +194,6 @@ impl RunLeaseStore for DieselStore {
             .optional())?;
         row.map(LeaseState::from).ok_or(Error::RunNotFound(run))
     }
-}
-
-/// MySQL: the run's status and failures after a release that matched `n`
-/// rows, read in the release's transaction (`None` if it matched none).
-#[cfg(feature = "mysql")]
-async fn read_outcome(
-    conn: &mut diesel_async::AsyncMysqlConnection,
-    id: &str,
-    n: usize,
-) -> QueryResult<Option<(String, i64)>> {
-    if n == 0 {
-        return Ok(None);
-    }
-    runs::table
-        .find(id)
-        .select((runs::status, runs::failures))
-        .first(conn)
-        .await
-        .map(Some)
 }
 
 impl DieselStore {

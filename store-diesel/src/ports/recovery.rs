@@ -14,9 +14,9 @@
 
 use std::time::Duration;
 
-use diesel::dsl::{case_when, exists, not, sql};
+use diesel::dsl::{exists, not, sql};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool, Nullable, Text};
+use diesel::sql_types::{BigInt, Bool};
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::lease::lease_micros;
@@ -30,15 +30,16 @@ use flowstate_core::{
     UndispatchedStep,
 };
 
-use crate::backend::{by_dialect, by_returning, on_connection};
+use crate::backend::{by_dialect, on_connection};
 use crate::database::Dialect;
+use crate::dialect::{Connection, RunLeasing};
 use crate::rows::ExpiredRow;
-use crate::rows::leases::LeasedRunRow;
+use crate::rows::leases::Leased;
 use crate::rows::{parse_id, parse_status};
 use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
 use crate::sql::batch_claimable_around_now;
 use crate::sql::leasable_texts;
-use crate::sql::typed::{db_time, now_sql, runnable};
+use crate::sql::typed::{db_time, now_sql};
 use crate::sql::waits::AwakeAt;
 use crate::store::DieselStore;
 
@@ -70,23 +71,6 @@ impl TryFrom<UndispatchedRow> for UndispatchedStep {
 /// latest `updated_at` of its steps (none if it has none).
 type StalledRow = (String, i64, Option<i64>);
 
-/// What a `lease_run` write found.
-enum Leased {
-    /// The run is leased: the row as written.
-    Won(Box<LeasedRunRow>),
-    /// The run had a cancel requested and is settled as cancelled.
-    Cancelled,
-    /// No run was runnable under that id (it may not exist).
-    #[cfg(any(feature = "postgres", feature = "sqlite"))]
-    Refused,
-    /// The run exists and is not runnable (MySQL, whose locked read tells).
-    #[cfg(feature = "mysql")]
-    NotRunnable,
-    /// No run has that id (MySQL, whose locked read tells).
-    #[cfg(feature = "mysql")]
-    Missing,
-}
-
 /// [`crate::sql::batch_claimable`] on `dialect`, now being the lease
 /// clock's: the database's time (`now_us`) plus `offset` (bound).
 fn claimable(dialect: Dialect, now_us: &str, offset: i64) -> AwakeAt {
@@ -99,42 +83,6 @@ fn claimable(dialect: Dialect, now_us: &str, offset: i64) -> AwakeAt {
 /// `idle_for` in microseconds, saturating.
 fn idle_micros(idle_for: Duration) -> i64 {
     i64::try_from(idle_for.as_micros()).unwrap_or(i64::MAX)
-}
-
-/// The assignments of a won `lease_run`, the run claim's two outcomes in
-/// one `UPDATE`: a run with a cancel requested is settled as cancelled
-/// (stamped `$now`, lease cleared), any other is leased to `$worker` until
-/// the database's time plus `$until`; either way the token rises and the
-/// wait ends. `cancel_requested` is assigned last: MySQL evaluates
-/// single-table `SET` assignments left to right, so every `CASE` reads the
-/// flag the run had (PostgreSQL and SQLite read the old row whatever the
-/// order).
-macro_rules! lease_set {
-    ($conn:expr, $now:expr, $worker:expr, $until:expr) => {
-        (
-            runs::status.eq(case_when(
-                runs::cancel_requested,
-                RunStatus::Cancelled.as_str().into_sql::<Text>(),
-            )
-            .otherwise(runs::status)),
-            runs::updated_at.eq(case_when(runs::cancel_requested, $now.into_sql::<BigInt>())
-                .otherwise(runs::updated_at)),
-            runs::lease_token.eq(runs::lease_token + 1),
-            runs::lease_owner.eq(case_when(
-                runs::cancel_requested,
-                None::<String>.into_sql::<Nullable<Text>>(),
-            )
-            .otherwise(Some($worker).into_sql::<Nullable<Text>>())),
-            runs::lease_expires_at.eq(case_when(
-                runs::cancel_requested,
-                None::<i64>.into_sql::<Nullable<BigInt>>(),
-            )
-            .otherwise(db_time(now_sql(&*$conn), $until))),
-            runs::wake_at.eq(None::<i64>),
-            runs::waiting_on.eq(None::<String>),
-            runs::cancel_requested.eq(false),
-        )
-    };
 }
 
 impl RecoveryStore for DieselStore {
@@ -286,62 +234,14 @@ impl RunRecoveryStore for DieselStore {
         checks::lease_run(&self.config.limits, worker, lease_for)?;
         let (id, offset, now) = (run.to_string(), self.lease_offset(), self.now());
         let until = offset.saturating_add(lease_micros(lease_for));
-        let leased: Leased = by_returning!(self, op, |conn| {
-            // One guarded `UPDATE ... RETURNING`: of concurrent calls, the
-            // first takes the row lock (SQLite: the write lock) and every
-            // later one re-reads the row it wrote, finds its lease taken
-            // and matches nothing.
-            let row: Option<LeasedRunRow> = diesel::update(
-                runs::table
-                    .filter(runs::id.eq(&id))
-                    .filter(runnable(now_sql(&*conn), offset)),
-            )
-            .set(lease_set!(conn, now, worker, until))
-            .returning(LeasedRunRow::as_select())
-            .get_result(conn)
-            .await
-            .optional()?;
-            Ok(match row {
-                None => Leased::Refused,
-                Some(row) if row.run.status == RunStatus::Cancelled.as_str() => Leased::Cancelled,
-                Some(row) => Leased::Won(Box::new(row)),
-            })
-        },
-        mysql: |conn| {
-            // MySQL cannot `UPDATE` a table its `WHERE` reads in a subquery
-            // (the awake test reads the children), so the run is read
-            // locked first, with whether it is runnable; the write and the
-            // read-back follow in the same transaction.
-            use diesel_async::AsyncConnection;
-            conn.transaction(async |conn| {
-                let found: Option<(bool, Option<bool>)> = runs::table
-                    .filter(runs::id.eq(&id))
-                    .select((runs::cancel_requested, runnable(now_sql(&*conn), offset)))
-                    .for_update()
-                    .first(conn)
-                    .await
-                    .optional()?;
-                let cancel = match found {
-                    None => return Ok(Leased::Missing),
-                    Some((cancel, Some(true))) => cancel,
-                    Some(_) => return Ok(Leased::NotRunnable),
-                };
-                diesel::update(runs::table.filter(runs::id.eq(&id)))
-                    .set(lease_set!(conn, now, worker, until))
-                    .execute(conn)
-                    .await?;
-                if cancel {
-                    return Ok(Leased::Cancelled);
-                }
-                runs::table
-                    .filter(runs::id.eq(&id))
-                    .select(LeasedRunRow::as_select())
-                    .first(conn)
-                    .await
-                    .map(|row| Leased::Won(Box::new(row)))
-            })
-            .await
-        })?;
+        let lease = RunLeasing {
+            id: &id,
+            worker,
+            now,
+            offset,
+            until,
+        };
+        let leased = on_connection!(self, op, |conn| conn.lease_run(lease).await)?;
         match leased {
             Leased::Won(row) => {
                 let lease = RunLease::try_from(*row)?;

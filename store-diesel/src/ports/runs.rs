@@ -15,9 +15,9 @@ use flowstate_core::{
 };
 
 use super::leases::stored_token;
-use crate::backend::{by_returning, on_connection};
+use crate::backend::on_connection;
 use crate::cached::CacheExt;
-use crate::dialect::Connection;
+use crate::dialect::{Connection, Fence, RunMove};
 use crate::guard::run_transition_refused;
 use crate::rows::{RunRow, convert, parse_status};
 use crate::schema::JsonText;
@@ -28,14 +28,6 @@ use crate::store::DieselStore;
 /// collided with is deleted before it can be read.
 pub(crate) const IDEMPOTENT_TRIES: usize = 3;
 
-diesel::define_sql_function! {
-    /// `COALESCE(given, stored)` over JSON: a move that carries an output
-    /// writes it, one that carries none (`NULL` bound) keeps the stored
-    /// one, so every move is the same statement text.
-    #[sql_name = "COALESCE"]
-    fn json_or_stored(given: diesel::sql_types::Nullable<crate::schema::Json>, stored: diesel::sql_types::Nullable<crate::schema::Json>) -> diesel::sql_types::Nullable<crate::schema::Json>;
-}
-
 /// A run's output checked against the input limits, as the column takes it.
 pub(super) fn checked_output(
     limits: &flowstate_core::InputLimits,
@@ -44,59 +36,6 @@ pub(super) fn checked_output(
     output
         .map(|output| checks::run_output(limits, output).map(JsonText))
         .transpose()
-}
-
-/// The status-guarded `UPDATE` moving run `$id` to `$to`, from the statuses
-/// core's table allows; written once, used by every dialect's arm.
-macro_rules! move_run {
-    ($id:expr, $to:expr, $now:expr, $output:expr) => {
-        diesel::update(
-            runs::table.filter(runs::id.eq($id)).filter(
-                runs::status.eq_any(
-                    RunStatus::sources_of($to)
-                        .into_iter()
-                        .map(RunStatus::as_str)
-                        .collect::<Vec<_>>(),
-                ),
-            ),
-        )
-        .set((
-            runs::status.eq($to.as_str()),
-            runs::updated_at.eq($now),
-            runs::output.eq(json_or_stored($output, runs::output)),
-        ))
-    };
-    // Fenced: only while `$token` holds the run's lease, unexpired on the
-    // lease clock (the guard `RunLeaseStore::renew` writes under), `$clock`
-    // being the dialect's clock expression.
-    ($clock:expr, $id:expr, $to:expr, $now:expr, $output:expr, $token:expr, $offset:expr) => {
-        diesel::update(
-            runs::table
-                .filter(runs::id.eq($id))
-                .filter(
-                    runs::status.eq_any(
-                        RunStatus::sources_of($to)
-                            .into_iter()
-                            .map(RunStatus::as_str)
-                            .collect::<Vec<_>>(),
-                    ),
-                )
-                .filter(runs::lease_token.eq($token))
-                .filter(runs::lease_owner.is_not_null())
-                .filter(
-                    runs::lease_expires_at.gt(diesel::dsl::sql::<
-                        diesel::sql_types::Nullable<diesel::sql_types::BigInt>,
-                    >(&format!("({} + ", $clock))
-                    .bind::<diesel::sql_types::BigInt, _>($offset)
-                    .sql(")")),
-                ),
-        )
-        .set((
-            runs::status.eq($to.as_str()),
-            runs::updated_at.eq($now),
-            runs::output.eq(json_or_stored($output, runs::output)),
-        ))
-    };
 }
 
 impl DieselStore {
@@ -113,49 +52,18 @@ impl DieselStore {
         let output = checked_output(&self.config.limits, output)?;
         let output = output.as_ref();
         let id_text = id.to_string();
-        let (now, offset) = (self.now(), self.lease_offset());
-        // Each arm: the guarded write answering the run as written (MySQL:
-        // the write, then the run, in one transaction).
-        macro_rules! moved {
-            ($conn:ident, $update:expr) => {
-                $update
-                    .returning(RunRow::as_returning())
-                    .cached()
-                    .get_result($conn)
-                    .await
-                    .optional()
-            };
-            (mysql: $conn:ident, $update:expr) => {{
-                use diesel_async::AsyncConnection;
-                $conn
-                    .transaction(async |conn| {
-                        if $update.cached().execute(conn).await? == 0 {
-                            return Ok(None);
-                        }
-                        runs::table
-                            .find(&id_text)
-                            .select(RunRow::as_select())
-                            .first(conn)
-                            .await
-                            .map(Some)
-                    })
-                    .await
-            }};
-        }
-        let moved: Option<RunRow> = match token.map(stored_token) {
-            None => by_returning!(self, op,
-                |conn| moved!(conn, move_run!(&id_text, to, now, output)),
-                mysql: |conn| moved!(mysql: conn, move_run!(&id_text, to, now, output)))?,
-            Some(token) => by_returning!(self, op,
-            |conn| {
-                let clock = crate::sql::typed::now_sql(&*conn);
-                moved!(conn, move_run!(clock, &id_text, to, now, output, token, offset))
-            },
-            mysql: |conn| {
-                let clock = crate::sql::typed::now_sql(&*conn);
-                moved!(mysql: conn, move_run!(clock, &id_text, to, now, output, token, offset))
-            })?,
+        let run_move = RunMove {
+            id: &id_text,
+            to,
+            now: self.now(),
+            output,
+            fence: token.map(|token| Fence {
+                token: stored_token(token),
+                offset: self.lease_offset(),
+            }),
         };
+        // The guarded write answering the run as written.
+        let moved = on_connection!(self, op, |conn| conn.move_run(&run_move).await)?;
         if let Some(row) = moved {
             return Run::try_from(row);
         }

@@ -7,9 +7,12 @@
 //! token's lease), so a settled run or a lost lease writes nothing in the
 //! same statement; only then is the run read, to say why.
 //!
-//! diesel does not keep an upsert prepared (its `ON CONFLICT` clause says
-//! it is unsafe to cache); the text here is fixed, so [`CacheExt::cached`]
-//! does, and a write is one round trip.
+//! The upsert is the dialect's ([`Connection::upsert_state`]): `ON
+//! CONFLICT ... DO UPDATE` with `excluded` on PostgreSQL and SQLite, `ON
+//! DUPLICATE KEY UPDATE` with the value bound on MySQL. diesel does not
+//! keep an upsert prepared (its `ON CONFLICT` clause says it is unsafe to
+//! cache); the text is fixed, so `.cached()` does, and a write is one
+//! round trip.
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -19,69 +22,11 @@ use flowstate_core::ports::checks;
 use flowstate_core::{Error, Result, RunId};
 
 use super::leases::stored_token;
-use crate::backend::{by_returning, on_connection};
-use crate::cached::CacheExt;
+use crate::backend::on_connection;
+use crate::dialect::{Connection, Fence};
 use crate::rows::{StateRow, joined_to_run, state_map};
 use crate::schema::{JsonText, flowstate_run_state as state, flowstate_runs as runs};
-use crate::sql::leasable_texts;
-use crate::sql::typed::{held, now_sql};
 use crate::store::DieselStore;
-
-/// The state upsert of `$row` from `$source` (a `SELECT` of the run's id
-/// from the guarded run row): on PostgreSQL and SQLite `ON CONFLICT ... DO
-/// UPDATE` with `excluded`; MySQL has no conflict target and no `excluded`
-/// (and `replace_into` would delete and re-insert), so the same upsert is
-/// spelled `ON DUPLICATE KEY UPDATE value = <the bound value>`. Evaluates
-/// to the affected rows (none: the guard refused).
-macro_rules! upsert_state {
-    (returning: $conn:expr, $row:expr, $source:expr) => {
-        diesel::insert_into(state::table)
-            .values(
-                $source.select((
-                    runs::id,
-                    $row.state_key
-                        .as_str()
-                        .into_sql::<diesel::sql_types::Text>(),
-                    (&$row.value).into_sql::<$crate::schema::Json>(),
-                )),
-            )
-            .into_columns((state::run_id, state::state_key, state::value))
-            .on_conflict((state::run_id, state::state_key))
-            .do_update()
-            .set(state::value.eq(diesel::upsert::excluded(state::value)))
-            .cached()
-            .execute($conn)
-            .await
-    };
-    (mysql: $conn:expr, $row:expr, $source:expr) => {
-        diesel::insert_into(state::table)
-            .values(
-                $source.select((
-                    runs::id,
-                    $row.state_key
-                        .as_str()
-                        .into_sql::<diesel::sql_types::Text>(),
-                    (&$row.value).into_sql::<$crate::schema::Json>(),
-                )),
-            )
-            .into_columns((state::run_id, state::state_key, state::value))
-            .on_conflict(diesel::dsl::DuplicatedKeys)
-            .do_update()
-            .set(state::value.eq(&$row.value))
-            .cached()
-            .execute($conn)
-            .await
-    };
-}
-
-/// The run `$id`'s row if it takes a write: not settled.
-macro_rules! unsettled_run {
-    ($id:expr) => {
-        runs::table
-            .filter(runs::id.eq($id))
-            .filter(runs::status.eq_any(leasable_texts()))
-    };
-}
 
 impl DieselStore {
     /// [`RunStore::write_state`](flowstate_core::ports::RunStore::write_state),
@@ -102,15 +47,13 @@ impl DieselStore {
             value: JsonText(value),
         };
         let op = "write_state";
-        let (id, offset) = (&row.run_id, self.lease_offset());
-        let written = match token.map(stored_token) {
-            None => by_returning!(self, op, parent: run,
-                |conn| upsert_state!(returning: conn, row, unsettled_run!(id)),
-                mysql: |conn| upsert_state!(mysql: conn, row, unsettled_run!(id)))?,
-            Some(token) => by_returning!(self, op, parent: run,
-                |conn| upsert_state!(returning: conn, row, held(now_sql(&*conn), id, token, offset)),
-                mysql: |conn| upsert_state!(mysql: conn, row, held(now_sql(&*conn), id, token, offset)))?,
-        };
+        let fence = token.map(|token| Fence {
+            token: stored_token(token),
+            offset: self.lease_offset(),
+        });
+        let written = on_connection!(self, op, parent: run, |conn| conn
+            .upsert_state(&row, fence)
+            .await)?;
         if written > 0 {
             return Ok(());
         }

@@ -15,7 +15,8 @@ use flowstate_core::{
 
 use super::leases::stored_token;
 use super::runs::IDEMPOTENT_TRIES;
-use crate::backend::{by_dialect, by_returning, on_connection};
+use crate::backend::{by_dialect, on_connection};
+use crate::dialect::Connection;
 use crate::guard::Inserting;
 use crate::guard::{Guarded, step_transition_refused};
 use crate::rows::{AttemptRow, StepRow, convert, joined_to_run};
@@ -24,24 +25,6 @@ use crate::schema::{flowstate_runs as runs, flowstate_step_history as history};
 use crate::sql::Move;
 use crate::sql::typed::{held, now_sql};
 use crate::store::DieselStore;
-
-/// A new claim deadline for a step row read through connection `$conn`:
-/// the database's time plus the lease clock offset `$offset`, plus the
-/// step's own claim timeout or `$default_us` (all microseconds), as a
-/// nullable `BIGINT` expression: [`crate::sql::Deadline`] in the DSL.
-macro_rules! deadline_impl {
-    ($conn:expr, $offset:expr, $default_us:expr) => {
-        diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::BigInt>>(&format!(
-            "({} + ",
-            $crate::sql::typed::now_sql(&*$conn)
-        ))
-        .bind::<diesel::sql_types::BigInt, _>($offset)
-        .sql(" + COALESCE(claim_timeout_ms * 1000, ")
-        .bind::<diesel::sql_types::BigInt, _>($default_us)
-        .sql("))")
-    };
-}
-use deadline_impl as deadline;
 
 impl DieselStore {
     /// Step `name` of `run`, if it exists.
@@ -246,44 +229,9 @@ impl StepStore for DieselStore {
             self.config.lease_offset_us(),
             self.config.claim_default_us(),
         );
-        let running = StepStatus::Running.as_str();
-        let renewed: Option<Option<i64>> = by_returning!(self, op, |conn| {
-            diesel::update(
-                steps::table
-                    .find(&id)
-                    .filter(steps::current_attempt.eq(attempt))
-                    .filter(steps::status.eq(running)),
-            )
-            .set(steps::claimed_until.eq(deadline!(conn, offset, default_us)))
-            .returning(steps::claimed_until)
-            .get_result(conn)
-            .await
-            .optional()
-        },
-        mysql: |conn| {
-            use diesel_async::AsyncConnection;
-            conn.transaction(async |conn| {
-                let matched = diesel::update(
-                    steps::table
-                        .find(&id)
-                        .filter(steps::current_attempt.eq(attempt))
-                        .filter(steps::status.eq(running)),
-                )
-                .set(steps::claimed_until.eq(deadline!(conn, offset, default_us)))
-                .execute(conn)
-                .await?;
-                if matched == 0 {
-                    return Ok(None);
-                }
-                steps::table
-                    .find(&id)
-                    .select(steps::claimed_until)
-                    .first(conn)
-                    .await
-                    .map(Some)
-            })
-            .await
-        })?;
+        let renewed = on_connection!(self, op, |conn| conn
+            .renew_step_claim(&id, attempt, offset, default_us)
+            .await)?;
         if let Some(Some(until)) = renewed {
             let until = Timestamp::from_micros(until);
             tracing::debug!(%until, "step claim renewed");

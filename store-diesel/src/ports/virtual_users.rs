@@ -8,8 +8,9 @@
 //! positions from the run row's `transcript_len`, raised by the same guarded
 //! `UPDATE` that admits it, in one transaction with the entries' insert, so
 //! two appends can never number the same position. Only the spelling of an
-//! upsert and the lack of `RETURNING` set MySQL apart ([`by_returning!`]),
-//! and the append, whose admitting `UPDATE` answers the new length
+//! upsert and the lack of `RETURNING` set MySQL apart (the schedule upsert
+//! and the tally add are methods of `crate::dialect::Connection`), and the
+//! append, whose admitting `UPDATE` answers the new length
 //! differently on each (and whose multi-row insert diesel builds for SQLite
 //! only on its blocking connection), is each dialect's
 //! `virtual_users.rs`, through [`by_dialect!`].
@@ -27,8 +28,9 @@ use flowstate_core::{
     VirtualUserRunStatus,
 };
 
-use crate::backend::{by_dialect, by_returning, on_connection};
+use crate::backend::{by_dialect, on_connection};
 use crate::cached::CacheExt;
+use crate::dialect::{Connection, TallyAdd};
 use crate::rows::convert;
 use crate::rows::virtual_users::{
     RUNNING, ScheduleChanges, ScheduleRow, VirtualUserRunRow, position, running_run, tally,
@@ -153,29 +155,8 @@ impl ScheduleStore for DieselStore {
             budget_max_turns: None,
             budget_max_spend: None,
         };
-        // Every column but the key and the last run, bound.
-        let replaced = (
-            schedules::enabled.eq(row.enabled),
-            schedules::min_interval_ms.eq(row.min_interval_ms),
-            schedules::max_interval_ms.eq(row.max_interval_ms),
-            schedules::next_run_at.eq(row.next_run_at),
-            schedules::updated_at.eq(row.updated_at),
-        );
         let op = "upsert_schedule";
-        by_returning!(self, op, |conn| diesel::insert_into(schedules::table)
-            .values(&row)
-            .on_conflict(schedules::persona)
-            .do_update()
-            .set(replaced)
-            .execute(conn)
-            .await,
-        mysql: |conn| diesel::insert_into(schedules::table)
-            .values(&row)
-            .on_conflict(diesel::dsl::DuplicatedKeys)
-            .do_update()
-            .set(replaced)
-            .execute(conn)
-            .await)?;
+        on_connection!(self, op, |conn| conn.upsert_schedule(&row).await)?;
         Ok(())
     }
 
@@ -410,44 +391,14 @@ impl VirtualUserRunStore for DieselStore {
             signed(delta.cost),
         );
         let id_text = id.to_string();
+        let add = TallyAdd {
+            turns,
+            tokens,
+            cost,
+        };
         let now = self.now();
-        // Each counter raised in place, the run matched only while running
-        // and while every counter has room: one guarded `UPDATE`.
-        let guarded = running_run(&id_text)
-            .filter(runs::tally_turns.le(i64::MAX - turns))
-            .filter(runs::tally_tokens.le(i64::MAX - tokens))
-            .filter(runs::tally_cost.le(i64::MAX - cost));
-        let raised = (
-            runs::tally_turns.eq(runs::tally_turns + turns),
-            runs::tally_tokens.eq(runs::tally_tokens + tokens),
-            runs::tally_cost.eq(runs::tally_cost + cost),
-            runs::updated_at.eq(now),
-        );
-        let counters = (runs::tally_turns, runs::tally_tokens, runs::tally_cost);
         let op = "add_to_tally";
-        let after: Option<(i64, i64, i64)> = by_returning!(self, op, |conn| diesel::update(
-            guarded
-        )
-        .set(raised)
-        .returning(counters)
-        .get_result(conn)
-        .await
-        .optional(),
-        // No `RETURNING`: the row the update locked is read back in the
-        // same transaction, so the answer is this add's.
-        mysql: |conn| diesel_async::AsyncConnection::transaction(conn, async |conn| {
-                let matched = diesel::update(guarded).set(raised).execute(conn).await?;
-                if matched == 0 {
-                    return Ok(None);
-                }
-                runs::table
-                    .find(&id_text)
-                    .select(counters)
-                    .first(conn)
-                    .await
-                    .map(Some)
-            })
-            .await)?;
+        let after = on_connection!(self, op, |conn| conn.add_to_tally(&id_text, add, now).await)?;
         if let Some(counters) = after {
             return tally(&id_text, counters);
         }

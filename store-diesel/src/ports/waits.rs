@@ -15,20 +15,13 @@ use flowstate_core::ports::checks;
 use flowstate_core::{Error, Result, RunId, Wait};
 
 use super::leases::stored_token;
-use crate::backend::{by_returning, on_connection};
-use crate::cached::CacheExt;
-use crate::schema::{JsonText, flowstate_run_signals as signals, flowstate_runs as runs};
+use crate::backend::on_connection;
+use crate::dialect::{Connection, Fence, Held};
+use crate::rows::signals::SignalRow;
+use crate::schema::{JsonText, flowstate_runs as runs};
 use crate::sql::leasable_texts;
 use crate::sql::typed::{db_time, held, now_sql};
 use crate::store::DieselStore;
-
-/// A signal to insert.
-struct SignalRow {
-    run_id: String,
-    name: String,
-    payload: JsonText,
-    sent_at: i64,
-}
 
 impl RunWaitStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all, fields(run = %run, token))]
@@ -80,44 +73,8 @@ impl RunWaitStore for DieselStore {
         };
         // From a `SELECT` of the run's row, so a settled run takes no
         // signal, decided in the same statement.
-        let id = row.run_id.as_str();
-        let source = || {
-            runs::table
-                .filter(runs::id.eq(id))
-                .filter(runs::status.eq_any(leasable_texts()))
-                .select((
-                    runs::id,
-                    row.name.as_str().into_sql::<diesel::sql_types::Text>(),
-                    (&row.payload).into_sql::<crate::schema::Json>(),
-                    row.sent_at.into_sql::<diesel::sql_types::BigInt>(),
-                ))
-        };
-        let columns = (
-            signals::run_id,
-            signals::name,
-            signals::payload,
-            signals::sent_at,
-        );
-        let written = by_returning!(self, "signal", parent: run, |conn| diesel::insert_into(signals::table)
-            .values(source())
-            .into_columns(columns)
-            .on_conflict((signals::run_id, signals::name))
-            .do_update()
-            .set((
-                signals::payload.eq(diesel::upsert::excluded(signals::payload)),
-                signals::sent_at.eq(diesel::upsert::excluded(signals::sent_at)),
-            ))
-            .cached()
-            .execute(conn)
-            .await,
-        mysql: |conn| diesel::insert_into(signals::table)
-            .values(source())
-            .into_columns(columns)
-            .on_conflict(diesel::dsl::DuplicatedKeys)
-            .do_update()
-            .set((signals::payload.eq(&row.payload), signals::sent_at.eq(row.sent_at)))
-            .cached()
-            .execute(conn)
+        let written = on_connection!(self, "signal", parent: run, |conn| conn
+            .upsert_signal(&row)
             .await)?;
         if written > 0 {
             return Ok(());
@@ -133,45 +90,16 @@ impl RunWaitStore for DieselStore {
         checks::take_signal(&self.config.limits, name)?;
         let (id, offset) = (run.to_string(), self.lease_offset());
         let stored = stored_token(token);
-        macro_rules! taken {
-            ($conn:expr) => {
-                signals::table
-                    .filter(signals::run_id.eq(&id))
-                    .filter(signals::name.eq(name))
-                    .filter(diesel::dsl::exists(
-                        held(now_sql(&*$conn), &id, stored, offset).select(runs::id),
-                    ))
-            };
-        }
-        let payload: Option<JsonText> = by_returning!(self, "take_signal", |conn| diesel::delete(
-            taken!(conn)
-        )
-        .returning(signals::payload)
-        .get_result(conn)
-        .await
-        .optional(),
-        mysql: |conn| {
-            use diesel_async::AsyncConnection;
-            conn.transaction(async |conn| {
-                let payload: Option<JsonText> = taken!(conn)
-                    .select(signals::payload)
-                    .for_update()
-                    .first(conn)
-                    .await
-                    .optional()?;
-                if payload.is_some() {
-                    diesel::delete(
-                        signals::table
-                            .filter(signals::run_id.eq(&id))
-                            .filter(signals::name.eq(name)),
-                    )
-                    .execute(conn)
-                    .await?;
-                }
-                Ok(payload)
-            })
-            .await
-        })?;
+        let lease = Held {
+            id: &id,
+            fence: Fence {
+                token: stored,
+                offset,
+            },
+        };
+        let payload: Option<JsonText> = on_connection!(self, "take_signal", |conn| conn
+            .take_signal(lease, name)
+            .await)?;
         if let Some(payload) = payload {
             return decode_json("signal payload", &id, &payload.0).map(Some);
         }

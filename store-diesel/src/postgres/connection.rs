@@ -6,10 +6,8 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::dialect::Connection;
 use crate::health::Watched;
-use crate::rows::RunRow;
 use crate::rows::events::EventRow;
 use crate::schema::flowstate_events as events;
-use crate::schema::flowstate_runs as runs;
 use crate::sql::Upsert;
 use crate::sql::typed::{DUE_ORDER, pending};
 
@@ -45,16 +43,7 @@ impl Connection for AsyncPgConnection {
             .optional()
     }
 
-    /// `ON CONFLICT (idempotency_key) DO NOTHING`.
-    async fn insert_keyed_run(&mut self, row: &RunRow) -> QueryResult<Option<bool>> {
-        diesel::insert_into(runs::table)
-            .values(row)
-            .on_conflict(runs::idempotency_key)
-            .do_nothing()
-            .execute(self)
-            .await
-            .map(|n| Some(n == 1))
-    }
+    crate::sql::returning::returning_writes!();
 }
 
 /// A server connection can be lost: the pool watches it. Its check after

@@ -82,3 +82,22 @@ pub(crate) fn claimed(rows: Vec<LeasedRunRow>) -> Result<Vec<RunLease>, Error> {
     leases.sort_by_key(|lease| (lease.run.created_at, lease.run.id));
     Ok(leases)
 }
+
+/// What a `lease_run` write found
+/// ([`Connection::lease_run`](crate::dialect::Connection::lease_run)).
+#[derive(Debug)]
+pub(crate) enum Leased {
+    /// The run is leased: the row as written.
+    Won(Box<LeasedRunRow>),
+    /// The run had a cancel requested and is settled as cancelled.
+    Cancelled,
+    /// No run was runnable under that id (it may not exist).
+    #[cfg(any(feature = "postgres", feature = "sqlite"))]
+    Refused,
+    /// The run exists and is not runnable (MySQL, whose locked read tells).
+    #[cfg(feature = "mysql")]
+    NotRunnable,
+    /// No run has that id (MySQL, whose locked read tells).
+    #[cfg(feature = "mysql")]
+    Missing,
+}

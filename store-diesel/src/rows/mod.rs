@@ -6,8 +6,10 @@
 //! hand-written statements, so one struct per table serves every dialect and
 //! every query. A value read back is the value written, to the microsecond.
 
+pub(crate) mod effects;
 pub(crate) mod events;
 pub(crate) mod leases;
+pub(crate) mod signals;
 pub(crate) mod virtual_users;
 
 use std::str::FromStr;

@@ -289,6 +289,54 @@ pub(crate) fn running_run<'a>(id: &'a str) -> _ {
         .filter(flowstate_virtual_user_runs::status.eq(running))
 }
 
+/// The tally add of `turns`, `tokens` and `cost` to run `id` at `now`:
+/// each counter raised in place, the run matched only while running and
+/// while every counter has room, in one guarded `UPDATE`. Each amount is
+/// at most `i64::MAX` (checked), so each room is at least 0. The run's
+/// guard is [`running_run`]'s, spelled out (an `auto_type` function names
+/// another's type only through its alias).
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn tally_add<'a>(id: &'a str, turns: i64, tokens: i64, cost: i64, now: i64) -> _ {
+    let running: &'static str = RUNNING;
+    let turns_room: i64 = i64::MAX - turns;
+    let tokens_room: i64 = i64::MAX - tokens;
+    let cost_room: i64 = i64::MAX - cost;
+    diesel::dsl::update(
+        flowstate_virtual_user_runs::table
+            .filter(flowstate_virtual_user_runs::id.eq(id))
+            .filter(flowstate_virtual_user_runs::status.eq(running))
+            .filter(flowstate_virtual_user_runs::tally_turns.le(turns_room))
+            .filter(flowstate_virtual_user_runs::tally_tokens.le(tokens_room))
+            .filter(flowstate_virtual_user_runs::tally_cost.le(cost_room)),
+    )
+    .set((
+        flowstate_virtual_user_runs::tally_turns
+            .eq(flowstate_virtual_user_runs::tally_turns + turns),
+        flowstate_virtual_user_runs::tally_tokens
+            .eq(flowstate_virtual_user_runs::tally_tokens + tokens),
+        flowstate_virtual_user_runs::tally_cost.eq(flowstate_virtual_user_runs::tally_cost + cost),
+        flowstate_virtual_user_runs::updated_at.eq(now),
+    ))
+}
+
+/// What a schedule upsert replaces on a stored row: every column of `row`
+/// but the key and the last run, bound.
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn schedule_replaced(row: &ScheduleRow) -> _ {
+    let enabled: bool = row.enabled;
+    let min_interval_ms: i64 = row.min_interval_ms;
+    let max_interval_ms: i64 = row.max_interval_ms;
+    let next_run_at: i64 = row.next_run_at;
+    let updated_at: i64 = row.updated_at;
+    (
+        flowstate_virtual_user_schedules::enabled.eq(enabled),
+        flowstate_virtual_user_schedules::min_interval_ms.eq(min_interval_ms),
+        flowstate_virtual_user_schedules::max_interval_ms.eq(max_interval_ms),
+        flowstate_virtual_user_schedules::next_run_at.eq(next_run_at),
+        flowstate_virtual_user_schedules::updated_at.eq(updated_at),
+    )
+}
+
 /// The changes that admit a chunk of `n` entries at `now`: the length
 /// raised by `n` (the positions the chunk takes, read back after as the
 /// new length: `RETURNING` on PostgreSQL and SQLite, a read of the locked

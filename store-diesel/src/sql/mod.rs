@@ -33,6 +33,8 @@ use crate::schema::{Json, JsonText};
 
 #[cfg(any(feature = "mysql", feature = "sqlite"))]
 pub(crate) mod in_list;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+pub(crate) mod returning;
 pub(crate) mod typed;
 pub(crate) mod waits;
 

@@ -9,14 +9,18 @@
 //! query for the backend the caller names), `fail_expired!` and
 //! `free_leases!` (whole `UPDATE` statements, not fragments).
 
-use diesel::dsl::{AsExprOf, sql};
+use diesel::dsl::{AsExprOf, case_when, sql};
 use diesel::expression::{SqlLiteral, UncheckedBind};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Nullable};
+use diesel::sql_types::{BigInt, Nullable, Text};
 
+use flowstate_core::RunStatus;
+
+use crate::rows::StateRow;
+use crate::rows::signals::SignalRow;
 #[cfg(any(feature = "mysql", feature = "sqlite"))]
 use crate::schema::flowstate_steps as steps;
-use crate::schema::{flowstate_events, flowstate_runs as runs};
+use crate::schema::{Json, JsonText, flowstate_events, flowstate_runs as runs};
 use crate::sql::leasable_texts;
 use crate::sql::waits::{AwakeAt, awake_at};
 
@@ -62,6 +66,233 @@ pub(crate) fn held<'a>(now_us: &'static str, id: &'a str, token: i64, offset: i6
         .filter(runs::lease_owner.is_not_null())
         .filter(runs::status.eq_any(statuses))
         .filter(runs::lease_expires_at.gt(now))
+}
+
+/// The row of run `id` if it takes a write: not settled.
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn unsettled_run<'a>(id: &'a str) -> _ {
+    let statuses: Vec<&'static str> = leasable_texts();
+    runs::table
+        .filter(runs::id.eq(id))
+        .filter(runs::status.eq_any(statuses))
+}
+
+/// The type of [`claim_deadline`].
+pub(crate) type ClaimDeadline =
+    SqlLiteral<Nullable<BigInt>, UncheckedBind<DbTime, AsExprOf<i64, BigInt>>>;
+
+/// A new claim deadline for a step row: the database's time (`now_us`)
+/// plus the lease clock offset `offset`, plus the step's own claim timeout
+/// or `default_us` (all microseconds), as a nullable `BIGINT` expression:
+/// [`crate::sql::Deadline`] in the DSL.
+pub(crate) fn claim_deadline(now_us: &str, offset: i64, default_us: i64) -> ClaimDeadline {
+    sql::<Nullable<BigInt>>(&format!("({now_us} + "))
+        .bind::<BigInt, _>(offset)
+        .sql(" + COALESCE(claim_timeout_ms * 1000, ")
+        .bind::<BigInt, _>(default_us)
+        .sql("))")
+}
+
+diesel::define_sql_function! {
+    /// `COALESCE(given, stored)` over JSON: a move that carries an output
+    /// writes it, one that carries none (`NULL` bound) keeps the stored
+    /// one, so every move is the same statement text.
+    #[sql_name = "COALESCE"]
+    fn json_or_stored(given: diesel::sql_types::Nullable<crate::schema::Json>, stored: diesel::sql_types::Nullable<crate::schema::Json>) -> diesel::sql_types::Nullable<crate::schema::Json>;
+}
+
+/// The statuses core's table lets a run move to `to` from, as stored.
+fn run_sources(to: RunStatus) -> Vec<&'static str> {
+    RunStatus::sources_of(to)
+        .into_iter()
+        .map(RunStatus::as_str)
+        .collect()
+}
+
+/// The assignments of a run's move to `to` at `now`, writing `output` or,
+/// if `None`, keeping the stored one.
+#[diesel::dsl::auto_type]
+fn run_move_set<'a>(to: RunStatus, now: i64, output: Option<&'a JsonText>) -> _ {
+    let target: &'static str = to.as_str();
+    let written: json_or_stored<Option<&'a JsonText>, runs::output> =
+        json_or_stored(output, runs::output);
+    (
+        runs::status.eq(target),
+        runs::updated_at.eq(now),
+        runs::output.eq(written),
+    )
+}
+
+/// The status-guarded `UPDATE` moving run `id` to `to` (see
+/// [`run_move_set`]), from the statuses core's table allows.
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn move_run<'a>(
+    id: &'a str,
+    to: RunStatus,
+    now: i64,
+    output: Option<&'a JsonText>,
+) -> _ {
+    let sources: Vec<&'static str> = run_sources(to);
+    let set: run_move_set<'a> = run_move_set(to, now, output);
+    diesel::dsl::update(
+        runs::table
+            .filter(runs::id.eq(id))
+            .filter(runs::status.eq_any(sources)),
+    )
+    .set(set)
+}
+
+/// [`move_run`], fenced: only while `token` holds the run's lease,
+/// unexpired on the lease clock (`now_us` plus `offset`), the guard
+/// `RunLeaseStore::renew` writes under.
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn move_run_fenced<'a>(
+    now_us: &'static str,
+    id: &'a str,
+    to: RunStatus,
+    now: i64,
+    output: Option<&'a JsonText>,
+    token: i64,
+    offset: i64,
+) -> _ {
+    let sources: Vec<&'static str> = run_sources(to);
+    let set: run_move_set<'a> = run_move_set(to, now, output);
+    let lease_now: DbTime = db_time(now_us, offset);
+    diesel::dsl::update(
+        runs::table
+            .filter(runs::id.eq(id))
+            .filter(runs::status.eq_any(sources))
+            .filter(runs::lease_token.eq(token))
+            .filter(runs::lease_owner.is_not_null())
+            .filter(runs::lease_expires_at.gt(lease_now)),
+    )
+    .set(set)
+}
+
+/// The type of the status a failed release writes ([`failure_release`]).
+type FailStatus = SqlLiteral<Text, UncheckedBind<SqlLiteral<Text>, AsExprOf<i64, BigInt>>>;
+
+/// The type of the stamp a failed release writes ([`failure_release`]).
+type FailStamp = SqlLiteral<
+    BigInt,
+    UncheckedBind<
+        SqlLiteral<BigInt, UncheckedBind<SqlLiteral<BigInt>, AsExprOf<i64, BigInt>>>,
+        AsExprOf<i64, BigInt>,
+    >,
+>;
+
+/// The assignments of a failed attempt's release: `fails_run` in SQL (the
+/// failures after this one reach `limit`: the run fails, stamped `now`),
+/// the failures up by one, `reason` recorded, the lease freed. Status
+/// first: MySQL assigns left to right, so it must see the old count.
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn failure_release<'a>(reason: &'a str, limit: i64, now: i64) -> _ {
+    let status: FailStatus = sql::<Text>("CASE WHEN failures + 1 >= ")
+        .bind::<BigInt, _>(limit)
+        .sql(&format!(
+            " THEN '{}' ELSE status END",
+            RunStatus::Failed.as_str()
+        ));
+    let stamp: FailStamp = sql::<BigInt>("CASE WHEN failures + 1 >= ")
+        .bind::<BigInt, _>(limit)
+        .sql(" THEN ")
+        .bind::<BigInt, _>(now)
+        .sql(" ELSE updated_at END");
+    let no_owner: Option<String> = None;
+    let no_expiry: Option<i64> = None;
+    (
+        runs::status.eq(status),
+        runs::updated_at.eq(stamp),
+        runs::failures.eq(runs::failures + 1_i64),
+        runs::failure_reason.eq(reason),
+        runs::lease_owner.eq(no_owner),
+        runs::lease_expires_at.eq(no_expiry),
+    )
+}
+
+/// The assignments of a release after progress: the failures back to
+/// zero, the lease freed.
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn yield_release() -> _ {
+    let no_failures: i64 = 0;
+    let no_owner: Option<String> = None;
+    let no_expiry: Option<i64> = None;
+    (
+        runs::failures.eq(no_failures),
+        runs::lease_owner.eq(no_owner),
+        runs::lease_expires_at.eq(no_expiry),
+    )
+}
+
+/// The assignments of a won `lease_run`, the run claim's two outcomes in
+/// one `UPDATE`: a run with a cancel requested is settled as cancelled
+/// (stamped `now`, lease cleared), any other is leased to `worker` until
+/// the database's time (`now_us`) plus `until`; either way the token rises
+/// and the wait ends. `cancel_requested` is assigned last: MySQL evaluates
+/// single-table `SET` assignments left to right, so every `CASE` reads the
+/// flag the run had (PostgreSQL and SQLite read the old row whatever the
+/// order).
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn lease_set<'a>(now_us: &'static str, now: i64, worker: &'a str, until: i64) -> _ {
+    let cancelled: &'static str = RunStatus::Cancelled.as_str();
+    let no_owner: Option<String> = None;
+    let holder: Option<&'a str> = Some(worker);
+    let no_expiry: Option<i64> = None;
+    let expiry: DbTime = db_time(now_us, until);
+    let no_wake: Option<i64> = None;
+    let no_wait: Option<String> = None;
+    (
+        runs::status.eq(
+            case_when(runs::cancel_requested, cancelled.into_sql::<Text>()).otherwise(runs::status),
+        ),
+        runs::updated_at
+            .eq(case_when(runs::cancel_requested, now.into_sql::<BigInt>())
+                .otherwise(runs::updated_at)),
+        runs::lease_token.eq(runs::lease_token + 1_i64),
+        runs::lease_owner.eq(case_when(
+            runs::cancel_requested,
+            no_owner.into_sql::<Nullable<Text>>(),
+        )
+        .otherwise(holder.into_sql::<Nullable<Text>>())),
+        runs::lease_expires_at.eq(case_when(
+            runs::cancel_requested,
+            no_expiry.into_sql::<Nullable<BigInt>>(),
+        )
+        .otherwise(expiry)),
+        runs::wake_at.eq(no_wake),
+        runs::waiting_on.eq(no_wait),
+        runs::cancel_requested.eq(false),
+    )
+}
+
+/// The run and values signal `row` is inserted from: its run's row if the
+/// run is not settled ([`unsettled_run`]'s guard, spelled out), with the
+/// signal's name, payload and time bound.
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn signal_source<'a>(row: &'a SignalRow) -> _ {
+    let statuses: Vec<&'static str> = leasable_texts();
+    let id: &'a str = row.run_id.as_str();
+    let name: &'a str = row.name.as_str();
+    let payload: &'a JsonText = &row.payload;
+    let sent_at: i64 = row.sent_at;
+    runs::table
+        .filter(runs::id.eq(id))
+        .filter(runs::status.eq_any(statuses))
+        .select((
+            runs::id,
+            name.into_sql::<Text>(),
+            payload.into_sql::<Json>(),
+            sent_at.into_sql::<BigInt>(),
+        ))
+}
+
+/// The values a state upsert of `row` selects beside its run's id: the
+/// key and the value, bound.
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn state_values<'a>(row: &'a StateRow) -> _ {
+    let key: &'a str = row.state_key.as_str();
+    let value: &'a JsonText = &row.value;
+    (runs::id, key.into_sql::<Text>(), value.into_sql::<Json>())
 }
 
 /// Whether a run may be leased now, on a row of `flowstate_runs`, at the

@@ -5,12 +5,10 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use super::SqliteConn;
-use crate::dialect::Connection;
+use crate::dialect::{Connection, TxWork};
 use crate::health::Watched;
-use crate::rows::RunRow;
 use crate::rows::events::EventRow;
 use crate::schema::flowstate_events as events;
-use crate::schema::flowstate_runs as runs;
 use crate::sql::Upsert;
 use crate::sql::typed::{DUE_ORDER, LeaseClock, pending};
 
@@ -44,16 +42,26 @@ impl Connection for SqliteConn {
             .optional()
     }
 
-    /// `ON CONFLICT (idempotency_key) DO NOTHING`.
-    async fn insert_keyed_run(&mut self, row: &RunRow) -> QueryResult<Option<bool>> {
-        diesel::insert_into(runs::table)
-            .values(row)
-            .on_conflict(runs::idempotency_key)
-            .do_nothing()
-            .execute(self)
-            .await
-            .map(|n| Some(n == 1))
+    /// `BEGIN IMMEDIATE`: the writer takes the write lock up front and
+    /// queues on the busy timeout instead of failing a read-to-write
+    /// upgrade.
+    fn write_transaction<'a, 'conn, R, E, F>(
+        &'conn mut self,
+        work: F,
+    ) -> impl std::future::Future<Output = Result<R, E>> + Send + 'conn
+    where
+        for<'r> F: AsyncFnOnce(&'r mut Self) -> Result<R, E>
+            + TxWork<&'r mut Self, Result<R, E>, Fut: Send>
+            + Send
+            + 'a,
+        E: From<diesel::result::Error> + Send + 'a,
+        R: Send + 'a,
+        'a: 'conn,
+    {
+        self.immediate_transaction(work)
     }
+
+    crate::sql::returning::returning_writes!();
 }
 
 /// Embedded: there is no server to lose, so the pool does not watch.
