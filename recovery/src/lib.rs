@@ -22,7 +22,12 @@
 //!   or cancelled run without taking its lease or running its body;
 //! - [`Sweeper`]: a tokio task doing a [`Sweeper::pass`] at an interval
 //!   (wake-ups, lease reaping, claim expiry, relay, stalled sweep) with graceful
-//!   shutdown, for hosts that want a loop rather than their own scheduler.
+//!   shutdown, for hosts that want a loop rather than their own scheduler;
+//! - [`Pruner`]: retention, by a [`RetentionPolicy`] (how long settled
+//!   runs, dispatched events, dead letters and finished virtual-user runs
+//!   are kept, the batch), one [`Pruner::pass`] or a loop with the same
+//!   handle as the sweeper's; what may be deleted is the store's
+//!   ([`RetentionStore`](flowstate_core::ports::RetentionStore)).
 //!
 //! Each re-drive counts what it found and re-drove, by [`Reason`], through
 //! the `metrics` facade (`flowstate_sweep_finds_total`,
@@ -35,10 +40,14 @@
 
 mod dispatch;
 mod guard;
+mod pruner;
 mod relay;
 mod sweeper;
 
 pub use dispatch::{Reason, RedriveReport, SweepOptions};
 pub use guard::{Handled, handle_run_message};
+pub use pruner::{
+    DEFAULT_PRUNE_INTERVAL, PruneReport, Pruner, PrunerHandle, PrunerReport, RetentionPolicy,
+};
 pub use relay::{ExpiryReport, expire_claims, relay_undispatched, sweep_stalled};
 pub use sweeper::{DEFAULT_SWEEP_INTERVAL, PassReport, Sweeper, SweeperHandle, SweeperReport};
