@@ -200,7 +200,7 @@ mod tests {
 
     #[test]
     fn kinds_have_one_name_each() {
-        let names: Vec<_> = PruneKind::ALL.iter().map(|k| k.to_string()).collect();
+        let names: Vec<_> = PruneKind::ALL.iter().map(ToString::to_string).collect();
         assert_eq!(
             names,
             ["runs", "events", "dead_letters", "virtual_user_runs"]

@@ -11,6 +11,7 @@ use flowstate_core::ports::{
     RunRecoveryStore, RunWaitStore, ScheduleStore, VirtualUserRunStore,
 };
 
+use crate::cases::retention::RetentionBackend;
 use crate::{EventBackend, EventQueueBackend, Harness, LeaseHarness};
 
 /// Declares each family trait and implements it for every harness that
@@ -59,6 +60,11 @@ families! {
     Recovery: [LeaseHarness<Store: RecoveryStore + RunRecoveryStore + RunWaitStore>]
     /// `virtual_users`: [`ScheduleStore`] and [`VirtualUserRunStore`].
     VirtualUsers: [Harness<Store: ScheduleStore + VirtualUserRunStore>]
+    /// `retention`: [`RetentionStore`](flowstate_core::ports::RetentionStore),
+    /// on a [`LeaseHarness`] whose store has every port a prune deletes
+    /// from ([`RetentionBackend`]: events, waits, children, effects,
+    /// virtual-user runs), so what was pruned is read back through them.
+    Retention: [LeaseHarness<Store: RetentionBackend>]
     /// `pool`: `flowstate-pool`'s group commit and worker pool over
     /// [`BatchStepStore`], with [`RecoveryStore`] to take back what an
     /// outage left claimed.

@@ -98,6 +98,7 @@ pub const CASES: &[(&str, &[&str])] = &[
     ("events", crate::__family!(events names)),
     ("recovery", crate::__family!(recovery names)),
     ("virtual_users", crate::__family!(virtual_users names)),
+    ("retention", crate::__family!(retention names)),
     ("pool", crate::__family!(pool names)),
     ("sweeps", crate::__family!(sweeps names)),
     ("guard", crate::__family!(guard names)),

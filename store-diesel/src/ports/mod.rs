@@ -20,6 +20,7 @@ mod fenced;
 mod inline_steps;
 mod leases;
 mod recovery;
+mod retention;
 mod runs;
 mod state;
 mod steps;

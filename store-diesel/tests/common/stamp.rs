@@ -87,6 +87,7 @@ macro_rules! dialect_tests {
                     leases: [every_operation_sends_its_budget]
                     recovery: [every_operation_sends_its_budget]
                     virtual_users: [every_operation_sends_its_budget]
+                    retention: [every_operation_sends_its_budget]
                 }
             }
         }

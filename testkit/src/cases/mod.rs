@@ -20,6 +20,7 @@ pub mod events;
 pub mod leases;
 pub mod policies;
 pub mod recovery;
+pub mod retention;
 pub mod runs;
 pub mod steps;
 pub mod versions;

@@ -15,6 +15,7 @@ mod fenced;
 mod harness;
 mod leases;
 mod recovery;
+mod retention;
 mod runs;
 mod steps;
 mod versions;

@@ -145,34 +145,7 @@ impl RunStore for MemoryStore {
     }
 
     async fn delete_run(&self, id: RunId) -> Result<()> {
-        let mut tables = self.lock();
-        let run = tables.runs.remove(&id).ok_or(Error::RunNotFound(id))?;
-        if let Some(key) = &run.idempotency_key {
-            tables.run_by_key.remove(key);
-        }
-        tables.run_state.remove(&id);
-        // The lease columns live on the run row in a database; signals and
-        // effects are rows that cascade with it.
-        tables.leases.remove(&id);
-        tables.signals.retain(|(run, _), _| *run != id);
-        tables.effects.retain(|(run, _), _| *run != id);
-        let steps: Vec<_> = tables
-            .steps
-            .values()
-            .filter(|step| step.run == id)
-            .map(|step| (step.id, step.name.clone()))
-            .collect();
-        for (step, name) in steps {
-            tables.steps.remove(&step);
-            tables.step_by_name.remove(&(id, name));
-            tables.history.retain(|(of, _), _| *of != step);
-        }
-        for child in tables.runs.values_mut() {
-            if child.parent == Some(id) {
-                child.parent = None;
-            }
-        }
-        Ok(())
+        self.lock().remove_run(id).map(drop)
     }
 
     async fn count_children(&self, parent: RunId) -> Result<BTreeMap<RunStatus, u64>> {
@@ -197,5 +170,40 @@ impl RunStore for MemoryStore {
             .get(&run)
             .cloned()
             .ok_or(Error::RunNotFound(run))
+    }
+}
+
+impl Tables {
+    /// Deletes run `id` with its steps, their history, its state, its
+    /// lease, signals and effects; its children stay, with no parent.
+    /// Answers the run deleted ([`Error::RunNotFound`] if there is none).
+    pub(super) fn remove_run(&mut self, id: RunId) -> Result<Run> {
+        let run = self.runs.remove(&id).ok_or(Error::RunNotFound(id))?;
+        if let Some(key) = &run.idempotency_key {
+            self.run_by_key.remove(key);
+        }
+        self.run_state.remove(&id);
+        // The lease columns live on the run row in a database; signals and
+        // effects are rows that cascade with it.
+        self.leases.remove(&id);
+        self.signals.retain(|(run, _), _| *run != id);
+        self.effects.retain(|(run, _), _| *run != id);
+        let steps: Vec<_> = self
+            .steps
+            .values()
+            .filter(|step| step.run == id)
+            .map(|step| (step.id, step.name.clone()))
+            .collect();
+        for (step, name) in steps {
+            self.steps.remove(&step);
+            self.step_by_name.remove(&(id, name));
+            self.history.retain(|(of, _), _| *of != step);
+        }
+        for child in self.runs.values_mut() {
+            if child.parent == Some(id) {
+                child.parent = None;
+            }
+        }
+        Ok(run)
     }
 }

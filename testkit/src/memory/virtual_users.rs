@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use flowstate_core::ports::checks;
 use flowstate_core::ports::{ScheduleStore, VirtualUserRunStore};
+use flowstate_core::retention;
 use flowstate_core::virtual_users::tally_overflow;
 use flowstate_core::{
     Error, NewSchedule, NewVirtualUserRun, Result, RunBudget, RunTally, Schedule, SchedulePatch,
@@ -39,6 +40,24 @@ impl VirtualUserTables {
             });
         }
         Ok(run)
+    }
+
+    /// The runs [`retention::is_prunable_virtual_user_run`] admits at
+    /// `cutoff`, oldest settled first by `(updated_at, id)`.
+    pub(super) fn prunable(&self, cutoff: Timestamp) -> Vec<VirtualUserRunId> {
+        let mut old: Vec<&VirtualUserRun> = self
+            .runs
+            .values()
+            .filter(|run| retention::is_prunable_virtual_user_run(run, cutoff))
+            .collect();
+        old.sort_by_key(|run| (run.updated_at, run.id));
+        old.into_iter().map(|run| run.id).collect()
+    }
+
+    /// Deletes run `id` with its transcript.
+    pub(super) fn remove(&mut self, id: VirtualUserRunId) {
+        self.runs.remove(&id);
+        self.transcripts.remove(&id);
     }
 }
 

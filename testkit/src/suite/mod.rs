@@ -28,7 +28,7 @@ mod port_families;
 /// - The families are core's port families, `runs`, `steps`, `versions`
 ///   (every [`Store`](flowstate_core::ports::Store) has these three),
 ///   `batch`, `leases`, `waits`, `children`, `effects`, `definitions`,
-///   `events`, `recovery`, `virtual_users`; the policy families `pool`,
+///   `events`, `recovery`, `virtual_users`, `retention`; the policy families `pool`,
 ///   `sweeps`, `guard`, `ticks`, `dispatch`, which drive a policy crate over
 ///   the ports; and `hooks`, for a harness that implements
 ///   [`Hooks`](crate::Hooks), which adds the cases of every family listed
@@ -67,6 +67,7 @@ macro_rules! suite {
                 events,
                 recovery,
                 virtual_users,
+                retention,
                 pool,
                 sweeps,
                 guard,

@@ -118,7 +118,7 @@ macro_rules! __policy_family {
             "flowstate_testkit::suite!: no family `",
             ::core::stringify!($family),
             "`; the families are runs, steps, versions, batch, leases, waits, children, \
-             effects, definitions, events, recovery, virtual_users, pool, sweeps, guard, \
+             effects, definitions, events, recovery, virtual_users, retention, pool, sweeps, guard, \
              ticks, dispatch, and hooks"
         ));
     };

@@ -1,5 +1,5 @@
 //! The case list of the port families beyond the core three: batch, leases, waits, children,
-//! effects, definitions, events, recovery and virtual users: one arm per family, each
+//! effects, definitions, events, recovery, virtual users and retention: one arm per family, each
 //! handing its folder of [`cases`](crate::cases), its bound and its cases
 //! (those that need [`Hooks`](crate::Hooks) apart) to
 //! [`__expand_family!`](crate::__expand_family). A family name no arm
@@ -276,6 +276,39 @@ macro_rules! __port_family {
                 }
             }
             hooked {
+            }
+        }
+    };
+    (retention $($mode:tt)*) => {
+        $crate::__expand_family! { [$($mode)*] retention retention [$crate::family::Retention]
+            cases {
+                runs {
+                    old_settled_runs_are_pruned_with_what_hangs_off_them,
+                    an_idempotency_key_protects_until_its_run_is_pruned,
+                    live_runs_and_parents_of_live_children_are_kept,
+                    a_settled_run_under_a_live_lease_is_kept,
+                }
+                batches {
+                    batches_are_bounded_oldest_settled_first,
+                    prune_race_8,
+                    prune_edge_inputs,
+                }
+                events {
+                    dispatched_events_are_pruned_and_free_their_dedupe_keys,
+                    dead_letters_are_kept_until_their_longer_window,
+                }
+                virtual_users {
+                    finished_virtual_user_runs_are_pruned_with_transcripts,
+                }
+                pruner {
+                    a_pruner_pass_takes_every_batch,
+                    a_spawned_pruner_reports_and_shuts_down,
+                }
+            }
+            hooked {
+                runs {
+                    pruned_runs_leave_no_rows,
+                }
             }
         }
     };

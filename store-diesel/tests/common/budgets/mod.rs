@@ -1,5 +1,6 @@
 //! The statement budgets of DESIGN.md: one scenario per port family
-//! ([`steps`], [`events`], [`leases`], [`recovery`], [`virtual_users`]), each
+//! ([`steps`], [`events`], [`leases`], [`recovery`], [`virtual_users`],
+//! [`retention`]), each
 //! run through a logged [`DieselStore`](flowstate_store_diesel::DieselStore)
 //! and compared exactly with its rows of the one [`table`]: per operation,
 //! the first word of every statement it sends.
@@ -7,6 +8,7 @@
 pub mod events;
 pub mod leases;
 pub mod recovery;
+pub mod retention;
 pub mod steps;
 pub mod table;
 pub mod virtual_users;

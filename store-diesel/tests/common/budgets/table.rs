@@ -405,3 +405,48 @@ pub const RECOVERY: Table = Table {
         ),
     ],
 };
+
+/// The statement budgets of retention (`common::budgets::retention`): one
+/// prune batch of each kind, and the dry run's counts.
+pub const RETENTION: Table = Table {
+    default: &[
+        // One statement: the pick by the settled-runs index and the
+        // `DELETE` re-checking it (SQLite's one writer; MySQL's single-table
+        // `DELETE ... ORDER BY ... LIMIT` for all but runs); the rows that
+        // go with a record go by the schema's cascades.
+        ("prune runs", &["DELETE"]),
+        ("prune runs none", &["DELETE"]),
+        ("prune events", &["DELETE"]),
+        ("prune dead_letters", &["DELETE"]),
+        ("prune virtual_user_runs", &["DELETE"]),
+        ("count_prunable runs", &["SELECT"]),
+        ("count_prunable events", &["SELECT"]),
+    ],
+    overrides: &[
+        (
+            Dialect::Postgres,
+            &[
+                // One statement: the pick `FOR UPDATE SKIP LOCKED` in a CTE
+                // (run once; an `IN (SELECT ... LIMIT)` may run per row),
+                // the `DELETE ... USING` it re-checking every condition.
+                ("prune runs", &["WITH"]),
+                ("prune runs none", &["WITH"]),
+                ("prune events", &["WITH"]),
+                ("prune dead_letters", &["WITH"]),
+                ("prune virtual_user_runs", &["WITH"]),
+            ],
+        ),
+        (
+            Dialect::Mysql,
+            &[
+                // No `LIMIT` in an `IN` subquery, no subquery on the table a
+                // `DELETE` deletes from: the pick `FOR UPDATE SKIP LOCKED`,
+                // then a `DELETE` of the ids picked joined to their live
+                // children, re-checking every condition; nothing picked,
+                // nothing deleted.
+                ("prune runs", &["BEGIN", "SELECT", "DELETE", "COMMIT"]),
+                ("prune runs none", &["BEGIN", "SELECT", "COMMIT"]),
+            ],
+        ),
+    ],
+};

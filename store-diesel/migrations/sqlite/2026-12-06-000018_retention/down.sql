@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS flowstate_runs_settled_idx;
