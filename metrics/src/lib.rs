@@ -55,13 +55,14 @@
 //! | `flowstate_events_redriven_total` | counter | | dead letters put back in line (`redrive`) |
 //! | `flowstate_sweep_finds_total` | counter | `reason`: `undispatched`, `stalled`, `claim_expired` | runs a recovery sweep found (recorded by `flowstate-recovery`) |
 //! | `flowstate_sweep_redrives_total` | counter | `reason`: as above | runs a recovery sweep re-drove, the dispatch answering `Ok` (recorded by `flowstate-recovery`) |
+//! | `flowstate_prunes_total` | counter | `kind`: `runs`, `events`, `dead_letters`, `virtual_user_runs` | records a prune deleted (`prune`; not the rows that went with them) |
 //! | `flowstate_claim_seconds` | histogram | | one step claim (`claim_step`, `claim_step_outcome`) |
 //! | `flowstate_transition_seconds` | histogram | | one step transition (`transition_step`, `transition_claimed`) |
 //! | `flowstate_batch_claim_seconds` | histogram | | one `claim_batch` |
 //! | `flowstate_flush_seconds` | histogram | | one `complete_batch` (a pool's group-commit flush) |
 //!
 //! The virtual-user ports are not wrapped ([`Metered::inner`] reaches
-//! them), and nothing counts prunes until a retention port exists.
+//! them).
 
 pub mod metered;
 pub mod names;

@@ -89,6 +89,11 @@ pub const SWEEP_FINDS: &str = "flowstate_sweep_finds_total";
 /// Label [`REASON`] as [`SWEEP_FINDS`]. Recorded by `flowstate-recovery`.
 pub const SWEEP_REDRIVES: &str = "flowstate_sweep_redrives_total";
 
+/// Counter: records a prune deleted (`prune`, each record of its batch;
+/// the rows that went with a record are not counted). Label [`KIND`]:
+/// `runs`, `events`, `dead_letters` or `virtual_user_runs`.
+pub const PRUNES: &str = "flowstate_prunes_total";
+
 /// Histogram, seconds: one step claim (`claim_step`, `claim_step_outcome`).
 pub const CLAIM_SECONDS: &str = "flowstate_claim_seconds";
 
@@ -111,6 +116,9 @@ pub const STATUS: &str = "status";
 
 /// Label key: which fence refused a write (`lease` or `claim`).
 pub const FENCE: &str = "fence";
+
+/// Label key: what a prune deleted (a `PruneKind`'s name).
+pub const KIND: &str = "kind";
 
 /// Label key: which call a claim came through (`step` or `batch`).
 pub const VIA: &str = "via";

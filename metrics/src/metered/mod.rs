@@ -16,6 +16,7 @@ mod effects;
 mod events;
 mod leases;
 mod recovery;
+mod retention;
 mod runs;
 mod steps;
 mod versions;

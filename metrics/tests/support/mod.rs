@@ -2,19 +2,20 @@
 //! exact counts it must leave: claims won, lost and refused, transitions,
 //! a retry, fencing refusals of both fences, leases taken, renewed, lost
 //! and reaped, an event emitted and one deduplicated, a batch claim and
-//! its flush, a relay's find and re-drive.
+//! its flush, a relay's find and re-drive, the settled runs and the
+//! event pruned.
 
 use std::future::Future;
 use std::time::Duration;
 
 use flowstate_core::backoff::RedispatchBackoff;
 use flowstate_core::ports::{
-    BatchStepStore, EventStore, FencedWrites, RecoveryStore, RunLeaseStore, RunRecoveryStore,
-    RunStore, StepStore, Store,
+    BatchStepStore, EventStore, FencedWrites, RecoveryStore, RetentionStore, RunLeaseStore,
+    RunRecoveryStore, RunStore, StepStore, Store,
 };
 use flowstate_core::{
-    BatchClaim, Clock, Completion, Dispatch, NewEvent, NewRun, NewStep, RetryPolicy, RunId,
-    RunOutcome, StepClaim, StepTransition, SystemClock,
+    BatchClaim, Clock, Completion, Dispatch, NewEvent, NewRun, NewStep, PruneKind, RetryPolicy,
+    RunId, RunOutcome, StepClaim, StepTransition, SystemClock,
 };
 use flowstate_metrics::{Metered, names};
 use flowstate_recovery::{Reason, SweepOptions, relay_undispatched};
@@ -23,12 +24,24 @@ use serde_json::json;
 
 /// Every port the scenario calls.
 pub trait Full:
-    Store + BatchStepStore + FencedWrites + RecoveryStore + RunRecoveryStore + EventStore
+    Store
+    + BatchStepStore
+    + FencedWrites
+    + RecoveryStore
+    + RunRecoveryStore
+    + EventStore
+    + RetentionStore
 {
 }
 
-impl<T: Store + BatchStepStore + FencedWrites + RecoveryStore + RunRecoveryStore + EventStore> Full
-    for T
+impl<T> Full for T where
+    T: Store
+        + BatchStepStore
+        + FencedWrites
+        + RecoveryStore
+        + RunRecoveryStore
+        + EventStore
+        + RetentionStore
 {
 }
 
@@ -265,6 +278,36 @@ pub async fn scenario<S: Full>(store: S) {
         store.reap_expired_leases(10).await.unwrap(),
         vec![short.run.id]
     );
+
+    // The settled runs pruned, counted by kind; a prune that deletes
+    // nothing counts nothing.
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    let prunable = store
+        .count_prunable(PruneKind::Runs, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .prune(PruneKind::Runs, Duration::ZERO, 100)
+            .await
+            .unwrap(),
+        prunable
+    );
+    // The event matched nothing, so it was dispatched when recorded.
+    assert_eq!(
+        store
+            .prune(PruneKind::Events, Duration::ZERO, 100)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .prune(PruneKind::DeadLetters, Duration::ZERO, 100)
+            .await
+            .unwrap(),
+        0
+    );
 }
 
 /// Asserts the counts [`scenario`] leaves, exactly.
@@ -294,6 +337,9 @@ pub fn assert_counts(got: &Recorded) {
         (names::EVENTS_DEDUPLICATED, &[], 1),
         (names::SWEEP_FINDS, &[(names::REASON, "undispatched")], 1),
         (names::SWEEP_REDRIVES, &[(names::REASON, "undispatched")], 1),
+        (names::PRUNES, &[(names::KIND, "runs")], 1),
+        (names::PRUNES, &[(names::KIND, "events")], 1),
+        (names::PRUNES, &[(names::KIND, "dead_letters")], 0),
     ];
     let mut wrong = Vec::new();
     for (name, labels, want) in expected {
