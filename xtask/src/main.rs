@@ -74,6 +74,10 @@ enum Command {
     /// The store at a glance: runs by status, the oldest waiting step,
     /// leases held and expired, events due, retrying and dead-lettered.
     Stats(ops::Target),
+    /// Retention by hand: delete settled runs, dispatched events, dead
+    /// letters and finished virtual-user runs older than a window, never
+    /// live work; --dry-run counts instead.
+    Prune(ops::prune::Args),
 }
 
 /// What `migrate` does.
@@ -203,6 +207,7 @@ fn dispatch(command: Command) -> Result<()> {
         Command::Runs { target, action } => block_on(ops::runs::run(&target, action)),
         Command::Events { target, action } => block_on(ops::events::run(&target, action)),
         Command::Stats(target) => block_on(ops::stats::run(&target)),
+        Command::Prune(args) => block_on(ops::prune::run(&args)),
     }
 }
 

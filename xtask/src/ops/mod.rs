@@ -1,6 +1,7 @@
-//! The operator's commands: `runs`, `events` and `stats`, for a person
-//! looking at a store in production (a stuck run, a dead letter, a queue
-//! that grows) and for the scripts they write.
+//! The operator's commands: `runs`, `events`, `stats` and `prune`, for a
+//! person looking at a store in production (a stuck run, a dead letter, a
+//! queue that grows, tables that only grow) and for the scripts they
+//! write.
 //!
 //! Each command is a thin call of `flowstate-core`'s ports on a
 //! [`DieselStore`] opened from `--database-url` (else `$DATABASE_URL`, else
@@ -9,7 +10,8 @@
 //! written here. What the ports cannot answer is said in the output (and
 //! in the README) rather than read behind their back.
 //!
-//! One file per command group ([`runs`], [`events`], [`stats`]), each with
+//! One file per command group ([`runs`], [`events`], [`stats`],
+//! [`prune`]), each with
 //! its clap arguments and its `run`; [`format`](mod@format) holds what they share to
 //! print: times, ages, durations and tables. Every command prints a few
 //! lines a person reads at a glance, or with `--json` one JSON document
@@ -18,6 +20,7 @@
 
 pub mod events;
 pub mod format;
+pub mod prune;
 pub mod runs;
 pub mod stats;
 
