@@ -20,7 +20,7 @@ mod patroni;
 mod pgbouncer;
 
 pub use galera::{Galera, GaleraStatus};
-pub use patroni::Patroni;
+pub use patroni::{Patroni, SWITCHOVER_TIMEOUT};
 pub use pgbouncer::{PgBouncer, Settings as PgBouncerSettings};
 
 use std::collections::HashSet;

@@ -23,6 +23,16 @@
 //! PostgreSQL again in place within a second (tried: 1.9 s, no
 //! promotion). With the agent gone too, its leader key expires and the
 //! standby's agent promotes it.
+//!
+//! [`Patroni::switchover`] is the planned move instead: Patroni's REST API
+//! (`POST /switchover` to the primary's agent, leader and candidate named)
+//! demotes the primary and promotes the standby. Patroni 3.0 demotes
+//! with a fast shutdown of the old primary (every session on it ended,
+//! 57P01), releases the leader key, and starts it again as a standby of
+//! the new primary; [`Patroni::wait_for_standby`] waits until it streams
+//! from it. From its start as a standby until then, a client that still
+//! reaches it (a pooler or a name still pointing at it) is served read
+//! only: a write is refused with 25006.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -40,6 +50,11 @@ use super::{
     CLUSTER_START_TIMEOUT, RECOVER_TIMEOUT, as_user, free_ports, kill_group, poll_until,
     process_group_of, wait_gone_blocking,
 };
+
+/// How long a planned switchover may take, from the request to the
+/// candidate taking writes, and then the old primary to stream from it as
+/// a standby, before either is a failure (each about 2-3 s here).
+pub const SWITCHOVER_TIMEOUT: Duration = Duration::from_secs(30);
 use crate::process::{
     Group, ScratchDir, append_to, find_binary, log_tail, running_as_root, system_user,
 };
@@ -63,6 +78,7 @@ fn bin_dirs() -> Vec<PathBuf> {
 struct Member {
     name: String,
     port: u16,
+    api_port: u16,
     config: PathBuf,
     data: PathBuf,
     log: PathBuf,
@@ -147,13 +163,14 @@ impl Patroni {
         let members = [0, 1].map(|i| Member {
             name: format!("pg{i}"),
             port: ports[2 + 2 * i],
+            api_port: ports[3 + 2 * i],
             config: dir.path().join(format!("pg{i}.yml")),
             data: dir.path().join(format!("pg{i}")),
             log: dir.path().join(format!("pg{i}.log")),
             agent: None,
         });
-        for (i, member) in members.iter().enumerate() {
-            let yaml = patroni_yml(member, ports[3 + 2 * i], etcd_client, dir.path(), &pg_bin);
+        for member in &members {
+            let yaml = patroni_yml(member, etcd_client, dir.path(), &pg_bin);
             std::fs::write(&member.config, yaml)
                 .with_context(|| format!("write {}", member.config.display()))?;
         }
@@ -303,6 +320,108 @@ impl Patroni {
         Ok(killed_at.elapsed())
     }
 
+    /// A planned switchover under Patroni, as an operator makes one
+    /// (`patronictl switchover --force` sends the same request): `POST
+    /// /switchover` to the primary's agent naming it the leader and the
+    /// standby the candidate. Patroni demotes the primary (a fast
+    /// shutdown: every session on it ends) and promotes the standby, the
+    /// primary from then on. Answers the time from the request to the
+    /// candidate taking writes (`pg_is_in_recovery()` false), within
+    /// [`SWITCHOVER_TIMEOUT`]; fails if Patroni refuses or does not say it
+    /// switched over. The old primary comes back as a standby after it:
+    /// [`Self::wait_for_standby`].
+    pub async fn switchover(&mut self) -> Result<Duration> {
+        let (leader, candidate) = (self.primary, 1 - self.primary);
+        let body = format!(
+            r#"{{"leader":"{}","candidate":"{}"}}"#,
+            self.members[leader].name, self.members[candidate].name
+        );
+        let url = self.url_of(candidate, "postgres");
+        let api = self.members[leader].api_port;
+        // Patroni names its synchronous standby in etcd a loop after the
+        // primary reports it `sync`, and refuses a switchover to any other
+        // candidate (412) until then.
+        let name = self.members[candidate].name.clone();
+        poll_until(
+            "Patroni naming the candidate its synchronous standby",
+            SWITCHOVER_TIMEOUT,
+            &self.members[leader].log,
+            || is_sync_standby(api, &name),
+        )
+        .await?;
+        let request = http(api, "POST", "/switchover", &body, SWITCHOVER_TIMEOUT);
+        let promoted = poll_until(
+            "the candidate's promotion in a switchover",
+            SWITCHOVER_TIMEOUT,
+            &self.members[candidate].log,
+            || is_primary(&url),
+        );
+        tokio::pin!(request, promoted);
+        let (mut answered, mut took) = (false, None);
+        // The promotion's own time, not the answer's: Patroni polls its
+        // result once a second before it answers.
+        while !answered || took.is_none() {
+            tokio::select! {
+                answer = &mut request, if !answered => {
+                    let (status, text) = answer.context("Patroni's POST /switchover")?;
+                    if status != 200 || !text.contains("witched over") {
+                        bail!(
+                            "Patroni's POST /switchover answered {status}: {text}; {}:\n{}",
+                            self.members[leader].log.display(),
+                            log_tail(&self.members[leader].log, 30)
+                        );
+                    }
+                    answered = true;
+                }
+                promoted = &mut promoted, if took.is_none() => took = Some(promoted?),
+            }
+        }
+        let took = took.unwrap_or_default();
+        self.primary = candidate;
+        Ok(took)
+    }
+
+    /// Waits, at most [`SWITCHOVER_TIMEOUT`], until the member that is not
+    /// the primary (after [`Self::switchover`]: the demoted old primary)
+    /// accepts connections as a standby (`pg_is_in_recovery()`) and the
+    /// primary reports it streaming; answers how long that took.
+    pub async fn wait_for_standby(&self) -> Result<Duration> {
+        let standby = 1 - self.primary;
+        let standby_url = self.url_of(standby, "postgres");
+        let primary_url = self.url_of(self.primary, "postgres");
+        poll_until(
+            "the old primary streaming as a standby",
+            SWITCHOVER_TIMEOUT,
+            &self.members[standby].log,
+            || async {
+                is_standby(&standby_url).await && has_standby_streaming(&primary_url).await
+            },
+        )
+        .await
+    }
+
+    /// The pid of member `member`'s (0 or 1) postmaster, if it runs: a
+    /// new one after a restart (a demotion restarts it).
+    pub fn postmaster_pid(&self, member: usize) -> Option<u32> {
+        self.members[member].postmaster()
+    }
+
+    /// Which member (0 or 1) is the primary.
+    pub fn primary_member(&self) -> usize {
+        self.primary
+    }
+
+    /// The URL of database `name` on member `member` (0 or 1), whatever
+    /// its role.
+    pub fn member_url(&self, member: usize, name: &str) -> String {
+        self.url_of(member, name)
+    }
+
+    /// The port of member `member` (0 or 1), on 127.0.0.1.
+    pub fn member_port(&self, member: usize) -> u16 {
+        self.members[member].port
+    }
+
     /// The temp directory holding every file (removed when it drops).
     pub fn dir(&self) -> &Path {
         self.dir.path()
@@ -316,6 +435,15 @@ impl Patroni {
             pids.extend(member.postmaster());
         }
         pids
+    }
+
+    /// How many lines of member `member`'s log (Patroni's and
+    /// PostgreSQL's: every error a server sends is logged there) contain
+    /// `text`.
+    pub fn log_lines(&self, member: usize, text: &str) -> usize {
+        std::fs::read_to_string(&self.members[member].log).map_or(0, |log| {
+            log.lines().filter(|line| line.contains(text)).count()
+        })
     }
 
     /// The last lines of member `member`'s log (Patroni's and PostgreSQL's).
@@ -349,13 +477,7 @@ impl Drop for Patroni {
 }
 
 /// Member `member`'s `patroni.yml`.
-fn patroni_yml(
-    member: &Member,
-    api_port: u16,
-    etcd_port: u16,
-    dir: &Path,
-    pg_bin: &Path,
-) -> String {
+fn patroni_yml(member: &Member, etcd_port: u16, dir: &Path, pg_bin: &Path) -> String {
     let mut yaml = String::new();
     let _ = write!(
         yaml,
@@ -411,6 +533,7 @@ postgresql:
 ",
         name = member.name,
         port = member.port,
+        api_port = member.api_port,
         data = member.data.display(),
         bin = pg_bin.display(),
         dir = dir.display(),
@@ -469,4 +592,91 @@ async fn has_sync_standby(url: &str) -> bool {
         tokio::time::timeout(Duration::from_secs(2), ask).await,
         Ok(Some(1))
     )
+}
+
+/// Whether the server at `url` accepts connections and is a standby (in
+/// recovery), within two seconds.
+async fn is_standby(url: &str) -> bool {
+    let ask = async {
+        let mut conn = AsyncPgConnection::establish(url).await.ok()?;
+        let row: InRecovery = diesel::sql_query("SELECT pg_is_in_recovery() AS standby")
+            .get_result(&mut conn)
+            .await
+            .ok()?;
+        Some(row.standby)
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_secs(2), ask).await,
+        Ok(Some(true))
+    )
+}
+
+/// Whether the primary at `url` has a standby streaming (in any sync
+/// state), within two seconds.
+async fn has_standby_streaming(url: &str) -> bool {
+    let ask = async {
+        let mut conn = crate::sql::RawConn::connect(url).await.ok()?;
+        conn.count("SELECT COUNT(*) AS n FROM pg_stat_replication WHERE state = 'streaming'")
+            .await
+            .ok()
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_secs(2), ask).await,
+        Ok(Some(1))
+    )
+}
+
+/// Sends `method path` with the JSON `body` to the HTTP server at
+/// 127.0.0.1:`port` (HTTP/1.0 over a socket: the answer ends when the
+/// server closes) and answers its status and body, within `bound`.
+async fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: &str,
+    bound: Duration,
+) -> Result<(u16, String)> {
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+        let request = format!(
+            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await?;
+        std::io::Result::Ok(answer)
+    };
+    let answer = tokio::time::timeout(bound, exchange)
+        .await
+        .with_context(|| format!("{method} {path}: no answer within {bound:?}"))?
+        .with_context(|| format!("{method} {path} on 127.0.0.1:{port}"))?;
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .with_context(|| format!("{method} {path}: not an HTTP answer: {answer:?}"))?;
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, body)| body)
+        .to_owned();
+    Ok((status, body))
+}
+
+/// Whether the Patroni agent whose REST API listens on 127.0.0.1:`port`
+/// names member `name` the synchronous standby (`GET /cluster`: its role
+/// `sync_standby`), within two seconds.
+async fn is_sync_standby(port: u16, name: &str) -> bool {
+    let Ok((200, body)) = http(port, "GET", "/cluster", "", Duration::from_secs(2)).await else {
+        return false;
+    };
+    let Ok(cluster) = serde_json::from_str::<serde_json::Value>(&body) else {
+        return false;
+    };
+    cluster["members"].as_array().is_some_and(|members| {
+        members
+            .iter()
+            .any(|member| member["name"] == name && member["role"] == "sync_standby")
+    })
 }
