@@ -124,6 +124,7 @@ impl Default for CrewOptions {
 pub struct Progress {
     started: Option<Instant>,
     completed: AtomicU64,
+    read_only: AtomicU64,
     healed_from: OnceLock<Instant>,
 }
 
@@ -131,6 +132,30 @@ impl Progress {
     /// Steps completed so far.
     pub fn completed(&self) -> u64 {
         self.completed.load(Ordering::SeqCst)
+    }
+
+    /// Calls answered so far with a read-only server's refusal
+    /// ([`is_read_only`]): each one a pooled connection that met a server
+    /// that takes no writes (a demoted primary), which the store's pool
+    /// drops.
+    pub fn read_only(&self) -> u64 {
+        self.read_only.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `n` calls were answered with a read-only server's
+    /// refusal ([`Self::read_only`]), at most `timeout`; fails past it.
+    pub async fn wait_for_read_only(&self, n: u64, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        while self.read_only() < n {
+            if Instant::now() >= deadline {
+                bail!(
+                    "only {} calls met a read-only server within {timeout:?}, waited for {n}",
+                    self.read_only()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok(())
     }
 
     /// Waits until `n` steps are completed, at most `timeout`; fails past
@@ -178,6 +203,9 @@ pub struct WorkerReport {
     pub hung: u64,
     /// Backend errors marked not retryable, and the first one's text.
     pub not_retryable: u64,
+    /// Calls answered with a read-only server's refusal
+    /// ([`is_read_only`]; retried like any retryable error).
+    pub read_only: u64,
     /// The first error of each kind, as text.
     pub samples: Vec<String>,
     /// Typed answers (an illegal move after a completion whose answer was
@@ -299,10 +327,11 @@ impl CrewReport {
     pub fn summary(&self) -> String {
         let t = &self.total;
         let mut out = format!(
-            "completed {} (gave up {}, retried {}, pool timeouts {}, hung {}, not retryable {}, typed {}, claims lost {})",
+            "completed {} (gave up {}, retried {}, read-only refusals {}, pool timeouts {}, hung {}, not retryable {}, typed {}, claims lost {})",
             t.completed,
             t.gave_up,
             t.retries,
+            t.read_only,
             t.pool_timeouts,
             t.hung,
             t.not_retryable,
@@ -372,6 +401,7 @@ impl Crew {
             t.pool_timeouts += worker.pool_timeouts;
             t.hung += worker.hung;
             t.not_retryable += worker.not_retryable;
+            t.read_only += worker.read_only;
             t.typed += worker.typed;
             t.doubles += worker.doubles;
             t.claims_lost += worker.claims_lost;
@@ -524,6 +554,10 @@ impl Worker {
                     return None;
                 }
             };
+            if is_read_only(&err) {
+                report.read_only += 1;
+                self.progress.read_only.fetch_add(1, Ordering::SeqCst);
+            }
             match &err {
                 Error::PoolTimeout { .. } => report.pool_timeouts += 1,
                 Error::ClaimLost { .. } => {
@@ -552,6 +586,17 @@ impl Worker {
             report.retries += 1;
             tokio::time::sleep(self.options.retry_every).await;
         }
+    }
+}
+
+/// Whether `err` is a server's refusal to write because it takes none
+/// (PostgreSQL's SQLSTATE 25006, read_only_sql_transaction: `cannot
+/// execute UPDATE in a read-only transaction` on a standby, or `... during
+/// recovery`), as a store reports it: a backend error whose text says so.
+pub fn is_read_only(err: &Error) -> bool {
+    matches!(err, Error::Backend { .. }) && {
+        let text = err.to_string();
+        text.contains("in a read-only transaction") || text.contains("during recovery")
     }
 }
 
