@@ -11,11 +11,12 @@
 //! event to its deliveries; from a virtual-user run to its transcript.
 //!
 //! The statements, per dialect (`SCHEMA.md`, migration 000018, says which
-//! index each walks):
+//! index each walks; MySQL's pick names the virtual column `settled`, which
+//! that migration adds and indexes):
 //!
 //! | prune | PostgreSQL | SQLite | MySQL |
 //! | --- | --- | --- | --- |
-//! | runs | `WITH picked AS (SELECT ... ORDER BY updated_at, id LIMIT n FOR UPDATE SKIP LOCKED) DELETE ... USING picked`, the conditions again on the row deleted | `DELETE ... WHERE id IN (SELECT ... LIMIT n)` (one writer), the conditions again | a transaction: the pick `SELECT ... FOR UPDATE SKIP LOCKED`, then `DELETE r FROM runs r LEFT JOIN runs c ...` over the ids picked, re-checking every condition (MySQL has no `LIMIT` in an `IN` subquery, nor a subquery on the table it deletes from) |
+//! | runs | `WITH picked AS (SELECT ... ORDER BY updated_at, id LIMIT n FOR UPDATE SKIP LOCKED) DELETE ... USING picked`, the conditions again on the row deleted | `DELETE ... WHERE id IN (SELECT ... INDEXED BY flowstate_runs_settled_idx ... LIMIT n)`: one statement under the one writer's lock | a transaction: the pick `SELECT ... FOR UPDATE SKIP LOCKED`, then `DELETE r FROM runs r LEFT JOIN runs c ...` over the ids picked, re-checking every condition (MySQL has no `LIMIT` in an `IN` subquery, nor a subquery on the table it deletes from) |
 //! | events, dead letters, virtual-user runs | as runs | as runs | one `DELETE ... ORDER BY ... LIMIT n` |
 //!
 //! The statuses are literals from core's enums
@@ -150,8 +151,11 @@ impl DieselStore {
         if dialect == Dialect::Mysql {
             let deleted = in_transaction!(self, op, |conn| {
                 let now_us = now_sql(&*conn);
+                // `settled` (migration 000018): the virtual column whose
+                // index walks the settled runs in settle order.
                 let pick = format!(
-                    "SELECT r.id FROM flowstate_runs r WHERE {} \
+                    "SELECT r.id FROM flowstate_runs r FORCE INDEX (flowstate_runs_settled) \
+                     WHERE r.settled = 1 AND {} \
                      ORDER BY r.updated_at, r.id LIMIT ? FOR UPDATE SKIP LOCKED",
                     prunable_run("r", "?", now_us, "?")
                 );
@@ -189,27 +193,33 @@ impl DieselStore {
         let deleted = on_connection!(self, op, |conn| {
             let now_us = now_sql(&*conn);
             let (c, o, l) = (mark(dialect, 1), mark(dialect, 2), mark(dialect, 3));
+            // SQLite's planner, without statistics, prefers the equality
+            // ranges of `flowstate_runs_status_created` and sorts every
+            // settled run: it is told the index.
+            let from = if dialect == Dialect::Postgres {
+                "flowstate_runs r"
+            } else {
+                "flowstate_runs r INDEXED BY flowstate_runs_settled_idx"
+            };
             let pick = format!(
-                "SELECT r.id FROM flowstate_runs r WHERE {} ORDER BY r.updated_at, r.id LIMIT {l}",
+                "SELECT r.id FROM {from} WHERE {} ORDER BY r.updated_at, r.id LIMIT {l}",
                 prunable_run("r", &c, now_us, &o)
             );
             let delete = if dialect == Dialect::Postgres {
                 // The pick in a CTE, run once (an `IN (SELECT ... LIMIT)`
                 // may run its subquery per row, its limit then per row
                 // too), locking what it picks and skipping what another
-                // prune or a claim holds.
+                // prune or a claim holds; the `DELETE` re-checks it.
                 format!(
                     "WITH picked AS ({pick} FOR UPDATE SKIP LOCKED) \
                      DELETE FROM flowstate_runs d USING picked WHERE d.id = picked.id AND {}",
                     prunable_run("d", &c, now_us, &o)
                 )
             } else {
-                // SQLite: one writer; the subquery is run once into a
-                // temporary table.
-                format!(
-                    "DELETE FROM flowstate_runs WHERE id IN ({pick}) AND {}",
-                    prunable_run("flowstate_runs", &c, now_us, &o)
-                )
+                // SQLite: one statement under the one writer's lock, so
+                // nothing changes between the pick and the delete; the
+                // subquery is run once, and the delete goes by primary key.
+                format!("DELETE FROM flowstate_runs WHERE id IN ({pick})")
             };
             diesel::sql_query(delete)
                 .bind::<BigInt, _>(cutoff)

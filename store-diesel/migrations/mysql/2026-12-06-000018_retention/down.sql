@@ -1,2 +1,3 @@
--- Nothing to undo on this dialect.
-SELECT 1;
+ALTER TABLE flowstate_runs
+    DROP INDEX flowstate_runs_settled,
+    DROP COLUMN settled;
