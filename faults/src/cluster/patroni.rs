@@ -12,7 +12,8 @@
 //! in `synchronous_standby_names` and only that standby may be promoted:
 //! a commit the primary acknowledged is on the standby. It is not
 //! `strict`: a primary left alone (its standby dead) still takes writes.
-//! The start waits until the primary reports a `sync` standby streaming.
+//! The start waits until the primary reports a `sync` standby streaming
+//! and Patroni names it its synchronous standby (`GET /cluster`).
 //! Tiny settings: 32 MB of shared buffers, 50 connections, no fsync, a
 //! leader key TTL of 10 s with a 1 s loop (promotion in about 10 s).
 //!
@@ -133,7 +134,8 @@ pub struct Patroni {
 
 impl Patroni {
     /// Starts etcd, the primary, then the standby, and waits until the
-    /// standby streams synchronously, within [`CLUSTER_START_TIMEOUT`].
+    /// standby streams synchronously and Patroni names it its synchronous
+    /// standby, within [`CLUSTER_START_TIMEOUT`].
     pub async fn start() -> Result<Self> {
         let started = Instant::now();
         let mut pair = tokio::time::timeout(CLUSTER_START_TIMEOUT, Self::try_start())
@@ -231,6 +233,17 @@ impl Patroni {
             RECOVER_TIMEOUT,
             &pair.members[1].log,
             || has_sync_standby(&url),
+        )
+        .await?;
+        // Patroni names its synchronous standby in etcd a loop after the
+        // primary reports it `sync`; until then it refuses a switchover to
+        // it (412) and would not promote it on a failover.
+        let (api, name) = (pair.members[0].api_port, pair.members[1].name.clone());
+        poll_until(
+            "Patroni naming its synchronous standby",
+            RECOVER_TIMEOUT,
+            &pair.members[0].log,
+            || is_sync_standby(api, &name),
         )
         .await?;
         Ok(pair)
@@ -338,9 +351,9 @@ impl Patroni {
         );
         let url = self.url_of(candidate, "postgres");
         let api = self.members[leader].api_port;
-        // Patroni names its synchronous standby in etcd a loop after the
-        // primary reports it `sync`, and refuses a switchover to any other
-        // candidate (412) until then.
+        // Patroni refuses a switchover to a candidate it has not named its
+        // synchronous standby yet (412): a pair just started, or a second
+        // switchover soon after the first.
         let name = self.members[candidate].name.clone();
         poll_until(
             "Patroni naming the candidate its synchronous standby",
