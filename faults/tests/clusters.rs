@@ -3,7 +3,9 @@
 //! SIGKILL and takes it back by IST with the writes it missed; a Patroni
 //! pair loses its primary to SIGKILL and promotes the synchronous standby,
 //! which has the primary's commits and takes writes, also through the
-//! multi-host URL; PgBouncer pools in transaction mode and serves again
+//! multi-host URL; a Patroni switchover ends the old primary's sessions
+//! and brings it back as a read-only standby streaming from the new one;
+//! PgBouncer pools in transaction mode and serves again
 //! after a restart. Each start and recovery prints its wall time (seen
 //! with `--nocapture`).
 
@@ -200,6 +202,72 @@ async fn a_patroni_pair_promotes_its_synchronous_standby_when_the_primary_dies()
         assert!(!alive(pid), "process {pid} outlived its Patroni pair");
     }
     assert!(!dir.exists(), "{} is left behind", dir.display());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patroni_switchover_demotes_the_primary_to_a_read_only_streaming_standby() {
+    let mut pair = Patroni::start().await.expect("a Patroni pair");
+    let old_primary = pair.create_database("harness").await.expect("a database");
+    let old = pair.primary_member();
+    let mut primary = RawConn::connect(&old_primary)
+        .await
+        .expect("connect to the primary");
+    primary
+        .run_sql("CREATE TABLE probe (id INT PRIMARY KEY); INSERT INTO probe VALUES (1)")
+        .await
+        .expect("write on the primary");
+    let took = pair.switchover().await.expect("the switchover");
+    println!("patroni: switchover, the new primary took writes after {took:?}");
+    assert_ne!(pair.primary_member(), old, "the primary did not move");
+    // The demotion is a fast shutdown: the session held on it ended.
+    assert!(
+        bounded(
+            "a statement",
+            Duration::from_secs(5),
+            primary.run_sql("SELECT 1")
+        )
+        .await
+        .is_err(),
+        "a session on the old primary outlived its demotion"
+    );
+    drop(primary);
+    let back = pair
+        .wait_for_standby()
+        .await
+        .expect("the old primary as a standby");
+    println!("patroni: the old primary streams as a standby {back:?} after");
+    let mut new = RawConn::connect(&pair.primary_url("harness"))
+        .await
+        .expect("connect to the new primary");
+    new.run_sql("INSERT INTO probe VALUES (2)")
+        .await
+        .expect("the new primary takes writes");
+    drop(new);
+    // A new session on the old primary is read only: 25006.
+    let mut demoted = RawConn::connect(&pair.member_url(old, "harness"))
+        .await
+        .expect("connect to the demoted primary");
+    let refused = demoted
+        .run_sql("INSERT INTO probe VALUES (3)")
+        .await
+        .expect_err("the demoted primary took a write");
+    assert!(
+        refused.to_string().contains("read-only transaction"),
+        "{refused}"
+    );
+    // It streams from the new primary: the write made there arrives.
+    let mut rows = 0;
+    for _ in 0..50 {
+        rows = demoted
+            .count("SELECT COUNT(*) AS n FROM probe")
+            .await
+            .expect("read on the demoted primary");
+        if rows == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(rows, 2, "the new primary's write did not reach the old one");
 }
 
 /// The machine's PostgreSQL (`FLOWSTATE_PG_URL`, by default
