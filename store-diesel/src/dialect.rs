@@ -16,14 +16,19 @@
 //! What its connection must provide ([`Connection`], each dialect's
 //! `connection.rs`): what the typed queries written once in the shared
 //! code spell per dialect: the lease clock's SQL, the upsert spelling,
-//! whether a skipped insert says so, the transaction, the event lock, and
-//! every DSL write that needs `RETURNING` or `ON CONFLICT (target)` (the
-//! keyed-run and effect inserts, the signal, state and schedule upserts,
-//! taking a signal, a run's move, a release, `lease_run`, a step claim's
-//! renewal, a tally add). The shared bodies see only a connection, so
-//! these live on it. PostgreSQL and SQLite share one body for each of
-//! those writes (`crate::sql::returning`); MySQL's, which write and then
-//! read back in one transaction, or say `ON DUPLICATE KEY UPDATE`, are in
+//! whether a skipped insert says so, whether its steps have the
+//! `claimable` column, the transaction, the event lock, and every DSL
+//! write that needs `RETURNING` or `ON CONFLICT (target)` (the keyed-run
+//! and effect inserts, the signal, state and schedule upserts, taking a
+//! signal, a run's move, a release, `lease_run`, a step claim's renewal,
+//! a tally add). The shared bodies see only a connection, so these live
+//! on it: a shared query reads a dialect fact off its connection's type
+//! (the relay's claimable test, `CLAIMABLE_COLUMN`), not off the store's
+//! `Dialect`. The placeholders are each dialect's own, chosen in its
+//! `sql.rs` and handed to the shared scaffold of `crate::sql` as text.
+//! PostgreSQL and SQLite share one body for each of those writes
+//! (`crate::sql::returning`); MySQL's, which write and then read back in
+//! one transaction, or say `ON DUPLICATE KEY UPDATE`, are in
 //! `mysql/connection.rs`.
 //!
 //! Why traits: so that what a dialect owes is declared once, in one place,
@@ -215,6 +220,12 @@ pub(crate) trait Connection: Watched + AsyncConnection {
     /// row (not on MySQL, where a skipped duplicate still counts as a row:
     /// the caller reads the holder of the key to know).
     const INSERTS_TELL_SKIPS: bool;
+
+    /// Whether the steps table has the `claimable` column its batch-claim
+    /// indexes name, so a claimable test leads with it
+    /// ([`crate::sql::batch_claimable`]): PostgreSQL and MySQL; SQLite's
+    /// partial indexes are on `status` itself.
+    const CLAIMABLE_COLUMN: bool;
 
     /// Runs `work` in a transaction on this connection: committed if it
     /// answers `Ok`, rolled back otherwise. diesel-async's

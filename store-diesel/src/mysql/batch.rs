@@ -46,7 +46,6 @@ use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::conflict::lost_race;
 use crate::conflict::retry_conflicts;
-use crate::database::Dialect;
 use crate::dialect::Connection;
 use crate::error::backend;
 use crate::rows::BatchItem;
@@ -67,7 +66,11 @@ fn pick_sql(by_function: bool) -> String {
     format!(
         "SELECT flowstate_steps.*, {now} AS db_now_us FROM flowstate_steps WHERE {} AND {} \
          ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
-        batch_claimable(Dialect::Mysql, "?", by_function.then_some("?")),
+        batch_claimable(
+            <AsyncMysqlConnection as Connection>::CLAIMABLE_COLUMN,
+            "?",
+            by_function.then_some("?")
+        ),
         run_unsettled("flowstate_steps.run_id"),
         now = <AsyncMysqlConnection as Connection>::NOW_US,
     )

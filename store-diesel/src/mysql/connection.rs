@@ -45,6 +45,8 @@ impl Connection for AsyncMysqlConnection {
     /// matched row under `CLIENT_FOUND_ROWS`).
     const INSERTS_TELL_SKIPS: bool = false;
 
+    const CLAIMABLE_COLUMN: bool = true;
+
     /// `FOR UPDATE SKIP LOCKED` (MySQL 8, MariaDB 10.6+): a dispatcher
     /// passes over an event another one holds instead of waiting for it.
     async fn lock_pending(&mut self, id: &str, now: i64) -> QueryResult<Option<EventRow>> {

@@ -52,7 +52,7 @@ pub(super) async fn reap_expired_leases(
             // Still run out: a lease claimed or renewed since the pick (by
             // another Galera node, whose commit the pick's lock did not
             // stop) ends later, and is not freed.
-            let freed = free_leases!(ids)
+            let freed = free_leases(ids)
                 .filter(runs::lease_expires_at.le(db_time(now_sql(&*conn), offset)))
                 .execute(conn)
                 .await?;
@@ -89,7 +89,7 @@ pub(super) async fn expire_step_claims(
             // Still past its deadline: a step failed and claimed again since
             // the pick (by another Galera node) has a new one, and is not
             // failed.
-            let failed_now = fail_expired!(chunk, now)
+            let failed_now = fail_expired(chunk, now)
                 .filter(steps::claimed_until.le(db_time(now_sql(&*conn), offset)))
                 .execute(conn)
                 .await?;

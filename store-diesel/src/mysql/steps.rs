@@ -2,7 +2,6 @@
 //! insert, a read of the row holding the name (under the same guard), and
 //! (if this call inserted it) the first history row.
 
-use diesel::mysql::Mysql;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel_async::RunQueryDsl;
@@ -17,7 +16,7 @@ use crate::error::or_missing_run;
 use crate::guard::Inserting;
 use crate::rows::StepRow;
 use crate::sql::bind_new_step;
-use crate::sql::typed::holder;
+use crate::sql::typed::{now_sql, step_holder, step_holder_fenced};
 
 /// Inserts `row` with its first history row, into a run that is not
 /// settled (and, with `token`, whose lease the token holds): whether this
@@ -48,10 +47,21 @@ pub(super) async fn insert_step(
             None => insert,
         };
         insert.cached().execute(conn).await?;
-        let holder: Option<StepRow> = holder!(Mysql, conn, row, token, offset)
-            .first(conn)
-            .await
-            .optional()?;
+        let holder: Option<StepRow> = match token {
+            None => {
+                step_holder(row)
+                    .select(StepRow::as_select())
+                    .first(conn)
+                    .await
+            }
+            Some(token) => {
+                step_holder_fenced(now_sql(&*conn), row, token, offset)
+                    .select(StepRow::as_select())
+                    .first(conn)
+                    .await
+            }
+        }
+        .optional()?;
         match holder {
             None => return Ok(Inserting::Refused),
             Some(holder) if holder.id != row.id => return Ok(Inserting::Held(Box::new(holder))),

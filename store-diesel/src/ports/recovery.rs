@@ -31,7 +31,6 @@ use flowstate_core::{
 };
 
 use crate::backend::{by_dialect, on_connection};
-use crate::database::Dialect;
 use crate::dialect::{Connection, RunLeasing};
 use crate::rows::ExpiredRow;
 use crate::rows::leases::Leased;
@@ -71,10 +70,11 @@ impl TryFrom<UndispatchedRow> for UndispatchedStep {
 /// latest `updated_at` of its steps (none if it has none).
 type StalledRow = (String, i64, Option<i64>);
 
-/// [`crate::sql::batch_claimable`] on `dialect`, now being the lease
-/// clock's: the database's time (`now_us`) plus `offset` (bound).
-fn claimable(dialect: Dialect, now_us: &str, offset: i64) -> AwakeAt {
-    let (before, after) = batch_claimable_around_now(dialect, None);
+/// [`crate::sql::batch_claimable`] on connection `C`'s dialect, now being
+/// the lease clock's: the database's time plus `offset` (bound).
+fn claimable<C: Connection>(_conn: &C, offset: i64) -> AwakeAt {
+    let (before, after) = batch_claimable_around_now(C::CLAIMABLE_COLUMN, None);
+    let now_us = C::NOW_US;
     sql::<Bool>(&format!("{before}({now_us} + "))
         .bind::<BigInt, _>(offset)
         .sql(&format!("){after}"))
@@ -101,7 +101,7 @@ impl RecoveryStore for DieselStore {
         // never updated before it is created) and bounds the walk of the
         // claimable index, which is in `(created_at, id)` order.
         let rows: Vec<UndispatchedRow> = on_connection!(self, op, |conn| steps::table
-            .filter(claimable(self.dialect(), now_sql(&*conn), offset))
+            .filter(claimable(&*conn, offset))
             .filter(
                 steps::updated_at
                     .nullable()

@@ -23,7 +23,7 @@ use super::Pool;
 use super::sql::{deadline, history_ctes};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
-use crate::database::Dialect;
+use crate::dialect::Connection;
 use crate::error::backend;
 use crate::rows::BatchItem;
 use crate::rows::{IdRow, StepRow};
@@ -44,7 +44,11 @@ use crate::sql::{
 /// "PostgreSQL's batch claim by tuple id"). A tuple the pick locked cannot
 /// move before the statement ends.
 fn claim_batch_sql(by_function: bool) -> String {
-    let claimable = batch_claimable(Dialect::Postgres, "$1", by_function.then_some("$6"));
+    let claimable = batch_claimable(
+        <diesel_async::AsyncPgConnection as Connection>::CLAIMABLE_COLUMN,
+        "$1",
+        by_function.then_some("$6"),
+    );
     let history = history_ctes(
         &claim_move(),
         "claimed",

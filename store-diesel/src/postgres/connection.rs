@@ -19,6 +19,8 @@ impl Connection for AsyncPgConnection {
 
     const INSERTS_TELL_SKIPS: bool = true;
 
+    const CLAIMABLE_COLUMN: bool = true;
+
     /// `FOR UPDATE SKIP LOCKED`: a dispatcher passes over an event another
     /// one holds instead of waiting for it.
     async fn lock_pending(&mut self, id: &str, now: i64) -> QueryResult<Option<EventRow>> {

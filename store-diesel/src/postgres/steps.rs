@@ -1,7 +1,6 @@
 //! Inserting a step with its first history row, in one statement.
 
 use diesel::QueryableByName;
-use diesel::pg::Pg;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel_async::RunQueryDsl;
@@ -16,7 +15,7 @@ use crate::error::{backend, or_missing_run};
 use crate::guard::Inserting;
 use crate::rows::StepRow;
 use crate::sql::bind_new_step;
-use crate::sql::typed::holder;
+use crate::sql::typed::{now_sql, step_holder, step_holder_fenced};
 
 /// How many steps the insert wrote.
 #[derive(QueryableByName)]
@@ -60,10 +59,22 @@ pub(super) async fn insert_step(
     // Nothing inserted: the name is taken, or the run refused the step.
     // Read the holder in a statement of its own, so it sees a racing insert
     // that committed meanwhile.
-    let holder = holder!(Pg, &mut *conn, row, token, config.lease_offset_us())
-        .first(&mut *conn)
-        .await
-        .optional()
-        .map_err(|err| backend("insert_step", err))?;
+    let holder = match token {
+        None => {
+            step_holder(row)
+                .select(StepRow::as_select())
+                .first(&mut *conn)
+                .await
+        }
+        Some(token) => {
+            let (now_us, offset) = (now_sql(&*conn), config.lease_offset_us());
+            step_holder_fenced(now_us, row, token, offset)
+                .select(StepRow::as_select())
+                .first(&mut *conn)
+                .await
+        }
+    }
+    .optional()
+    .map_err(|err| backend("insert_step", err))?;
     Ok(holder.map_or(Inserting::Refused, |h| Inserting::Held(Box::new(h))))
 }

@@ -198,7 +198,9 @@ pub(crate) struct HistoryRow {
     pub failed_at: Option<i64>,
 }
 
-/// The id a raw statement answers (`SELECT id`, `RETURNING id`).
+/// The id a raw statement answers (`SELECT id`, `RETURNING id`):
+/// PostgreSQL's and SQLite's hand-written statements.
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
 #[derive(Debug, QueryableByName)]
 pub(crate) struct IdRow {
     /// The row's id.

@@ -27,7 +27,6 @@ use flowstate_core::lease::leasable_statuses;
 use flowstate_core::step_claim::claimed_targets;
 use flowstate_core::{BatchClaim, ClaimDecision, RetryStart, RunStatus, StepStatus};
 
-use crate::database::Dialect;
 use crate::rows::StepRow;
 use crate::schema::{Json, JsonText};
 
@@ -434,20 +433,21 @@ pub(crate) fn run_unsettled(run_column: &str) -> String {
 const CLAIMABLE_COLUMN: &str = "claimable = 1";
 
 /// [`BatchClaim::takes`](flowstate_core::BatchClaim::takes) in SQL, for a
-/// `WHERE` on `dialect`: a step in a fresh status of
+/// `WHERE`, led by the `claimable` column's test if the dialect has it
+/// (`claimable_column`, `Connection::CLAIMABLE_COLUMN`): a step in a fresh status of
 /// [`BatchClaim::statuses`] (pending), or in a retry status with attempts
 /// left whose retry delay has passed since it failed (`updated_at` plus the
 /// delay, both microseconds). Placeholders appear in the order `function`
 /// (when given), `now`.
-pub(crate) fn batch_claimable(dialect: Dialect, now: &str, function: Option<&str>) -> String {
-    let (before, after) = batch_claimable_around_now(dialect, function);
+pub(crate) fn batch_claimable(claimable_column: bool, now: &str, function: Option<&str>) -> String {
+    let (before, after) = batch_claimable_around_now(claimable_column, function);
     format!("{before}{now}{after}")
 }
 
 /// [`batch_claimable`] as the text before and after its `now`, for a
 /// query that binds the time in the DSL (`sql(before).bind(now).sql(after)`).
 pub(crate) fn batch_claimable_around_now(
-    dialect: Dialect,
+    claimable_column: bool,
     function: Option<&str>,
 ) -> (String, String) {
     let statuses = BatchClaim::statuses();
@@ -462,9 +462,10 @@ pub(crate) fn batch_claimable_around_now(
     // The leading test is the predicate of the partial index the batch
     // claim walks (or, on MySQL, the first column of its index), stated as
     // is so every planner sees it applies.
-    let leading = match dialect {
-        Dialect::Postgres | Dialect::Mysql => format!("{CLAIMABLE_COLUMN} AND {all}"),
-        Dialect::Sqlite => all,
+    let leading = if claimable_column {
+        format!("{CLAIMABLE_COLUMN} AND {all}")
+    } else {
+        all
     };
     (
         format!(
@@ -707,11 +708,10 @@ mod tests {
 
     #[test]
     fn the_claimable_test_leads_with_what_each_dialects_index_names() {
-        for dialect in [Dialect::Postgres, Dialect::Mysql] {
-            let sql = batch_claimable(dialect, "?", None);
-            assert!(sql.starts_with("claimable = 1 AND status IN ("), "{sql}");
-        }
-        let sqlite = batch_claimable(Dialect::Sqlite, "?", Some("?"));
+        // PostgreSQL and MySQL (`Connection::CLAIMABLE_COLUMN`).
+        let sql = batch_claimable(true, "?", None);
+        assert!(sql.starts_with("claimable = 1 AND status IN ("), "{sql}");
+        let sqlite = batch_claimable(false, "?", Some("?"));
         assert!(sqlite.starts_with("status IN ("), "{sqlite}");
         assert!(sqlite.contains(") AND function_name = ? AND ("), "{sqlite}");
     }

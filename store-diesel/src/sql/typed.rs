@@ -2,23 +2,29 @@
 //! diesel DSL written once: the lease guards ([`held`], [`runnable`]), the
 //! database's time ([`db_time`]), the typed expiry and reap of MySQL and
 //! SQLite ([`expired_claims`], [`expired`], [`expired_first`]) and the
-//! pending events ([`pending`]) are functions (`#[auto_type]` where the
-//! type is the DSL's own). A fragment that reads the lease clock takes its
-//! SQL text, `now_us`, which a caller reads off its connection with
-//! [`now_sql`] ([`LeaseClock`]). Three stay macros: `holder!` (a boxed
-//! query for the backend the caller names), `fail_expired!` and
-//! `free_leases!` (whole `UPDATE` statements, not fragments).
+//! pending events ([`pending`]), the holder of a step's name
+//! ([`step_holder`]), a run's move ([`move_run`]), the assignments of a
+//! release and of `lease_run`, the claim deadline, and the whole typed
+//! `UPDATE`s of the expiry and the reap ([`fail_expired`],
+//! [`free_leases`]) are functions (`#[auto_type]` where the type is the
+//! DSL's own), none generic over a backend and none a macro. A fragment
+//! that reads the lease clock takes its SQL text, `now_us`, which a caller
+//! reads off its connection with [`now_sql`] ([`LeaseClock`]) or
+//! `Connection::NOW_US`.
 
-use diesel::dsl::{AsExprOf, case_when, sql};
+use diesel::dsl::{AsExprOf, case_when, exists, sql};
 use diesel::expression::{SqlLiteral, UncheckedBind};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
 
 use flowstate_core::RunStatus;
-
-use crate::rows::StateRow;
-use crate::rows::signals::SignalRow;
 #[cfg(any(feature = "mysql", feature = "sqlite"))]
+use flowstate_core::StepStatus;
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+use flowstate_core::step_claim::claim_expired_error;
+
+use crate::rows::signals::SignalRow;
+use crate::rows::{StateRow, StepRow};
 use crate::schema::flowstate_steps as steps;
 use crate::schema::{Json, JsonText, flowstate_events, flowstate_runs as runs};
 use crate::sql::leasable_texts;
@@ -316,39 +322,43 @@ pub(crate) fn runnable(now_us: &'static str, offset: i64) -> _ {
         .and(awake)
 }
 
-/// The step holding `$row`'s name in its run, read through `$conn` as a
-/// boxed query for a backend `$db`, if the run still admits the insert
-/// (not settled; with `Some(token)`, its lease held by the token at the
-/// lease clock offset `$offset`): an insert that skipped a taken name
-/// answers its holder only under the same guard it was written under.
-macro_rules! holder_impl {
-    ($db:ty, $conn:expr, $row:expr, $token:expr, $offset:expr) => {{
-        use $crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
-        let query = steps::table
-            .into_boxed::<$db>()
-            .filter(steps::run_id.eq(&$row.run_id))
-            .filter(steps::name.eq(&$row.name))
-            .select($crate::rows::StepRow::as_select());
-        match $token {
-            None => query.filter(diesel::dsl::exists(
-                runs::table
-                    .filter(runs::id.eq(&$row.run_id))
-                    .filter(runs::status.eq_any($crate::sql::leasable_texts()))
-                    .select(runs::id),
-            )),
-            Some(token) => query.filter(diesel::dsl::exists(
-                $crate::sql::typed::held(
-                    $crate::sql::typed::now_sql(&*$conn),
-                    &$row.run_id,
-                    token,
-                    $offset,
-                )
+/// The step holding `row`'s name in its run, if the run still admits the
+/// insert (not settled): an insert that skipped a taken name answers its
+/// holder only under the same guard it was written under. The caller
+/// selects `StepRow::as_select()`, which names its backend.
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn step_holder<'a>(row: &'a StepRow) -> _ {
+    let run_id: &'a str = row.run_id.as_str();
+    let name: &'a str = row.name.as_str();
+    let statuses: Vec<&'static str> = leasable_texts();
+    steps::table
+        .filter(steps::run_id.eq(run_id))
+        .filter(steps::name.eq(name))
+        .filter(exists(
+            runs::table
+                .filter(runs::id.eq(run_id))
+                .filter(runs::status.eq_any(statuses))
                 .select(runs::id),
-            )),
-        }
-    }};
+        ))
 }
-pub(crate) use holder_impl as holder;
+
+/// [`step_holder`] for an insert fenced by lease `token`: the run's lease
+/// still held by the token at the lease clock (`now_us` plus `offset`).
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn step_holder_fenced<'a>(
+    now_us: &'static str,
+    row: &'a StepRow,
+    token: i64,
+    offset: i64,
+) -> _ {
+    let run_id: &'a str = row.run_id.as_str();
+    let name: &'a str = row.name.as_str();
+    let lease: held<'a> = held(now_us, run_id, token, offset);
+    steps::table
+        .filter(steps::run_id.eq(run_id))
+        .filter(steps::name.eq(name))
+        .filter(exists(lease.select(runs::id)))
+}
 
 /// The typed expiry's pick (MySQL, SQLite): at most `limit` running steps
 /// whose claim ran out on the lease clock `now_us` plus `offset`, first
@@ -375,32 +385,28 @@ pub(crate) fn expired_claims(now_us: &'static str, offset: i64, limit: u32) -> _
         ))
 }
 
-#[cfg(any(feature = "mysql", feature = "sqlite"))]
-/// The typed expiry's write (MySQL, SQLite): the picked steps `$ids`, still
-/// running, fail with core's claim-expired error stamped `$now`, their
+/// The typed expiry's write (MySQL, SQLite): the picked steps `ids`, still
+/// running, fail with core's claim-expired error stamped `now`, their
 /// deadline cleared; the history upsert follows.
-macro_rules! fail_expired_impl {
-    ($ids:expr, $now:expr) => {
-        diesel::update(
-            $crate::schema::flowstate_steps::table
-                .filter($crate::schema::flowstate_steps::id.eq_any($ids))
-                .filter(
-                    $crate::schema::flowstate_steps::status
-                        .eq(flowstate_core::StepStatus::Running.as_str()),
-                ),
-        )
-        .set((
-            $crate::schema::flowstate_steps::status.eq(flowstate_core::StepStatus::Failed.as_str()),
-            $crate::schema::flowstate_steps::error.eq(Some($crate::schema::JsonText(
-                flowstate_core::step_claim::claim_expired_error().to_string(),
-            ))),
-            $crate::schema::flowstate_steps::updated_at.eq($now),
-            $crate::schema::flowstate_steps::claimed_until.eq(None::<i64>),
-        ))
-    };
-}
 #[cfg(any(feature = "mysql", feature = "sqlite"))]
-pub(crate) use fail_expired_impl as fail_expired;
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn fail_expired<'a>(ids: &'a [String], now: i64) -> _ {
+    let running: &'static str = StepStatus::Running.as_str();
+    let failed: &'static str = StepStatus::Failed.as_str();
+    let error: Option<JsonText> = Some(JsonText(claim_expired_error().to_string()));
+    let no_deadline: Option<i64> = None;
+    diesel::dsl::update(
+        steps::table
+            .filter(steps::id.eq_any(ids))
+            .filter(steps::status.eq(running)),
+    )
+    .set((
+        steps::status.eq(failed),
+        steps::error.eq(error),
+        steps::updated_at.eq(now),
+        steps::claimed_until.eq(no_deadline),
+    ))
+}
 
 /// The lease-expiry guard of the reaper on a row of `flowstate_runs`, for
 /// the dialects whose reap is typed (MySQL, SQLite): a lease is held (the
@@ -431,23 +437,18 @@ pub(crate) fn expired_first(now_us: &'static str, offset: i64, limit: u32) -> _ 
         .select((runs::id, runs::lease_expires_at))
 }
 
-#[cfg(any(feature = "mysql", feature = "sqlite"))]
 /// The typed reapers' `UPDATE` (MySQL, SQLite): frees the leases of the
-/// runs `$ids` the pick answered.
-macro_rules! free_leases_impl {
-    ($ids:expr) => {
-        diesel::update(
-            $crate::schema::flowstate_runs::table
-                .filter($crate::schema::flowstate_runs::id.eq_any($ids)),
-        )
-        .set((
-            $crate::schema::flowstate_runs::lease_owner.eq(None::<String>),
-            $crate::schema::flowstate_runs::lease_expires_at.eq(None::<i64>),
-        ))
-    };
-}
+/// runs `ids` the pick answered.
 #[cfg(any(feature = "mysql", feature = "sqlite"))]
-pub(crate) use free_leases_impl as free_leases;
+#[diesel::dsl::auto_type(no_type_alias)]
+pub(crate) fn free_leases<'a>(ids: Vec<&'a String>) -> _ {
+    let no_owner: Option<String> = None;
+    let no_expiry: Option<i64> = None;
+    diesel::dsl::update(runs::table.filter(runs::id.eq_any(ids))).set((
+        runs::lease_owner.eq(no_owner),
+        runs::lease_expires_at.eq(no_expiry),
+    ))
+}
 
 #[cfg(any(feature = "mysql", feature = "sqlite"))]
 /// The typed reapers' answer from what their pick read: each run and its

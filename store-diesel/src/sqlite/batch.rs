@@ -22,7 +22,7 @@ use flowstate_core::{Result, StepStatus};
 use super::sql::deadline;
 use super::{Pool, write};
 use crate::config::StoreConfig;
-use crate::database::Dialect;
+use crate::dialect::Connection;
 use crate::rows::BatchItem;
 use crate::rows::{IdRow, StepRow};
 use crate::sql::in_list::{MAX_LISTED, history_query, move_query};
@@ -37,7 +37,11 @@ fn claim_batch_sql(by_function: bool) -> String {
         "UPDATE flowstate_steps SET {} WHERE id IN (SELECT id FROM flowstate_steps WHERE {} \
          AND {} ORDER BY created_at, id LIMIT ?2) RETURNING *",
         claim_set("?1", deadline("?3", "?4")),
-        batch_claimable(Dialect::Sqlite, "?1", by_function.then_some("?5")),
+        batch_claimable(
+            <super::SqliteConn as Connection>::CLAIMABLE_COLUMN,
+            "?1",
+            by_function.then_some("?5")
+        ),
         run_unsettled("flowstate_steps.run_id"),
     )
 }

@@ -21,6 +21,8 @@ impl Connection for SqliteConn {
 
     const INSERTS_TELL_SKIPS: bool = true;
 
+    const CLAIMABLE_COLUMN: bool = false;
+
     /// No row locks, and none needed: a dispatch runs in a `BEGIN
     /// IMMEDIATE` transaction, so it is the only writer until it commits,
     /// and a second dispatcher of the same event reads it dispatched.

@@ -35,7 +35,7 @@ pub(super) async fn reap_expired_leases(
             expired_first(now_sql(&*conn), offset, limit).load(conn)?;
         if !picked.is_empty() {
             let ids: Vec<&String> = picked.iter().map(|(id, _)| id).collect();
-            free_leases!(ids).execute(conn)?;
+            free_leases(ids).execute(conn)?;
         }
         Ok(reaped(picked))
     })
@@ -58,7 +58,7 @@ pub(super) async fn expire_step_claims(
         let ids: Vec<String> = picked.iter().map(|row| row.id.clone()).collect();
         let failed = StepMove::transition(StepStatus::Failed);
         for chunk in ids.chunks(MAX_LISTED) {
-            fail_expired!(chunk, now).execute(conn)?;
+            fail_expired(chunk, now).execute(conn)?;
             history_query::<Sqlite>(&failed, chunk, now, super::UPSERT).execute(conn)?;
         }
         Ok(picked)

@@ -5,7 +5,6 @@
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
-use diesel::sqlite::Sqlite;
 
 use flowstate_core::{HistoryId, Result, RunId, StepStatus};
 
@@ -17,7 +16,7 @@ use crate::guard::Inserting;
 use crate::rows::StepRow;
 use crate::sql::Move;
 use crate::sql::bind_new_step;
-use crate::sql::typed::holder;
+use crate::sql::typed::{now_sql, step_holder, step_holder_fenced};
 
 /// Inserts `row` with its first history row, into a run that is not
 /// settled (and, with `token`, whose lease the token holds): whether this
@@ -45,9 +44,13 @@ pub(super) async fn insert_step(
         let inserted = wrote(conn, insert)
             .map_err(|err| TxError::Port(or_missing_run("insert_step", run, err)))?;
         if !inserted {
-            let holder: Option<StepRow> = holder!(Sqlite, conn, row, token, offset)
-                .first(conn)
-                .optional()?;
+            let holder: Option<StepRow> = match token {
+                None => step_holder(&row).select(StepRow::as_select()).first(conn),
+                Some(token) => step_holder_fenced(now_sql(&*conn), &row, token, offset)
+                    .select(StepRow::as_select())
+                    .first(conn),
+            }
+            .optional()?;
             return Ok(holder.map_or(Inserting::Refused, |h| Inserting::Held(Box::new(h))));
         }
         let first = MOVES.get(Move::Transition(StepStatus::Pending));
