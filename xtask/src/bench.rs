@@ -48,6 +48,7 @@ mod contention;
 mod peer;
 #[cfg(feature = "postgres")]
 mod pgbouncer;
+mod prune;
 mod report;
 mod statements;
 mod throughput;
@@ -166,6 +167,7 @@ pub async fn run(options: Options) -> Result<()> {
     let mut columns = Vec::new();
     let mut off_budget = Vec::new();
     let mut peer_failures = Vec::new();
+    let mut prune_lines = Vec::new();
     for (dialect, url, ours) in targets {
         let name = dialect.name();
         println!(
@@ -210,6 +212,37 @@ pub async fn run(options: Options) -> Result<()> {
         let pooled: Option<&str> = None;
         let (throughput, hand, through_pooler) =
             per_step(dialect, &url, pooled, &concurrency, &options).await;
+        // Per-step beside a prune, each round in turn with the same work
+        // alone (issue 31).
+        let prune_label = prune::label(name);
+        let deleted = std::sync::Mutex::new(Vec::new());
+        let [alone, beside] = interleaved(
+            [name, prune_label.as_str()],
+            &concurrency,
+            &options,
+            async |index, workers, label| {
+                if index == 0 {
+                    return throughput::measure(&url, workers, options.steps, label).await;
+                }
+                let (measured, during) =
+                    prune::measure(&url, workers, options.steps, label).await?;
+                deleted
+                    .lock()
+                    .expect("deleted")
+                    .push((during, measured.elapsed));
+                Ok(measured)
+            },
+        )
+        .await;
+        if let (Ok(alone), Ok(beside)) = (&alone, &beside) {
+            prune_lines.extend(prune::ratios(
+                name,
+                alone,
+                beside,
+                &deleted.lock().expect("deleted"),
+            ));
+        }
+        columns.push(Column::rounds(&prune_label, beside));
         let (race_workers, race_steps) = options.contention;
         println!("  {name}: contention, {race_workers} workers racing for {race_steps} steps");
         let contention = contention::measure(&url, race_workers, race_steps).await;
@@ -295,6 +328,9 @@ pub async fn run(options: Options) -> Result<()> {
         .chain(report.paired_ratios(batched::POOLED_LABEL, &batch))
     {
         println!("{line} (goal: at least 0.90x)");
+    }
+    for line in &prune_lines {
+        println!("{line}");
     }
     for line in &off_budget {
         println!("off budget: {line}");
