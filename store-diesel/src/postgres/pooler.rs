@@ -15,19 +15,37 @@
 //! statement cache stay as they are:
 //! - a `Parse` of a named statement is sent as a `Parse` of the unnamed one
 //!   (and its `Describe` likewise), and its text and parameter types are
-//!   kept on the client, under the name;
-//! - a `Bind` of a named statement is sent as a `Parse` of the unnamed
-//!   statement with that text, then a `Bind` of it, in the same flight
-//!   before the same `Sync`: one exchange, so one server connection, and
-//!   the `ParseComplete` the client did not ask for is taken out of the
-//!   answer;
-//! - a `Close` passes unchanged (closing a name the server never had is no
-//!   error) and forgets the text.
+//!   kept on the client, under the name, with its key: `fs_` and a 128-bit
+//!   hash of the text and types, the same for any client's same statement;
+//! - outside a transaction (the last `ReadyForQuery` said idle), an
+//!   exchange that begins with a `Bind` of a named statement binds the
+//!   statement under its key, which whatever server connection the pooler
+//!   picks may keep from an earlier exchange, parsed and with its plan
+//!   cached as a direct connection's. If that server connection has no
+//!   such statement (`26000`), or its plan can no longer answer the same
+//!   columns (`0A000`, after a schema change), the refusal (the `Bind`
+//!   failed, the implicit transaction did nothing) is taken out of the
+//!   answer and the exchange is sent again as `Close`, `Parse` under the
+//!   key, `Bind`, ...: one exchange, so one server connection, which keeps
+//!   it. Exchanges the client writes behind a tried one wait for its
+//!   answer, so answers keep their order;
+//! - inside a transaction, a `Bind` of a named statement is sent as a
+//!   `Parse` of the unnamed statement with that text, then a `Bind` of it,
+//!   in the same flight before the same `Sync`: one exchange, so one server
+//!   connection (a refusal there would abort the transaction);
+//! - the `ParseComplete`s and `CloseComplete`s the client did not ask for
+//!   are taken out of the answer; a client's `Close` passes unchanged
+//!   (closing a name the server never had is no error) and forgets the
+//!   text.
 //!
-//! So no statement outlives its exchange on the server, the statement log
-//! counts what it always counts, and a cached statement still costs one
-//! round trip; what the switch costs is the server parsing and planning
-//! each statement anew (measured in the statement-count and bench tests).
+//! So no name of the client's reaches the server, and a key names one text
+//! on every server connection; the statement log counts what it always
+//! counts, and a cached statement still costs one round trip (two the
+//! first time a server connection meets it). Re-parsing and re-planning
+//! every statement, as the unnamed statement alone did, cost the claim +
+//! succeed work through PgBouncer half its throughput (see SCHEMA.md,
+//! "Through PgBouncer: where the time goes").
+//!
 //! The store sets no session state on PostgreSQL (diesel-async's
 //! `TIME ZONE` and `CLIENT_ENCODING` are parameters PgBouncer tracks per
 //! client), holds no session advisory lock and uses no LISTEN/NOTIFY.
@@ -148,15 +166,48 @@ struct Unnamed<S> {
     read: usize,
     /// Whether the untyped startup message has passed.
     started: bool,
-    /// Each named statement's `Parse` body after its name: the text, then
-    /// the parameter types.
-    statements: HashMap<Vec<u8>, Vec<u8>>,
-    /// `Parse` messages added to the exchange being written.
-    added: u32,
+    /// Each named statement the client prepared: its `Parse` body after
+    /// the name (the text, then the parameter types) and its key.
+    statements: HashMap<Vec<u8>, Statement>,
+    /// The exchange being written (up to its `Sync`).
+    current: Exchange,
+    /// Whether the exchange being written has a message yet.
+    begun: bool,
     /// Per exchange sent and not yet answered in full (its
-    /// `ReadyForQuery`), how many added `ParseComplete`s its answer still
-    /// holds.
-    exchanges: VecDeque<u32>,
+    /// `ReadyForQuery`): what its answer holds that the client did not ask
+    /// for.
+    exchanges: VecDeque<Exchange>,
+    /// Whether the last `ReadyForQuery` said idle (no transaction open).
+    idle: bool,
+}
+
+/// A named statement of the client, as [`Unnamed`] keeps it.
+struct Statement {
+    /// Its `Parse` body after the name: the text, then the parameter types.
+    parse: Vec<u8>,
+    /// Its name on the server ([`key`]): the same for the same text and
+    /// types, whatever client prepared it.
+    key: Vec<u8>,
+}
+
+/// An exchange (the messages up to a `Sync`) as [`Unnamed`] rewrote it.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Exchange {
+    /// `ParseComplete`s of added `Parse` messages its answer still holds.
+    parses: u32,
+    /// `CloseComplete`s of added `Close` messages its answer still holds.
+    closes: u32,
+    /// An exchange that tried the statement the server may keep under its
+    /// key: the same exchange with the statement closed and parsed under
+    /// the key first, and that one's added `ParseComplete`s; sent if the
+    /// server answers that it has no such statement, or that its plan went
+    /// stale.
+    retry: Option<(Vec<u8>, u32)>,
+    /// Whether the answer has begun.
+    answered: bool,
+    /// Whether the answer is the tried statement's refusal, taken out up to
+    /// its `ReadyForQuery`.
+    refused: bool,
 }
 
 impl<S> Unnamed<S> {
@@ -171,9 +222,11 @@ impl<S> Unnamed<S> {
             read: 0,
             started: false,
             statements: HashMap::new(),
-            added: 0,
+            current: Exchange::default(),
+            begun: false,
             // The startup exchange ends with a `ReadyForQuery` too.
-            exchanges: VecDeque::from([0]),
+            exchanges: VecDeque::from([Exchange::default()]),
+            idle: false,
         }
     }
 
@@ -193,6 +246,11 @@ impl<S> Unnamed<S> {
                 at += len;
                 continue;
             }
+            // Behind an exchange that may be sent again, nothing is sent:
+            // its answer must come first.
+            if self.exchanges.iter().any(|e| e.retry.is_some()) {
+                break;
+            }
             let Some(len) = length(rest, 1) else { break };
             if rest.len() < 1 + len {
                 break;
@@ -204,47 +262,86 @@ impl<S> Unnamed<S> {
         self.from_client.drain(..at);
     }
 
+    /// Appends a message to what goes to the server, and to the exchange's
+    /// retry if it has one.
+    fn out(&mut self, kind: u8, parts: &[&[u8]]) {
+        push(&mut self.to_server, kind, parts);
+        if let Some((retry, _)) = &mut self.current.retry {
+            push(retry, kind, parts);
+        }
+    }
+
     /// Rewrites one client message of `kind` with `body`.
     fn rewrite_message(&mut self, kind: u8, body: &[u8]) {
+        let first = !std::mem::replace(&mut self.begun, true);
         match kind {
             b'P' => {
                 let (name, rest) = cstr(body);
                 if !name.is_empty() {
-                    self.statements.insert(name.to_vec(), rest.to_vec());
+                    let statement = Statement {
+                        parse: rest.to_vec(),
+                        key: key(rest),
+                    };
+                    self.statements.insert(name.to_vec(), statement);
                 }
-                push(&mut self.to_server, b'P', &[b"\0", rest]);
+                self.out(b'P', &[b"\0", rest]);
             }
             b'D' if body.first() == Some(&b'S') => {
-                push(&mut self.to_server, b'D', &[b"S\0"]);
+                self.out(b'D', &[b"S\0"]);
             }
             b'B' => {
                 let (portal, after) = cstr(body);
                 let (name, rest) = cstr(after);
-                match self.statements.get(name) {
-                    Some(parse) if !name.is_empty() => {
-                        push(&mut self.to_server, b'P', &[b"\0", parse]);
-                        self.added += 1;
-                        push(&mut self.to_server, b'B', &[portal, b"\0\0", rest]);
+                let Some(statement) = self.statements.get(name).filter(|_| !name.is_empty()) else {
+                    self.out(b'B', &[body]);
+                    return;
+                };
+                let (parse, key) = (statement.parse.clone(), statement.key.clone());
+                if first && self.idle && self.exchanges.is_empty() {
+                    // Outside a transaction, the exchange first tries the
+                    // statement the server connection may keep under its
+                    // key; a refusal there ends an implicit transaction
+                    // that did nothing, and the retry parses it.
+                    let mut retry = Vec::new();
+                    push(&mut retry, b'C', &[b"S", &key, b"\0"]);
+                    push(&mut retry, b'P', &[&key, b"\0", &parse]);
+                    push(&mut retry, b'B', &[portal, b"\0", &key, b"\0", rest]);
+                    push(
+                        &mut self.to_server,
+                        b'B',
+                        &[portal, b"\0", &key, b"\0", rest],
+                    );
+                    self.current.retry = Some((retry, 1));
+                } else {
+                    self.out(b'P', &[b"\0", &parse]);
+                    self.current.parses += 1;
+                    if let Some((_, parses)) = &mut self.current.retry {
+                        *parses += 1;
                     }
-                    _ => push(&mut self.to_server, b'B', &[body]),
+                    self.out(b'B', &[portal, b"\0\0", rest]);
                 }
             }
             b'C' if body.first() == Some(&b'S') => {
                 let (name, _) = cstr(&body[1..]);
                 self.statements.remove(name);
-                push(&mut self.to_server, b'C', &[body]);
+                self.out(b'C', &[body]);
             }
             b'S' | b'Q' => {
-                self.exchanges.push_back(std::mem::take(&mut self.added));
-                push(&mut self.to_server, kind, &[body]);
+                self.out(kind, &[body]);
+                self.begun = false;
+                self.exchanges.push_back(std::mem::take(&mut self.current));
             }
-            _ => push(&mut self.to_server, kind, &[body]),
+            _ => self.out(kind, &[body]),
         }
     }
 
     /// Moves every whole message the server sent into `to_client`, less
-    /// the `ParseComplete`s of added `Parse` messages.
-    fn filter_server(&mut self) {
+    /// the answers to added `Parse` and `Close` messages and a tried
+    /// statement's refusal (whose retry it queues to the server). Answers
+    /// whether the exchanges held back ([`Unnamed::rewrite_client`]) may
+    /// go on.
+    fn filter_server(&mut self) -> bool {
+        let mut go_on = false;
         let mut at = 0;
         loop {
             let rest = &self.from_server[at..];
@@ -254,16 +351,54 @@ impl<S> Unnamed<S> {
             }
             let message = &rest[..=len];
             at += 1 + len;
-            let current = self.exchanges.front_mut();
-            match (message[0], current) {
-                (b'1', Some(added)) if *added > 0 => {
-                    *added -= 1;
+            let Some(current) = self.exchanges.front_mut() else {
+                self.to_client.extend_from_slice(message);
+                continue;
+            };
+            if current.refused {
+                if message[0] == b'Z' {
+                    let (retry, parses) = current.retry.take().unwrap_or_default();
+                    *current = Exchange {
+                        parses,
+                        closes: 1,
+                        ..Exchange::default()
+                    };
+                    self.to_server.extend_from_slice(&retry);
+                    go_on = true;
+                }
+                continue;
+            }
+            // Notices, parameter changes and notifications may come at
+            // any time: the answer begins with the first other message.
+            let asynchronous = matches!(message[0], b'N' | b'S' | b'A');
+            if !asynchronous
+                && !std::mem::replace(&mut current.answered, true)
+                && current.retry.is_some()
+            {
+                if message[0] == b'E' && retry_on(&message[5..]) {
+                    current.refused = true;
+                    continue;
+                }
+                current.retry = None;
+                go_on = true;
+            }
+            match message[0] {
+                b'1' if current.parses > 0 => {
+                    current.parses -= 1;
+                    continue;
+                }
+                b'3' if current.closes > 0 => {
+                    current.closes -= 1;
                     continue;
                 }
                 // An error skips the rest of the exchange: no added
-                // `ParseComplete` is still coming.
-                (b'E', Some(added)) => *added = 0,
-                (b'Z', Some(_)) => {
+                // answer is still coming.
+                b'E' => {
+                    current.parses = 0;
+                    current.closes = 0;
+                }
+                b'Z' => {
+                    self.idle = message.get(5) == Some(&b'I');
                     self.exchanges.pop_front();
                 }
                 _ => {}
@@ -271,7 +406,41 @@ impl<S> Unnamed<S> {
             self.to_client.extend_from_slice(message);
         }
         self.from_server.drain(..at);
+        go_on
     }
+}
+
+/// Whether an `ErrorResponse` (its body) to a tried statement asks for the
+/// retry: the server connection has no statement under the key (`26000`),
+/// or its cached plan can no longer answer the same columns (`0A000`, after
+/// a schema change).
+fn retry_on(body: &[u8]) -> bool {
+    let mut rest = body;
+    while let Some((&field, after)) = rest.split_first() {
+        if field == 0 {
+            break;
+        }
+        let (value, next) = cstr(after);
+        if field == b'C' {
+            return value == b"26000" || value == b"0A000";
+        }
+        rest = next;
+    }
+    false
+}
+
+/// The name a statement is kept under on the server: `fs_` and a 128-bit
+/// hash of its `Parse` body after the name (text and parameter types), so
+/// that any client's same statement finds it and no other does.
+fn key(parse: &[u8]) -> Vec<u8> {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let half = |salt: u8| {
+        let mut hasher = DefaultHasher::new();
+        salt.hash(&mut hasher);
+        parse.hash(&mut hasher);
+        hasher.finish()
+    };
+    format!("fs_{:016x}{:016x}", half(1), half(2)).into_bytes()
 }
 
 /// The big-endian length at `at` of `bytes` (it counts itself, so it is
@@ -348,7 +517,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Unnamed<S> {
     }
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for Unnamed<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Unnamed<S> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -366,6 +535,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for Unnamed<S> {
                 }
                 return Poll::Ready(Ok(()));
             }
+            // A retry, or exchanges held back behind a tried one: the
+            // client writes nothing until it has its answer.
+            if let Poll::Ready(Err(err)) = this.poll_send(cx) {
+                return Poll::Ready(Err(err));
+            }
             let mut chunk = [0u8; 8192];
             let mut raw = ReadBuf::new(&mut chunk);
             ready!(Pin::new(&mut this.inner).poll_read(cx, &mut raw))?;
@@ -380,7 +554,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for Unnamed<S> {
                 continue;
             }
             this.from_server.extend_from_slice(raw.filled());
-            this.filter_server();
+            if this.filter_server() {
+                this.rewrite_client();
+            }
         }
     }
 }
@@ -403,6 +579,109 @@ mod tests {
     }
 
     #[test]
+    fn outside_a_transaction_the_server_s_kept_statement_is_tried_first() {
+        let mut wire = started();
+        wire.idle = true;
+        let types = [0u8, 0];
+        let parse = message(b'P', &[b"s7\0SELECT 1\0", &types]);
+        let sync = message(b'S', &[]);
+        wire.statements.insert(
+            b"s7".to_vec(),
+            Statement {
+                parse: b"SELECT 1\0\0\0".to_vec(),
+                key: key(b"SELECT 1\0\0\0"),
+            },
+        );
+        let name = key(b"SELECT 1\0\0\0");
+        assert!(name.starts_with(b"fs_") && name.len() == 35);
+        assert_eq!(
+            name,
+            key(b"SELECT 1\0\0\0"),
+            "the same statement, the same key"
+        );
+        assert_ne!(name, key(b"SELECT 2\0\0\0"));
+
+        let bind_rest: &[u8] = &[0, 0, 0, 0, 0, 0];
+        let bind = message(b'B', &[b"\0s7\0", bind_rest]);
+        let execute = message(b'E', &[b"\0", &[0, 0, 0, 0]]);
+        // A second exchange written behind the first waits for its answer.
+        wire.from_client = [bind, execute.clone(), sync.clone(), parse, sync.clone()].concat();
+        wire.rewrite_client();
+        let tried = message(b'B', &[b"\0", &name, b"\0", bind_rest]);
+        assert_eq!(
+            wire.to_server,
+            [tried, execute.clone(), sync.clone()].concat()
+        );
+        assert_eq!(wire.exchanges.len(), 1);
+        assert!(!wire.from_client.is_empty(), "held back");
+
+        // The server connection has no such statement: the refusal is taken
+        // out and the retry closes, parses and binds it under the key.
+        wire.to_server.clear();
+        let ready = message(b'Z', &[b"I"]);
+        let refusal = message(b'E', &[b"SERROR\0C26000\0Mno\0\0"]);
+        wire.from_server = [refusal, ready.clone()].concat();
+        assert!(wire.filter_server());
+        assert!(wire.to_client.is_empty());
+        assert_eq!(
+            wire.to_server,
+            [
+                message(b'C', &[b"S", &name, b"\0"]),
+                message(b'P', &[&name, b"\0", b"SELECT 1\0\0\0"]),
+                message(b'B', &[b"\0", &name, b"\0", bind_rest]),
+                execute,
+                sync.clone()
+            ]
+            .concat()
+        );
+        // The held exchange goes on behind the retry.
+        wire.rewrite_client();
+        assert!(wire.from_client.is_empty());
+        assert_eq!(wire.exchanges.len(), 2);
+
+        let answer = [
+            message(b'3', &[]),
+            message(b'1', &[]),
+            message(b'2', &[]),
+            message(b'C', &[b"SELECT 1\0"]),
+            ready.clone(),
+        ]
+        .concat();
+        wire.from_server = answer;
+        wire.filter_server();
+        assert_eq!(
+            wire.to_client,
+            [message(b'2', &[]), message(b'C', &[b"SELECT 1\0"]), ready].concat()
+        );
+        assert_eq!(wire.exchanges.len(), 1);
+    }
+
+    #[test]
+    fn inside_a_transaction_every_bind_carries_its_parse() {
+        let mut wire = started();
+        wire.idle = false;
+        wire.statements.insert(
+            b"s7".to_vec(),
+            Statement {
+                parse: b"SELECT 1\0\0\0".to_vec(),
+                key: key(b"SELECT 1\0\0\0"),
+            },
+        );
+        wire.from_client = [message(b'B', &[b"\0s7\0\0\0\0\0\0\0"]), message(b'S', &[])].concat();
+        wire.rewrite_client();
+        assert_eq!(
+            wire.to_server,
+            [
+                message(b'P', &[b"\0SELECT 1\0\0\0"]),
+                message(b'B', &[b"\0\0\0\0\0\0\0\0"]),
+                message(b'S', &[])
+            ]
+            .concat()
+        );
+        assert!(wire.exchanges[0].retry.is_none());
+    }
+
+    #[test]
     fn a_named_statement_never_reaches_the_server() {
         let mut wire = started();
         let types = [0u8, 1, 0, 0, 0, 20];
@@ -420,7 +699,7 @@ mod tests {
             ]
             .concat()
         );
-        assert_eq!(wire.exchanges, [0]);
+        assert_eq!(wire.exchanges, [Exchange::default()]);
 
         wire.to_server.clear();
         let bind_rest: &[u8] = &[0, 0, 0, 1, 0, 0, 0, 1, b'7', 0, 0];
@@ -443,7 +722,16 @@ mod tests {
             ]
             .concat()
         );
-        assert_eq!(wire.exchanges, [0, 1]);
+        assert_eq!(
+            wire.exchanges,
+            [
+                Exchange::default(),
+                Exchange {
+                    parses: 1,
+                    ..Exchange::default()
+                }
+            ]
+        );
 
         // The answer: the first exchange's answer whole, the second's less
         // the added ParseComplete.
@@ -487,7 +775,11 @@ mod tests {
     #[test]
     fn an_error_in_an_exchange_with_an_added_parse_keeps_the_count() {
         let mut wire = started();
-        wire.exchanges = VecDeque::from([1, 1]);
+        let one = || Exchange {
+            parses: 1,
+            ..Exchange::default()
+        };
+        wire.exchanges = VecDeque::from([one(), one()]);
         let error = message(b'E', &[b"SERROR\0\0"]);
         let ready = message(b'Z', &[b"I"]);
         let ok = [message(b'1', &[]), message(b'2', &[]), ready.clone()].concat();

@@ -1,6 +1,8 @@
 //! What the transaction-pooler switch (`?pool_mode=transaction`) costs:
 //! the same statements, counted by the statement log, as without it, and
-//! nothing left prepared on the server connection. Run here against the
+//! nothing left prepared on the server connection under a client's name:
+//! only under the content keys (`fs_...`) any client's same statement
+//! finds. Run here against the
 //! server directly (the switch needs no pooler to be correct); the fault
 //! suite runs stores through PgBouncer itself (`past_one_server.rs`).
 
@@ -26,8 +28,9 @@ struct Count {
 
 /// Inserts and claims `CLAIMS` steps through the store at `url`; answers
 /// the statements sent and how many statements the store's one
-/// connection held prepared afterwards.
-async fn claims_through(db: &TestDb, url: &str) -> (Vec<String>, i64) {
+/// connection held prepared afterwards: under a client's name, and under
+/// a content key.
+async fn claims_through(db: &TestDb, url: &str) -> (Vec<String>, i64, i64) {
     let log = StatementLog::new();
     let config = StoreConfig::default()
         .pool_size(1)
@@ -50,27 +53,31 @@ async fn claims_through(db: &TestDb, url: &str) -> (Vec<String>, i64) {
     let table = format!("prepared_{}", uuid::Uuid::now_v7().simple());
     store
         .batch_execute(&format!(
-            "CREATE TABLE {table} AS SELECT COUNT(*) AS n FROM pg_prepared_statements"
+            "CREATE TABLE {table} AS SELECT name LIKE 'fs\\_%' AS keyed FROM pg_prepared_statements"
         ))
         .await
         .unwrap();
     let mut conn = AsyncPgConnection::establish(&db.url).await.unwrap();
-    let held: Count = diesel::sql_query(format!("SELECT n FROM {table}"))
-        .get_result(&mut conn)
-        .await
-        .unwrap();
-    (sent, held.n)
+    let held = |keyed: bool| {
+        diesel::sql_query(format!(
+            "SELECT COUNT(*) AS n FROM {table} WHERE keyed = {keyed}"
+        ))
+    };
+    let named: Count = held(false).get_result(&mut conn).await.unwrap();
+    let keyed: Count = held(true).get_result(&mut conn).await.unwrap();
+    (sent, named.n, keyed.n)
 }
 
 #[tokio::test]
 async fn the_switch_sends_the_same_statements_and_leaves_none_prepared() {
     let db = TestDb::migrated(Dialect::Postgres).await;
-    let (direct, prepared_direct) = claims_through(&db, &db.url).await;
+    let (direct, prepared_direct, _) = claims_through(&db, &db.url).await;
     let pooled_url = format!("{}?pool_mode=transaction", db.url);
-    let (pooled, prepared_pooled) = claims_through(&db, &pooled_url).await;
+    let (pooled, prepared_pooled, keyed_pooled) = claims_through(&db, &pooled_url).await;
     println!(
         "{CLAIMS} inserts and claims: {} statements direct, {} with the switch; \
-         prepared on the server: {prepared_direct} direct, {prepared_pooled} with the switch",
+         prepared on the server: {prepared_direct} direct, {prepared_pooled} with the switch \
+         (and {keyed_pooled} under content keys)",
         direct.len(),
         pooled.len()
     );
@@ -80,6 +87,13 @@ async fn the_switch_sends_the_same_statements_and_leaves_none_prepared() {
         prepared_direct >= 2,
         "direct, the hot statements stay prepared"
     );
-    assert_eq!(prepared_pooled, 0, "with the switch nothing stays prepared");
+    assert_eq!(
+        prepared_pooled, 0,
+        "with the switch nothing stays prepared under a client's name"
+    );
+    assert!(
+        keyed_pooled >= 2,
+        "the insert and the claim, run outside a transaction, stay under their keys"
+    );
     db.drop_database().await;
 }
