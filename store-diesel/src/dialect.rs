@@ -8,9 +8,9 @@
 //! and every write whose SQL differs per dialect: the claims (one step,
 //! a batch, a batch of run leases), the batch completion, the guarded
 //! step transitions, the step insert, the two recovery sweeps (expired
-//! step claims, expired run leases), and the two writes that need a
+//! step claims, expired run leases), the two writes that need a
 //! dialect's own spelling of a multi-row insert (children, transcript
-//! chunks). Each takes the dialect's pool and the store's
+//! chunks), and retention's deletes and their dry-run count. Each takes the dialect's pool and the store's
 //! [`StoreConfig`], then its own arguments.
 //!
 //! What its connection must provide ([`Connection`], each dialect's
@@ -69,6 +69,7 @@ use diesel_async::pooled_connection::{
 use diesel::QueryResult;
 use diesel_async::AsyncConnection;
 
+use flowstate_core::retention::PruneKind;
 use flowstate_core::{ClaimOutcome, Result, RunId, RunStatus, StepId};
 
 use crate::config::StoreConfig;
@@ -189,6 +190,37 @@ where
         entries: Vec<String>,
         now: i64,
     ) -> Result<Option<i64>>;
+
+    /// Deletes one batch of at most `limit` settled runs settled before
+    /// `cutoff` (microseconds on the stamping clock) with no lease held
+    /// and no child unsettled, the decision in the `DELETE`'s own `WHERE`:
+    /// how many went.
+    async fn prune_runs(
+        pool: &PoolOf<Self>,
+        config: &StoreConfig,
+        cutoff: i64,
+        limit: i64,
+    ) -> Result<u64>;
+
+    /// Deletes one batch of at most `limit` records of `kind` (events,
+    /// dead letters or virtual-user runs: not runs) older than `cutoff`:
+    /// how many went.
+    async fn prune_records(
+        pool: &PoolOf<Self>,
+        config: &StoreConfig,
+        kind: PruneKind,
+        cutoff: i64,
+        limit: i64,
+    ) -> Result<u64>;
+
+    /// How many records of `kind` a prune older than `cutoff` would
+    /// delete now.
+    async fn count_prunable(
+        pool: &PoolOf<Self>,
+        config: &StoreConfig,
+        kind: PruneKind,
+        cutoff: i64,
+    ) -> Result<u64>;
 }
 
 /// What a dialect's connection spells its own way inside the typed queries
@@ -464,7 +496,8 @@ impl<C: Connection> LeaseClock for C {
 /// `batch::{claim_batch, complete_batch}`, `leases::claim_runs`,
 /// `recovery::{expire_step_claims, reap_expired_leases}`,
 /// `steps::insert_step`, `transition::guarded_move`,
-/// `children::insert_children`, `virtual_users::append_transcript`.
+/// `children::insert_children`, `virtual_users::append_transcript`,
+/// `retention::{prune_runs, prune_records, count_prunable}`.
 macro_rules! wire_dialect {
     ($dialect:ty, $conn:ty) => {
         impl $crate::dialect::Dialect for $dialect {
@@ -568,6 +601,34 @@ macro_rules! wire_dialect {
                 now: i64,
             ) -> flowstate_core::Result<Option<i64>> {
                 virtual_users::append_transcript(pool, config, id, entries, now).await
+            }
+
+            async fn prune_runs(
+                pool: &$crate::dialect::PoolOf<Self>,
+                config: &$crate::config::StoreConfig,
+                cutoff: i64,
+                limit: i64,
+            ) -> flowstate_core::Result<u64> {
+                retention::prune_runs(pool, config, cutoff, limit).await
+            }
+
+            async fn prune_records(
+                pool: &$crate::dialect::PoolOf<Self>,
+                config: &$crate::config::StoreConfig,
+                kind: flowstate_core::retention::PruneKind,
+                cutoff: i64,
+                limit: i64,
+            ) -> flowstate_core::Result<u64> {
+                retention::prune_records(pool, config, kind, cutoff, limit).await
+            }
+
+            async fn count_prunable(
+                pool: &$crate::dialect::PoolOf<Self>,
+                config: &$crate::config::StoreConfig,
+                kind: flowstate_core::retention::PruneKind,
+                cutoff: i64,
+            ) -> flowstate_core::Result<u64> {
+                retention::count_prunable(pool, config, kind, cutoff).await
             }
         }
     };

@@ -4,14 +4,12 @@
 //! (`crate::backend`), which binds a pooled connection of whichever dialect
 //! the store speaks and monomorphises the same diesel DSL for each. The hot
 //! writes that truly differ (claims, transitions, step inserts, batches,
-//! reaps) are handed to the dialect modules through the one seam, the
+//! reaps, retention's deletes) are handed to the dialect modules through the one seam, the
 //! `crate::dialect::Dialect` trait, which `by_dialect!` dispatches on; a
 //! cold write that a dialect spells its own way (`RETURNING`, `ON CONFLICT
 //! (target)`, the transaction) is a method of `crate::dialect::Connection`
 //! called on the pooled connection (`conn.move_run(..)`). No file here
-//! names a dialect module. One port is not behind the seam yet:
-//! `retention.rs` spells its prune statements per `Dialect`, placeholders
-//! included.
+//! names a dialect module nor branches on which dialect it runs on.
 //!
 //! [`DieselStore`]: crate::DieselStore
 

@@ -20,6 +20,7 @@ mod connection;
 mod leases;
 pub(crate) mod pooler;
 mod recovery;
+mod retention;
 mod sql;
 mod steps;
 mod transition;

@@ -32,6 +32,7 @@ use crate::schema::{Json, JsonText};
 
 #[cfg(any(feature = "mysql", feature = "sqlite"))]
 pub(crate) mod in_list;
+pub(crate) mod retention;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 pub(crate) mod returning;
 pub(crate) mod typed;

@@ -33,6 +33,7 @@ mod claim;
 mod connection;
 mod leases;
 mod recovery;
+mod retention;
 mod sql;
 mod steps;
 mod transition;
