@@ -1,5 +1,5 @@
 //! The `retention` family:
-//! [`RetentionStore`](flowstate_core::ports::RetentionStore): old settled
+//! [`RetentionStore`]: old settled
 //! runs pruned with every row that goes with them, live, leased and waiting
 //! runs and the parents of live children kept, batches bounded oldest
 //! first, dedupe and idempotency keys protecting until their record is
