@@ -26,7 +26,7 @@
 //! - [`Pruner`]: retention, by a [`RetentionPolicy`] (how long settled
 //!   runs, dispatched events, dead letters and finished virtual-user runs
 //!   are kept, the batch), one [`Pruner::pass`] or a loop with the same
-//!   handle as the sweeper's; what may be deleted is the store's
+//!   [`LoopHandle`] as the sweeper's; what may be deleted is the store's
 //!   ([`RetentionStore`](flowstate_core::ports::RetentionStore)).
 //!
 //! Each re-drive counts what it found and re-drove, by [`Reason`], through
@@ -40,12 +40,14 @@
 
 mod dispatch;
 mod guard;
+mod periodic;
 mod pruner;
 mod relay;
 mod sweeper;
 
 pub use dispatch::{Reason, RedriveReport, SweepOptions};
 pub use guard::{Handled, handle_run_message};
+pub use periodic::LoopHandle;
 pub use pruner::{
     DEFAULT_PRUNE_INTERVAL, PruneReport, Pruner, PrunerHandle, PrunerReport, RetentionPolicy,
 };

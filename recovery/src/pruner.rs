@@ -12,16 +12,16 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use flowstate_core::ports::RetentionStore;
 use flowstate_core::retention::{DEFAULT_PRUNE_LIMIT, MAX_PRUNE_LIMIT};
 use flowstate_core::{PruneKind, Result};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
-use tokio::time::MissedTickBehavior;
 use tracing::Instrument;
+
+use crate::periodic::{self, LoopHandle, Periodic};
 
 /// A day.
 const DAY: Duration = Duration::from_secs(24 * 60 * 60);
@@ -112,8 +112,8 @@ impl PruneReport {
 }
 
 /// What a spawned [`Pruner`] did, summed over its passes: so far
-/// ([`PrunerHandle::report`]) or before it stopped
-/// ([`PrunerHandle::shutdown`]).
+/// ([`LoopHandle::report`]) or before it stopped
+/// ([`LoopHandle::shutdown`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PrunerReport {
     /// Passes run to the end, failed ones included.
@@ -236,68 +236,30 @@ impl<S: RetentionStore + 'static> Pruner<S> {
     /// ([`Pruner::with_interval`]; a pass that overruns delays the next).
     /// A pass that fails is logged and the loop goes on.
     pub fn spawn(self) -> PrunerHandle {
-        let (stop, mut stopped) = watch::channel(false);
-        let (report, seen) = watch::channel(PrunerReport::default());
-        let task = tokio::spawn(async move {
-            let mut interval = tokio::time::interval(self.interval);
-            interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            tracing::info!(every = ?self.interval, "pruner started");
-            loop {
-                tokio::select! {
-                    biased;
-                    _ = stopped.wait_for(|stop| *stop) => break,
-                    _ = interval.tick() => {}
-                }
-                // Not raced against the stop: a pass under way finishes.
-                let outcome = self.pass().await;
-                if let Err(err) = &outcome {
-                    tracing::warn!(error = %err, "retention pass failed");
-                }
-                report.send_modify(|so_far| {
-                    so_far.passes += 1;
-                    match &outcome {
-                        Ok(pass) => so_far.add(pass),
-                        Err(_) => so_far.failed_passes += 1,
-                    }
-                });
-            }
-            let report = *report.borrow();
-            tracing::info!(passes = report.passes, "pruner stopped");
-            report
-        });
-        PrunerHandle { stop, task, seen }
+        let interval = self.interval;
+        periodic::spawn(self, interval)
     }
 }
 
-/// A running [`Pruner`] loop: what it deleted so far, and a graceful
-/// shutdown. Dropping it stops the loop too, without waiting;
-/// [`PrunerHandle::shutdown`] waits.
-#[derive(Debug)]
-pub struct PrunerHandle {
-    stop: watch::Sender<bool>,
-    task: JoinHandle<PrunerReport>,
-    seen: watch::Receiver<PrunerReport>,
-}
+impl<S: RetentionStore + 'static> Periodic for Pruner<S> {
+    type Pass = PruneReport;
+    type Report = PrunerReport;
+    const NAME: &'static str = "pruner";
 
-impl PrunerHandle {
-    /// What the pruner has done so far.
-    pub fn report(&self) -> PrunerReport {
-        *self.seen.borrow()
+    fn pass(&mut self) -> impl Future<Output = Result<PruneReport>> + Send {
+        Pruner::pass(self)
     }
 
-    /// Asks the pruner to stop after the pass under way, without waiting.
-    pub fn stop(&self) {
-        self.stop.send_replace(true);
-    }
-
-    /// Stops the loop: a pass under way finishes, no new one starts.
-    /// Answers what the pruner did.
-    pub async fn shutdown(self) -> PrunerReport {
-        self.stop();
-        match self.task.await {
-            Ok(report) => report,
-            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-            Err(_) => *self.seen.borrow(),
+    fn add(report: &mut PrunerReport, outcome: &Result<PruneReport>) {
+        report.passes += 1;
+        match outcome {
+            Ok(pass) => report.add(pass),
+            Err(_) => report.failed_passes += 1,
         }
     }
 }
+
+/// A running [`Pruner`] loop: what it deleted so far
+/// ([`PrunerReport`]), and a graceful shutdown. Dropping it stops the loop
+/// too, without waiting; [`LoopHandle::shutdown`] waits.
+pub type PrunerHandle = LoopHandle<PrunerReport>;

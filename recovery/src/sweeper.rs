@@ -9,12 +9,10 @@ use std::time::Duration;
 
 use flowstate_core::ports::{RecoveryStore, RunRecoveryStore, RunWaitStore};
 use flowstate_core::{Clock, RedispatchBackoff, Result, RunId};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
-use tokio::time::MissedTickBehavior;
 use tracing::Instrument;
 
 use crate::dispatch::{Reason, RedriveReport, SweepOptions};
+use crate::periodic::{self, LoopHandle, Periodic};
 use crate::relay::{ExpiryReport, expire_claims, relay_undispatched, sweep_stalled};
 
 /// What one [`Sweeper::pass`] did, in the order it did it.
@@ -37,8 +35,8 @@ pub struct PassReport {
 }
 
 /// What a spawned [`Sweeper`] did, summed over its passes: so far
-/// ([`SweeperHandle::report`]) or before it stopped
-/// ([`SweeperHandle::shutdown`]).
+/// ([`LoopHandle::report`]) or before it stopped
+/// ([`LoopHandle::shutdown`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SweeperReport {
     /// Passes run to the end, failed ones included.
@@ -221,72 +219,37 @@ where
     /// a pass at once, then one every interval ([`Sweeper::with_interval`];
     /// a pass that overruns delays the next rather than bunching them up).
     /// A pass that fails is logged and the loop goes on.
-    pub fn spawn(mut self) -> SweeperHandle {
-        let (stop, mut stopped) = watch::channel(false);
-        let (report, seen) = watch::channel(SweeperReport::default());
-        let task = tokio::spawn(async move {
-            let mut interval = tokio::time::interval(self.interval);
-            interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            tracing::info!(every = ?self.interval, "recovery sweeper started");
-            loop {
-                tokio::select! {
-                    biased;
-                    // A send of `true`, or the handle dropped.
-                    _ = stopped.wait_for(|stop| *stop) => break,
-                    _ = interval.tick() => {}
-                }
-                // Not raced against the stop: a pass under way finishes.
-                let outcome = self.pass().await;
-                if let Err(err) = &outcome {
-                    tracing::warn!(error = %err, "recovery pass failed");
-                }
-                report.send_modify(|so_far| {
-                    so_far.passes += 1;
-                    match &outcome {
-                        Ok(pass) => so_far.add(pass),
-                        Err(_) => so_far.failed_passes += 1,
-                    }
-                });
-            }
-            let report = *report.borrow();
-            tracing::info!(passes = report.passes, "recovery sweeper stopped");
-            report
-        });
-        SweeperHandle { stop, task, seen }
+    pub fn spawn(self) -> SweeperHandle {
+        let interval = self.interval;
+        periodic::spawn(self, interval)
     }
 }
 
-/// A running [`Sweeper`] loop: what it did so far, and a graceful
-/// shutdown. Dropping it stops the loop too, without waiting;
-/// [`SweeperHandle::shutdown`] waits.
-#[derive(Debug)]
-pub struct SweeperHandle {
-    stop: watch::Sender<bool>,
-    task: JoinHandle<SweeperReport>,
-    seen: watch::Receiver<SweeperReport>,
-}
+impl<S, D, Fut, E> Periodic for Sweeper<S, D>
+where
+    S: RecoveryStore + RunRecoveryStore + RunWaitStore + 'static,
+    D: FnMut(RunId, Reason) -> Fut + Send + 'static,
+    Fut: Future<Output = std::result::Result<(), E>> + Send,
+    E: fmt::Display + Send,
+{
+    type Pass = PassReport;
+    type Report = SweeperReport;
+    const NAME: &'static str = "recovery sweeper";
 
-impl SweeperHandle {
-    /// What the sweeper has done so far.
-    pub fn report(&self) -> SweeperReport {
-        *self.seen.borrow()
+    fn pass(&mut self) -> impl Future<Output = Result<PassReport>> + Send {
+        Sweeper::pass(self)
     }
 
-    /// Asks the sweeper to stop after the pass under way, without waiting
-    /// for it.
-    pub fn stop(&self) {
-        self.stop.send_replace(true);
-    }
-
-    /// Stops the loop: a pass under way finishes, no new one starts.
-    /// Answers what the sweeper did.
-    pub async fn shutdown(self) -> SweeperReport {
-        self.stop();
-        match self.task.await {
-            Ok(report) => report,
-            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-            // Cancelled with its runtime: what it had done is what was seen.
-            Err(_) => *self.seen.borrow(),
+    fn add(report: &mut SweeperReport, outcome: &Result<PassReport>) {
+        report.passes += 1;
+        match outcome {
+            Ok(pass) => report.add(pass),
+            Err(_) => report.failed_passes += 1,
         }
     }
 }
+
+/// A running [`Sweeper`] loop: what it did so far ([`SweeperReport`]),
+/// and a graceful shutdown. Dropping it stops the loop too, without
+/// waiting; [`LoopHandle::shutdown`] waits.
+pub type SweeperHandle = LoopHandle<SweeperReport>;
