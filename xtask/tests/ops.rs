@@ -6,17 +6,20 @@
 //! the writes (`runs cancel`, `events redrive`) read back through the
 //! ports.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use flowstate_core::ports::{DefinitionStore, EventStore, RunLeaseStore, RunStore, StepStore};
+use flowstate_core::ports::{EventStore, RunLeaseStore, RunStore, StepStore};
 use flowstate_core::{
-    Dispatch, EventDispatchOutcome, EventId, NewActivation, NewEvent, NewPublishedVersion, NewRun,
-    NewStep, NewWorkflow, RetryPolicy, RunId, RunStatus, StepTransition,
+    Dispatch, EventId, NewEvent, NewRun, NewStep, RetryPolicy, RunId, RunStatus, StepTransition,
 };
 use flowstate_store_diesel::{DieselStore, StoreConfig};
-use serde_json::{Value, json};
+use serde_json::json;
+
+use common::{has, xtask, xtask_json};
 
 /// What the seed made, to look for in the output.
 struct Seeded {
@@ -32,11 +35,7 @@ struct Seeded {
 
 /// A fresh SQLite file, migrated and seeded through the ports.
 async fn seed(name: &str) -> Seeded {
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("ops_{name}.db"));
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    let url = format!("sqlite://{}", path.display());
+    let url = common::fresh_sqlite("ops", name);
     let store = DieselStore::open_migrated(&url, StoreConfig::default().pool_size(2))
         .await
         .expect("open");
@@ -127,35 +126,7 @@ async fn seed(name: &str) -> Seeded {
     }
 
     // Events: one dispatched into a run, one dead-lettered, one unmatched.
-    let workflow = store
-        .create_workflow(NewWorkflow {
-            app_id: "shop".into(),
-            scope_id: "eu".into(),
-            name: "fulfil".into(),
-        })
-        .await
-        .unwrap()
-        .record;
-    let version = store
-        .publish_version(NewPublishedVersion {
-            workflow: workflow.id,
-            hash: "h1".into(),
-            definition: json!({"steps": ["pack"]}),
-        })
-        .await
-        .unwrap()
-        .record;
-    for event_type in ["order.placed", "order.refunded"] {
-        store
-            .create_activation(NewActivation {
-                workflow: workflow.id,
-                version: version.id,
-                event_type: event_type.into(),
-                authorization: json!({"as": "system"}),
-            })
-            .await
-            .unwrap();
-    }
+    common::shop_listening(&store).await;
     let started = store
         .emit(
             NewEvent::new("shop", "eu", "order.placed", json!({"order": 1})),
@@ -166,32 +137,8 @@ async fn seed(name: &str) -> Seeded {
         .event;
     let runs = store.dispatch_event(started).await.unwrap().unwrap();
     let from_event = runs[0];
-    let dead = store
-        .emit(
-            NewEvent::new("shop", "eu", "order.refunded", json!({"order": 2})),
-            Dispatch::Deferred,
-        )
-        .await
-        .unwrap()
-        .event;
-    assert!(
-        store
-            .record_dispatch_failure(
-                dead,
-                0,
-                "ledger unreachable",
-                EventDispatchOutcome::DeadLetter
-            )
-            .await
-            .unwrap()
-    );
-    store
-        .emit(
-            NewEvent::new("shop", "eu", "nobody.listens", json!({})),
-            Dispatch::Deferred,
-        )
-        .await
-        .unwrap();
+    let dead = common::dead_letter(&store, json!({"order": 2}), "ledger unreachable").await;
+    common::unmatched(&store).await;
     Seeded {
         url,
         order,
@@ -201,39 +148,6 @@ async fn seed(name: &str) -> Seeded {
         from_event,
         started,
         dead,
-    }
-}
-
-/// Runs `xtask ARGS --database-url URL`, asserting it succeeded; answers
-/// its stdout.
-fn xtask(url: &str, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(args)
-        .args(["--database-url", url])
-        .env_remove("DATABASE_URL")
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("xtask runs");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "xtask {args:?} failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-}
-
-fn xtask_json(url: &str, args: &[&str]) -> Value {
-    let mut args = args.to_vec();
-    args.push("--json");
-    let out = xtask(url, &args);
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}):\n{out}"))
-}
-
-fn has(out: &str, needles: &[&str]) {
-    for needle in needles {
-        assert!(out.contains(needle), "no {needle:?} in:\n{out}");
     }
 }
 

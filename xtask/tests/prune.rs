@@ -6,18 +6,20 @@
 //! deletes nothing; the prune deletes exactly that and keeps the live
 //! work; a second dry run counts nothing.
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flowstate_core::ports::{ChildRunStore, DefinitionStore, EventStore, RunStore};
+use flowstate_core::ports::{ChildRunStore, EventStore, RunStore};
 use flowstate_core::{
-    Clock, Dispatch, Error, EventDispatchOutcome, NewActivation, NewChild, NewEvent,
-    NewPublishedVersion, NewRun, NewWorkflow, RunId, RunStatus, SystemClock, Timestamp,
+    Clock, Dispatch, Error, NewChild, NewEvent, NewRun, RunId, RunStatus, SystemClock, Timestamp,
 };
 use flowstate_store_diesel::{DieselStore, StoreConfig};
-use serde_json::{Value, json};
+use serde_json::json;
+
+use common::{has, xtask, xtask_json};
 
 /// The system clock, ten days back.
 #[derive(Debug)]
@@ -39,11 +41,7 @@ struct Seeded {
 
 /// A fresh SQLite file, migrated and seeded ten days back.
 async fn seed(name: &str) -> Seeded {
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("prune_{name}.db"));
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    let url = format!("sqlite://{}", path.display());
+    let url = common::fresh_sqlite("prune", name);
     let config = StoreConfig::default()
         .pool_size(2)
         .clock(Arc::new(TenDaysAgo));
@@ -88,35 +86,7 @@ async fn seed(name: &str) -> Seeded {
         .await
         .unwrap();
 
-    let workflow = store
-        .create_workflow(NewWorkflow {
-            app_id: "shop".into(),
-            scope_id: "eu".into(),
-            name: "fulfil".into(),
-        })
-        .await
-        .unwrap()
-        .record;
-    let version = store
-        .publish_version(NewPublishedVersion {
-            workflow: workflow.id,
-            hash: "h1".into(),
-            definition: json!({"steps": ["pack"]}),
-        })
-        .await
-        .unwrap()
-        .record;
-    for event_type in ["order.placed", "order.refunded"] {
-        store
-            .create_activation(NewActivation {
-                workflow: workflow.id,
-                version: version.id,
-                event_type: event_type.into(),
-                authorization: json!({"as": "system"}),
-            })
-            .await
-            .unwrap();
-    }
+    common::shop_listening(&store).await;
     let started = store
         .emit(
             NewEvent::new("shop", "eu", "order.placed", json!({})),
@@ -124,64 +94,12 @@ async fn seed(name: &str) -> Seeded {
         )
         .await
         .unwrap();
-    let dead = store
-        .emit(
-            NewEvent::new("shop", "eu", "order.refunded", json!({})),
-            Dispatch::Deferred,
-        )
-        .await
-        .unwrap()
-        .event;
-    assert!(
-        store
-            .record_dispatch_failure(dead, 0, "down", EventDispatchOutcome::DeadLetter)
-            .await
-            .unwrap()
-    );
-    store
-        .emit(
-            NewEvent::new("shop", "eu", "nobody.listens", json!({})),
-            Dispatch::Deferred,
-        )
-        .await
-        .unwrap();
+    common::dead_letter(&store, json!({}), "down").await;
+    common::unmatched(&store).await;
     Seeded {
         url,
         settled,
         kept: vec![running, parent, child, started.runs[0]],
-    }
-}
-
-/// Runs `xtask ARGS --database-url URL`, asserting it succeeded; answers
-/// its stdout.
-fn xtask(url: &str, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(args)
-        .args(["--database-url", url])
-        .env_remove("DATABASE_URL")
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("xtask runs");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "xtask {args:?} failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-}
-
-fn xtask_json(url: &str, args: &[&str]) -> Value {
-    let mut args = args.to_vec();
-    args.push("--json");
-    let out = xtask(url, &args);
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}):\n{out}"))
-}
-
-fn has(out: &str, needles: &[&str]) {
-    for needle in needles {
-        assert!(out.contains(needle), "no {needle:?} in:\n{out}");
     }
 }
 
