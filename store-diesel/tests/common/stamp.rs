@@ -65,6 +65,7 @@ macro_rules! dialect_tests {
                     a_batch_over_many_chunks_moves_every_step,
                     a_partly_refused_batch_moves_the_rest,
                 ]
+                reopen: [every_record_reads_back_from_a_fresh_store]
                 recovery: [
                     the_relay_finds_idle_claimable_steps,
                     the_stalled_sweep_finds_quiet_free_running_runs,
