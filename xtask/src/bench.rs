@@ -29,10 +29,17 @@
 //!
 //! With the `postgres` feature it also runs the same claim + succeed work as
 //! hand-written SQL on PostgreSQL (`baseline`), the figure DESIGN.md asks
-//! flowstate to come close to. Its rounds alternate with PostgreSQL's
-//! per-step rounds ([`interleaved`]), and the ratio of each pair is printed
-//! under the table (`Report::paired_ratios`): measured one section after
-//! the other, the same code differed by a quarter on a 2-core machine.
+//! flowstate to come close to, and with the `mysql` feature on MySQL/MariaDB
+//! (`mysql_baseline`). Their rounds alternate with the dialect's per-step
+//! rounds ([`interleaved`]), and the ratio of each pair is printed under
+//! the table and written in the JSON (`Report::paired_rounds`): measured one
+//! section after the other, the same code differed by a quarter on a 2-core
+//! machine.
+//!
+//! `--backlog N` adds per-step and batched rounds on a second database
+//! holding a backlog of `N` queued steps, runs and history rows, each round
+//! in turn with the same work on a database without one ([`backlog`]).
+//! `--only SECTIONS` measures some sections only (see [`SECTIONS`]).
 //!
 //! With the `postgres` feature and PgBouncer installed, it also measures
 //! PostgreSQL's per-step and batched work through a throw-away PgBouncer
@@ -41,13 +48,18 @@
 //! ([`pgbouncer`]); `--smoke` takes its tiny round too. Without PgBouncer
 //! it says so loudly and measures the rest.
 
+mod backlog;
 #[cfg(feature = "postgres")]
 mod baseline;
 mod batched;
 mod contention;
+#[cfg(feature = "mysql")]
+mod mysql_baseline;
 mod peer;
 #[cfg(feature = "postgres")]
 mod pgbouncer;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod prepared;
 mod prune;
 mod report;
 mod statements;
@@ -92,7 +104,26 @@ pub struct Options {
     /// Beside PostgreSQL's batched mode, run graphile-worker's fast preset
     /// on the same server, round for round ([`peer`]); needs Node.js.
     pub peers: bool,
+    /// Per-step and batched beside a backlog of this many queued steps,
+    /// runs and history rows ([`backlog`]).
+    pub backlog: Option<usize>,
+    /// The sections to measure, by their names in [`SECTIONS`]; empty means
+    /// every one (`backlog` only with [`Options::backlog`]).
+    pub only: Vec<String>,
 }
+
+/// The bench's sections, by the names `--only` takes: `per-step` (with the
+/// hand-written baselines and PgBouncer), `prune`, `contention`,
+/// `statements`, `workloads` (leases and events), `batched`, `backlog`.
+pub const SECTIONS: [&str; 7] = [
+    "per-step",
+    "prune",
+    "contention",
+    "statements",
+    "workloads",
+    "batched",
+    "backlog",
+];
 
 impl Default for Options {
     fn default() -> Self {
@@ -107,6 +138,8 @@ impl Default for Options {
             compare: None,
             smoke: false,
             peers: false,
+            backlog: None,
+            only: Vec::new(),
         }
     }
 }
@@ -123,6 +156,13 @@ impl Options {
             ..self
         }
     }
+
+    /// Whether `section` (one of [`SECTIONS`]) is measured.
+    fn runs(&self, section: &str) -> bool {
+        debug_assert!(SECTIONS.contains(&section), "{section}");
+        (self.only.is_empty() || self.only.iter().any(|s| s == section))
+            && (section != "backlog" || self.backlog.is_some())
+    }
 }
 
 /// The name of the database the bench creates on each server.
@@ -131,6 +171,13 @@ const BENCH_DATABASE: &str = "flowstate_bench";
 /// Runs the bench and prints the table; fails if any measurement failed
 /// (and, with `--smoke`, if any statement count is off its budget).
 pub async fn run(options: Options) -> Result<()> {
+    if let Some(unknown) = options
+        .only
+        .iter()
+        .find(|s| !SECTIONS.contains(&s.as_str()))
+    {
+        bail!("--only {unknown}: the sections are {}", SECTIONS.join(", "));
+    }
     let earlier = options
         .compare
         .as_deref()
@@ -168,6 +215,8 @@ pub async fn run(options: Options) -> Result<()> {
     let mut off_budget = Vec::new();
     let mut peer_failures = Vec::new();
     let mut prune_lines = Vec::new();
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut backlogs = Vec::new();
     for (dialect, url, ours) in targets {
         let name = dialect.name();
         println!(
@@ -191,7 +240,9 @@ pub async fn run(options: Options) -> Result<()> {
             options.concurrency.clone()
         };
         #[cfg(feature = "postgres")]
-        let bouncer = if dialect == Dialect::Postgres {
+        let bouncer = if dialect == Dialect::Postgres
+            && (options.runs("per-step") || options.runs("batched"))
+        {
             let workers = concurrency.iter().copied().max().unwrap_or(1);
             match pgbouncer::start(&url, workers).await {
                 Ok(bouncer) => bouncer,
@@ -210,73 +261,50 @@ pub async fn run(options: Options) -> Result<()> {
         let pooled = bouncer.as_ref().map(|b| b.url.as_str());
         #[cfg(not(feature = "postgres"))]
         let pooled: Option<&str> = None;
-        let (throughput, hand, through_pooler) =
-            per_step(dialect, &url, pooled, &concurrency, &options).await;
-        // Per-step beside a prune, each round in turn with the same work
-        // alone (issue 31).
-        let prune_label = prune::label(name);
-        let deleted = std::sync::Mutex::new(Vec::new());
-        let [alone, beside] = interleaved(
-            [name, prune_label.as_str()],
-            &concurrency,
-            &options,
-            async |index, workers, label| {
-                if index == 0 {
-                    return throughput::measure(&url, workers, options.steps, label).await;
-                }
-                let (measured, during) =
-                    prune::measure(&url, workers, options.steps, label).await?;
-                deleted
-                    .lock()
-                    .expect("deleted")
-                    .push((during, measured.elapsed));
-                Ok(measured)
-            },
-        )
-        .await;
-        if let (Ok(alone), Ok(beside)) = (&alone, &beside) {
-            prune_lines.extend(prune::ratios(
+        let (throughput, hand, through_pooler) = if options.runs("per-step") {
+            per_step(dialect, &url, pooled, &concurrency, &options).await
+        } else {
+            (Ok(Vec::new()), Vec::new(), None)
+        };
+        if options.runs("prune") {
+            // Per-step beside a prune, each round in turn with the same
+            // work alone (issue 31).
+            prune_section(
                 name,
-                alone,
-                beside,
-                &deleted.lock().expect("deleted"),
-            ));
+                &url,
+                &concurrency,
+                &options,
+                &mut prune_lines,
+                &mut columns,
+            )
+            .await;
         }
-        columns.push(Column::rounds(&prune_label, beside));
-        let (race_workers, race_steps) = options.contention;
-        println!("  {name}: contention, {race_workers} workers racing for {race_steps} steps");
-        let contention = contention::measure(&url, race_workers, race_steps).await;
-        println!("  {name}: statements per operation");
-        let statements = statements::measure(&url).await;
-        if let Ok(counted) = &statements {
-            off_budget.extend(statements::unexpected(dialect, counted));
-        }
-        let workloads = vec![
-            Workload {
-                title: "run leases: claim_run + finish, runs/s",
-                rounds: rounds(
-                    &format!("{name} leases"),
-                    &concurrency,
-                    &options,
-                    async |workers, _| workloads::leases(&url, workers, options.steps / 2).await,
-                )
-                .await,
-            },
-            Workload {
-                title: "events: emit deferred + dispatch, events/s",
-                rounds: rounds(
-                    &format!("{name} events"),
-                    &concurrency,
-                    &options,
-                    async |workers, _| workloads::events(&url, workers, options.steps / 4).await,
-                )
-                .await,
-            },
-        ];
+        let contention = if options.runs("contention") {
+            let (race_workers, race_steps) = options.contention;
+            println!("  {name}: contention, {race_workers} workers racing for {race_steps} steps");
+            Some(contention::measure(&url, race_workers, race_steps).await)
+        } else {
+            None
+        };
+        let statements = if options.runs("statements") {
+            println!("  {name}: statements per operation");
+            let statements = statements::measure(&url).await;
+            if let Ok(counted) = &statements {
+                off_budget.extend(statements::unexpected(dialect, counted));
+            }
+            statements
+        } else {
+            Ok(Vec::new())
+        };
+        let workloads = if options.runs("workloads") {
+            workloads_section(name, &url, &concurrency, &options).await
+        } else {
+            Vec::new()
+        };
         columns.push(Column {
             label: name.to_owned(),
             throughput,
-            contention: Some(contention),
+            contention,
             statements,
             statements_per_step: None,
             workloads,
@@ -284,50 +312,72 @@ pub async fn run(options: Options) -> Result<()> {
         // Through PgBouncer, beside the direct column it was measured with.
         if let Some(throughput) = through_pooler {
             columns.push(Column::rounds(POOLED, throughput));
+            pairs.push((POOLED.to_owned(), name.to_owned()));
         }
-        let peer = if options.peers && dialect == Dialect::Postgres {
-            peer::Peer::prepare(&url)
-                .await
-                .map_err(|err| peer_failures.push(format!("{}: {err:#}", peer::LABEL)))
-                .ok()
-        } else {
-            None
-        };
-        let (batch, others) =
-            batched::column(name, &url, &concurrency, &options, peer.as_ref(), pooled).await;
-        columns.push(batch);
-        columns.extend(others);
-        #[cfg(feature = "postgres")]
-        if let Some(throughput) = hand {
-            columns.push(Column {
-                statements: Ok(baseline::statements()),
-                ..Column::rounds(BASELINE, throughput)
-            });
+        if options.runs("batched") {
+            let peer = if options.peers && dialect == Dialect::Postgres {
+                peer::Peer::prepare(&url)
+                    .await
+                    .map_err(|err| peer_failures.push(format!("{}: {err:#}", peer::LABEL)))
+                    .ok()
+            } else {
+                None
+            };
+            let (batch, others) =
+                batched::column(name, &url, &concurrency, &options, peer.as_ref(), pooled).await;
+            let batch_label = batch.label.clone();
+            columns.push(batch);
+            for other in others {
+                if other.label == peer::LABEL {
+                    pairs.push((batch_label.clone(), other.label.clone()));
+                } else {
+                    pairs.push((other.label.clone(), batch_label.clone()));
+                }
+                columns.push(other);
+            }
         }
-        #[cfg(not(feature = "postgres"))]
-        let _ = hand;
+        for hand in hand {
+            pairs.push((name.to_owned(), hand.label.clone()));
+            columns.push(hand);
+        }
+        #[cfg(feature = "mysql")]
+        if dialect == Dialect::Mysql && options.runs("per-step") && !options.smoke {
+            // What the trigger costs beside the multi-table form.
+            pairs.push((
+                mysql_baseline::TRIGGER_LABEL.to_owned(),
+                mysql_baseline::LABEL.to_owned(),
+            ));
+        }
+        if let (true, Some(n)) = (options.runs("backlog"), options.backlog) {
+            match backlog_section(dialect, &url, n, &concurrency, &options, &mut pairs).await {
+                Ok((seeded, measured)) => {
+                    backlogs.push(seeded.to_json());
+                    columns.extend(measured);
+                }
+                Err(err) => columns.push(Column::rounds(
+                    &backlog::label(name, "", n),
+                    Err(err.context("the backlog")),
+                )),
+            }
+        }
     }
     let report = Report {
         steps: options.steps,
         rounds: options.rounds,
         columns,
+        pairs,
+        backlogs,
     };
     println!("\n{}", report.table(options.verbose));
-    #[cfg(feature = "postgres")]
-    for line in report.paired_ratios(Dialect::Postgres.name(), BASELINE) {
-        println!("{line}");
-    }
-    let batch = format!("{} batch", Dialect::Postgres.name());
-    for line in report.paired_ratios(&batch, peer::LABEL) {
-        println!("{line}");
-    }
-    #[cfg(feature = "postgres")]
-    for line in report
-        .paired_ratios(pgbouncer::LABEL, Dialect::Postgres.name())
-        .into_iter()
-        .chain(report.paired_ratios(batched::POOLED_LABEL, &batch))
-    {
-        println!("{line} (goal: at least 0.90x)");
+    for (ours, theirs) in &report.pairs {
+        let goal = if ours.starts_with(POOLED) || ours.contains(" +") || theirs == HAND_MYSQL {
+            " (goal: at least 0.90x)"
+        } else {
+            ""
+        };
+        for line in report.paired_ratios(ours, theirs) {
+            println!("{line}{goal}");
+        }
     }
     for line in &prune_lines {
         println!("{line}");
@@ -351,6 +401,123 @@ pub async fn run(options: Options) -> Result<()> {
         bail!("bench failed:\n  {}", failures.join("\n  "));
     }
     Ok(())
+}
+
+/// Per-step beside a prune on `url`, each round in turn with the same
+/// work alone: the column, and the ratio lines ([`prune::ratios`]).
+async fn prune_section(
+    name: &str,
+    url: &str,
+    concurrency: &[usize],
+    options: &Options,
+    lines: &mut Vec<String>,
+    columns: &mut Vec<Column>,
+) {
+    let prune_label = prune::label(name);
+    let deleted = std::sync::Mutex::new(Vec::new());
+    let [alone, beside] = interleaved(
+        [name, prune_label.as_str()],
+        concurrency,
+        options,
+        async |index, workers, label| {
+            if index == 0 {
+                return throughput::measure(url, workers, options.steps, label).await;
+            }
+            let (measured, during) = prune::measure(url, workers, options.steps, label).await?;
+            deleted
+                .lock()
+                .expect("deleted")
+                .push((during, measured.elapsed));
+            Ok(measured)
+        },
+    )
+    .await;
+    if let (Ok(alone), Ok(beside)) = (&alone, &beside) {
+        lines.extend(prune::ratios(
+            name,
+            alone,
+            beside,
+            &deleted.lock().expect("deleted"),
+        ));
+    }
+    columns.push(Column::rounds(&prune_label, beside));
+}
+
+/// Run leases and events on `url`, in the dialect's column.
+async fn workloads_section(
+    name: &str,
+    url: &str,
+    concurrency: &[usize],
+    options: &Options,
+) -> Vec<Workload> {
+    vec![
+        Workload {
+            title: "run leases: claim_run + finish, runs/s",
+            rounds: rounds(
+                &format!("{name} leases"),
+                concurrency,
+                options,
+                async |workers, _| workloads::leases(url, workers, options.steps / 2).await,
+            )
+            .await,
+        },
+        Workload {
+            title: "events: emit deferred + dispatch, events/s",
+            rounds: rounds(
+                &format!("{name} events"),
+                concurrency,
+                options,
+                async |workers, _| workloads::events(url, workers, options.steps / 4).await,
+            )
+            .await,
+        },
+    ]
+}
+
+/// Seeds a backlog of `n` beside `url` ([`backlog::seed`]), then measures
+/// per-step and batched there, each round in turn with the same work on
+/// `url`: what was seeded, and the four columns (each pair added to
+/// `pairs`).
+async fn backlog_section(
+    dialect: Dialect,
+    url: &str,
+    n: usize,
+    concurrency: &[usize],
+    options: &Options,
+    pairs: &mut Vec<(String, String)>,
+) -> Result<(backlog::Seeded, Vec<Column>)> {
+    let name = dialect.name();
+    let beside = backlog::url_beside(dialect, url)?;
+    println!(
+        "  {name}: seeding a backlog of {n} in {}",
+        backend::redact(&beside)
+    );
+    let seeded = backlog::seed(dialect, &beside, n).await?;
+    println!("  {name}: seeded in {:.1} s", seeded.elapsed.as_secs_f64());
+    let mut columns = Vec::new();
+    for work in ["", " batch"] {
+        let (without, with) = (backlog::label(name, work, 0), backlog::label(name, work, n));
+        let [alone, backlogged] = interleaved(
+            [without.as_str(), with.as_str()],
+            concurrency,
+            options,
+            async |index, workers, label| {
+                let target = if index == 0 { url } else { beside.as_str() };
+                if work.is_empty() {
+                    throughput::measure(target, workers, options.steps, label).await
+                } else {
+                    batched::measure(target, workers, options.steps, label)
+                        .await
+                        .map(|round| round.throughput)
+                }
+            },
+        )
+        .await;
+        columns.push(Column::rounds(&without, alone));
+        columns.push(Column::rounds(&with, backlogged));
+        pairs.push((with, without));
+    }
+    Ok((seeded, columns))
 }
 
 /// Measures every worker count in `concurrency`, `options.rounds` times
@@ -442,7 +609,7 @@ async fn per_step(
     options: &Options,
 ) -> (
     Result<Vec<Rounds>>,
-    Option<Result<Vec<Rounds>>>,
+    Vec<Column>,
     Option<Result<Vec<Rounds>>>,
 ) {
     let name = dialect.name();
@@ -467,14 +634,80 @@ async fn per_step(
         )
         .await;
         let through_pooler = pooled.and_then(|_| all.pop());
-        let hand = all.pop();
+        let hand: Vec<Column> = all
+            .pop()
+            .map(|hand| Column {
+                statements: Ok(baseline::statements()),
+                ..Column::rounds(BASELINE, hand)
+            })
+            .into_iter()
+            .collect();
         let ours = all
             .pop()
             .unwrap_or_else(|| unreachable!("one result per label"));
         return (ours, hand, through_pooler);
     }
+    #[cfg(feature = "mysql")]
+    if dialect == Dialect::Mysql {
+        // Each hand-written column on a database of its own beside the
+        // bench's (see `mysql_baseline`), taken in turn with flowstate's.
+        // The trigger column is left out of `--smoke`, to keep it short.
+        let beside = [
+            mysql_baseline::prepare_database(url, false).await,
+            if options.smoke {
+                Err(anyhow::anyhow!("not in --smoke"))
+            } else {
+                mysql_baseline::prepare_database(url, true).await
+            },
+        ];
+        let labels: &[&str] = if options.smoke {
+            &[name, mysql_baseline::LABEL]
+        } else {
+            &[name, mysql_baseline::LABEL, mysql_baseline::TRIGGER_LABEL]
+        };
+        let mut all = interleaved_all(
+            labels,
+            concurrency,
+            options,
+            async |index, workers, label| {
+                if index == 0 {
+                    return ours(workers, label).await;
+                }
+                match &beside[index - 1] {
+                    Ok(beside) => {
+                        mysql_baseline::measure(beside, workers, options.steps, index == 2).await
+                    }
+                    Err(err) => Err(anyhow::anyhow!("{err:#}")),
+                }
+            },
+        )
+        .await;
+        let mut all = all.drain(..);
+        let ours_rounds = all
+            .next()
+            .unwrap_or_else(|| unreachable!("one result per label"));
+        let hand = all
+            .zip([false, true])
+            .map(|(rounds, trigger)| {
+                let label = if trigger {
+                    mysql_baseline::TRIGGER_LABEL
+                } else {
+                    mysql_baseline::LABEL
+                };
+                Column {
+                    statements: Ok(mysql_baseline::statements(trigger)),
+                    ..Column::rounds(label, rounds)
+                }
+            })
+            .collect();
+        return (ours_rounds, hand, None);
+    }
     let _ = pooled;
-    (rounds(name, concurrency, options, ours).await, None, None)
+    (
+        rounds(name, concurrency, options, ours).await,
+        Vec::new(),
+        None,
+    )
 }
 
 /// The per-step column's label through PgBouncer.
@@ -482,6 +715,12 @@ async fn per_step(
 const POOLED: &str = pgbouncer::LABEL;
 #[cfg(not(feature = "postgres"))]
 const POOLED: &str = "pgbouncer";
+
+/// The label of MariaDB's hand-written column, whose ratio has a goal.
+#[cfg(feature = "mysql")]
+const HAND_MYSQL: &str = mysql_baseline::LABEL;
+#[cfg(not(feature = "mysql"))]
+const HAND_MYSQL: &str = "mysql hand SQL";
 
 /// The hand-written baseline's column label.
 #[cfg(feature = "postgres")]

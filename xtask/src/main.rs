@@ -145,6 +145,15 @@ struct BenchArgs {
     /// Run graphile-worker beside PostgreSQL's batched mode (needs Node.js).
     #[arg(long)]
     peers: bool,
+    /// Also measure per-step and batched beside a backlog of N queued steps,
+    /// N runs and 2N history rows, seeded in a second database, each round
+    /// in turn with the same work without it.
+    #[arg(long, value_name = "N", value_parser = positive)]
+    backlog: Option<usize>,
+    /// Measure only these sections, comma-separated: per-step, prune,
+    /// contention, statements, workloads, batched, backlog.
+    #[arg(long, value_name = "SECTION,...", value_delimiter = ',')]
+    only: Vec<String>,
 }
 
 impl BenchArgs {
@@ -159,6 +168,8 @@ impl BenchArgs {
             json: self.json,
             compare: self.compare,
             peers: self.peers,
+            backlog: self.backlog,
+            only: self.only,
             ..defaults
         };
         if self.smoke { options.smoke() } else { options }
@@ -277,6 +288,15 @@ mod tests {
         assert_eq!(options.urls, ["a", "b"]);
         assert_eq!(options.concurrency, [1, 8, 32, 4]);
         assert_eq!(options.rounds, 2);
+        let Command::Bench(bench) = parse("bench --backlog 200000 --only per-step,backlog")
+            .unwrap()
+            .command
+        else {
+            panic!("bench");
+        };
+        let options = bench.into_options();
+        assert_eq!(options.backlog, Some(200_000));
+        assert_eq!(options.only, ["per-step", "backlog"]);
         assert!(parse("bench --concurrency 1,0").is_err());
         assert!(parse("bench --what").is_err());
 

@@ -11,14 +11,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, ensure};
-use diesel::pg::Pg;
-use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
-use diesel::sql_types::{BigInt, Text, Untyped};
-use diesel::{QueryResult, QueryableByName};
+use diesel::QueryableByName;
+use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use flowstate_store_diesel::{DieselStore, StoreConfig};
 use tokio::task::JoinSet;
 
+use super::prepared::Prepared;
 use super::statements::Counted;
 use super::throughput::{self, Throughput};
 
@@ -57,31 +56,6 @@ pub fn statements() -> Vec<Counted> {
         one("claim (lose)", CLAIM),
         one("transition", SUCCEED),
     ]
-}
-
-/// A `sql_query` whose prepared statement diesel-async keeps per
-/// connection (plain `sql_query` is never cached, so each call would prepare
-/// it again: two round trips instead of one). Sound here: the text is one of
-/// two constants and every value is bound.
-struct Prepared<Q>(Q);
-
-impl<Q: QueryFragment<Pg>> QueryFragment<Pg> for Prepared<Q> {
-    fn walk_ast<'b>(&'b self, pass: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
-        self.0.walk_ast(pass)
-    }
-
-    fn is_safe_to_cache_prepared(&self, _backend: &Pg) -> QueryResult<bool> {
-        Ok(true)
-    }
-}
-
-impl<Q> QueryId for Prepared<Q> {
-    type QueryId = ();
-    const HAS_STATIC_QUERY_ID: bool = false;
-}
-
-impl<Q> Query for Prepared<Q> {
-    type SqlType = Untyped;
 }
 
 #[derive(QueryableByName)]

@@ -144,6 +144,12 @@ pub struct Report {
     pub rounds: usize,
     /// The columns, in print order.
     pub columns: Vec<Column>,
+    /// The pairs of column labels whose rounds were taken in turn, `(ours,
+    /// theirs)`: their round-by-round ratios ([`Report::paired_rounds`])
+    /// are printed under the table and written in the JSON.
+    pub pairs: Vec<(String, String)>,
+    /// What `--backlog` seeded on each dialect, as JSON.
+    pub backlogs: Vec<Value>,
 }
 
 impl Report {
@@ -195,11 +201,32 @@ impl Report {
                 })
             })
             .collect();
+        let ratios: Vec<Value> = self
+            .pairs
+            .iter()
+            .flat_map(|(ours, theirs)| {
+                self.paired_rounds(ours, theirs)
+                    .into_iter()
+                    .map(move |ratios| {
+                        json!({
+                            "ours": ours,
+                            "theirs": theirs,
+                            "workers": ratios.workers,
+                            "rounds": ratios.per_second,
+                            "median": ratios.median(),
+                            "min": ratios.min(),
+                            "max": ratios.max(),
+                        })
+                    })
+            })
+            .collect();
         json!({
             "build": if cfg!(debug_assertions) { "debug" } else { "release" },
             "steps": self.steps,
             "rounds": self.rounds,
             "columns": columns,
+            "ratios": ratios,
+            "backlogs": self.backlogs,
         })
     }
 
@@ -213,9 +240,8 @@ impl Report {
     /// `ours` against `theirs`, column labels whose rounds were taken in
     /// turn (`bench::interleaved`): for each worker count both measured,
     /// the ratio of each round of `ours` to the round of `theirs` taken
-    /// beside it, as one line with their median, min and max. Empty when
-    /// either column is missing or failed.
-    pub fn paired_ratios(&self, ours: &str, theirs: &str) -> Vec<String> {
+    /// beside it. Empty when either column is missing or failed.
+    pub fn paired_rounds(&self, ours: &str, theirs: &str) -> Vec<Rounds> {
         let rounds = |label: &str| {
             self.columns
                 .iter()
@@ -238,15 +264,30 @@ impl Report {
                         .map(|(a, b)| a / b.max(f64::MIN_POSITIVE))
                         .collect(),
                 };
-                (!ratios.per_second.is_empty()).then(|| {
-                    format!(
-                        "{ours} / {theirs}, {} workers, round by round: {:.2}x ({:.2}-{:.2})",
-                        ratios.workers,
-                        ratios.median(),
-                        ratios.min(),
-                        ratios.max()
-                    )
-                })
+                (!ratios.per_second.is_empty()).then_some(ratios)
+            })
+            .collect()
+    }
+
+    /// [`Report::paired_rounds`] as one line per worker count, with the
+    /// median, min and max of the ratios.
+    pub fn paired_ratios(&self, ours: &str, theirs: &str) -> Vec<String> {
+        self.paired_rounds(ours, theirs)
+            .iter()
+            .map(|ratios| {
+                let each: Vec<String> = ratios
+                    .per_second
+                    .iter()
+                    .map(|r| format!("{r:.2}"))
+                    .collect();
+                format!(
+                    "{ours} / {theirs}, {} workers, round by round: {:.2}x ({:.2}-{:.2}; {})",
+                    ratios.workers,
+                    ratios.median(),
+                    ratios.min(),
+                    ratios.max(),
+                    each.join(" ")
+                )
             })
             .collect()
     }
@@ -521,6 +562,8 @@ mod tests {
         Report {
             steps: 10,
             rounds: 1,
+            pairs: Vec::new(),
+            backlogs: Vec::new(),
             columns: vec![Column {
                 label: "postgres".to_owned(),
                 throughput: Ok(vec![rounds(&[median])]),
@@ -560,12 +603,19 @@ mod tests {
                 column("postgres", &[90.0, 200.0, 50.0]),
                 column("pg hand SQL", &[100.0, 200.0, 100.0]),
             ],
+            pairs: vec![("postgres".to_owned(), "pg hand SQL".to_owned())],
+            backlogs: Vec::new(),
         };
         assert_eq!(
             report.paired_ratios("postgres", "pg hand SQL"),
-            ["postgres / pg hand SQL, 8 workers, round by round: 0.90x (0.50-1.00)"]
+            [
+                "postgres / pg hand SQL, 8 workers, round by round: 0.90x (0.50-1.00; 0.90 1.00 0.50)"
+            ]
         );
         assert!(report.paired_ratios("postgres", "mysql").is_empty());
+        let json = report.to_json();
+        assert_eq!(json["ratios"][0]["theirs"], json!("pg hand SQL"));
+        assert_eq!(json["ratios"][0]["rounds"], json!([0.9, 1.0, 0.5]));
     }
 
     #[test]

@@ -1,0 +1,320 @@
+//! The baseline on MySQL/MariaDB: the bench's claim + succeed work as
+//! hand-written SQL, through plain diesel-async `sql_query`, one connection
+//! per worker and no store in between, beside flowstate's per-step rounds
+//! as PostgreSQL's [`baseline`](super::baseline) is beside its own.
+//!
+//! The same fairness rules: each claim and each success is one statement
+//! that moves the step and its current attempt's history row together, on
+//! the same tables and indexes, prepared once per connection, on a session
+//! at flowstate's isolation level (`READ COMMITTED`).
+//!
+//! It runs on a database of its own beside the bench's
+//! ([`HAND_DATABASE_SUFFIX`]): flowstate's tables and indexes without
+//! flowstate's claim trigger (migration 000008). MariaDB refuses any
+//! statement that updates a table an `UPDATE` trigger of another table it
+//! updates writes to (error 1442, "Can't update table ... in stored
+//! function/trigger because it is already used by statement"), even when
+//! the trigger's condition is false, so the multi-table form below cannot
+//! run where that trigger is; a schema written by hand would not have it.
+//!
+//! What a MariaDB expert has to write it with: MariaDB 10.11 has no
+//! `UPDATE ... RETURNING` (a syntax error there: only `DELETE ... RETURNING`
+//! and, since 10.5, `INSERT ... RETURNING` exist) and no writable CTE, so
+//! PostgreSQL's form is out. A multi-table `UPDATE` of the step joined to
+//! its history row by `(step_id, attempt)` moves both rows in one
+//! statement, atomically under autocommit, and its affected rows say
+//! whether the claim won (2) or lost (0). The claim needs nothing back: the
+//! worker addresses the success by `(run_id, name)`, the unique key the
+//! claim itself found the step by (PostgreSQL's baseline reads back only
+//! the id, to address its success by the primary key). `SELECT ... FOR
+//! UPDATE SKIP LOCKED` with an `UPDATE` in a transaction is the form for a
+//! queue's pick of the next step; this work claims a named step, so it
+//! would be four round trips (`BEGIN`, the locking read, the `UPDATE`,
+//! `COMMIT`) for what one statement does. So: two statements per step,
+//! where flowstate sends six (the claim's `UPDATE`, whose trigger writes the
+//! history row, and a read of the claimed step; the transition's `BEGIN`,
+//! `UPDATE`, history upsert, `COMMIT`).
+//!
+//! Like PostgreSQL's baseline it writes the columns the work needs (status,
+//! stamps, the result) and none of flowstate's guards and bookkeeping: no
+//! claim deadline (`claimed_until`), no run status or function check, no
+//! retry arithmetic, no read of the claimed step's input.
+//!
+//! A second column, [`TRIGGER_LABEL`], asks issue 31's question of the
+//! transition: can it be one statement if a trigger writes its history row,
+//! as the claim's does? It runs the same work as two single-table
+//! `UPDATE`s on a database of its own ([`TRIGGER_DATABASE_SUFFIX`]) that
+//! has, beside flowstate's schema, a column `move_history_id` and an
+//! `AFTER UPDATE` trigger that upserts the history row whenever that column
+//! changes: the claim stamps `claim_history_id` (flowstate's own claim
+//! trigger, migration 000008) and the success stamps `move_history_id`.
+//! Beside the multi-table form it says what the trigger costs; beside
+//! flowstate, what the statements it would save are worth.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, ensure};
+use diesel::sql_types::{BigInt, Text};
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
+use flowstate_core::HistoryId;
+use flowstate_store_diesel::{DieselStore, StoreConfig};
+use tokio::task::JoinSet;
+
+use super::prepared::Prepared;
+use super::statements::Counted;
+use super::throughput::{self, Throughput};
+
+/// The column's label.
+pub const LABEL: &str = "mysql hand SQL";
+
+/// Claims a pending step by (run, name): the step and its current
+/// attempt's history row. Binds: now, now, run, name.
+const CLAIM: &str = "\
+UPDATE flowstate_steps AS s
+JOIN flowstate_step_history AS h ON h.step_id = s.id AND h.attempt = s.current_attempt
+SET s.status = 'running', s.updated_at = ?, h.status = 'running', h.running_at = ?
+WHERE s.run_id = ? AND s.name = ? AND s.status IN ('pending', 'scheduled')";
+
+/// Succeeds a running step by (run, name): the step and its current
+/// attempt's history row. Binds: result, now, result, now, run, name.
+const SUCCEED: &str = "\
+UPDATE flowstate_steps AS s
+JOIN flowstate_step_history AS h ON h.step_id = s.id AND h.attempt = s.current_attempt
+SET s.status = 'succeeded', s.result = ?, s.updated_at = ?,
+    h.status = 'succeeded', h.result = ?, h.succeeded_at = ?
+WHERE s.run_id = ? AND s.name = ? AND s.status = 'running'";
+
+/// The trigger column's label.
+pub const TRIGGER_LABEL: &str = "mysql trigger SQL";
+
+/// The trigger column's database: the bench's, with this suffix.
+pub const TRIGGER_DATABASE_SUFFIX: &str = "_trigger";
+
+/// The hand-written column's database: the bench's, with this suffix.
+pub const HAND_DATABASE_SUFFIX: &str = "_hand";
+
+/// What the hand-written column's database takes out of flowstate's
+/// schema: the claim trigger, which forbids the multi-table `UPDATE`.
+pub const HAND_SCHEMA: [&str; 1] = ["DROP TRIGGER flowstate_steps_claim_history"];
+
+/// Claims a pending step by (run, name), stamping `claim_history_id`:
+/// flowstate's claim trigger writes the history row. Binds: history id,
+/// now, run, name.
+const TRIGGER_CLAIM: &str = "\
+UPDATE flowstate_steps SET claim_history_id = ?, status = 'running', updated_at = ?
+WHERE run_id = ? AND name = ? AND status IN ('pending', 'scheduled')";
+
+/// Succeeds a running step by (run, name), stamping `move_history_id`:
+/// the trigger of [`TRIGGER_SCHEMA`] writes the history row. Binds:
+/// history id, result, now, run, name.
+const TRIGGER_SUCCEED: &str = "\
+UPDATE flowstate_steps SET move_history_id = ?, status = 'succeeded', result = ?, updated_at = ?
+WHERE run_id = ? AND name = ? AND status = 'running'";
+
+/// What the trigger column's database adds to flowstate's schema: the
+/// column a move stamps with its history row's fresh id, and the trigger
+/// that upserts that row (the attempt's status, payload and stamp) in the
+/// move's own statement, after flowstate's claim trigger.
+pub const TRIGGER_SCHEMA: [&str; 2] = [
+    "ALTER TABLE flowstate_steps \
+     ADD COLUMN move_history_id CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NULL",
+    "CREATE TRIGGER flowstate_steps_move_history AFTER UPDATE ON flowstate_steps \
+     FOR EACH ROW FOLLOWS flowstate_steps_claim_history \
+     INSERT INTO flowstate_step_history \
+     (id, step_id, attempt, status, created_at, result, error, succeeded_at, failed_at) \
+     SELECT NEW.move_history_id, NEW.id, NEW.current_attempt, NEW.status, NEW.updated_at, \
+     NEW.result, NEW.error, \
+     CASE WHEN NEW.status = 'succeeded' THEN NEW.updated_at END, \
+     CASE WHEN NEW.status = 'failed' THEN NEW.updated_at END \
+     FROM DUAL WHERE NOT (NEW.move_history_id <=> OLD.move_history_id) \
+     ON DUPLICATE KEY UPDATE status = VALUES(status), result = VALUES(result), \
+     error = VALUES(error), succeeded_at = COALESCE(VALUES(succeeded_at), succeeded_at), \
+     failed_at = COALESCE(VALUES(failed_at), failed_at)",
+];
+
+/// The session flowstate's MySQL connections run (its isolation level).
+const SESSION: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
+
+/// What the baseline sends per operation (the rest it does not do); with
+/// `trigger`, the trigger column's.
+pub fn statements(trigger: bool) -> Vec<Counted> {
+    let one = |operation, sql: &str| Counted {
+        operation,
+        statements: vec![sql.to_owned()],
+    };
+    let (claim, succeed) = if trigger {
+        (TRIGGER_CLAIM, TRIGGER_SUCCEED)
+    } else {
+        (CLAIM, SUCCEED)
+    };
+    vec![
+        one("claim (win)", claim),
+        one("claim (lose)", claim),
+        one("transition", succeed),
+    ]
+}
+
+/// The hand-written column's database beside `url` (with `trigger`, the
+/// trigger column's): created afresh, migrated, and changed by
+/// [`HAND_SCHEMA`] (or [`TRIGGER_SCHEMA`]); answers its URL.
+pub async fn prepare_database(url: &str, trigger: bool) -> Result<String> {
+    let server = crate::backend::ServerUrl::split(url)?;
+    let name = server
+        .database
+        .context("a server URL needs a database name")?;
+    let (suffix, schema): (_, &[&str]) = if trigger {
+        (TRIGGER_DATABASE_SUFFIX, &TRIGGER_SCHEMA)
+    } else {
+        (HAND_DATABASE_SUFFIX, &HAND_SCHEMA)
+    };
+    let beside = server.with_database(&format!("{name}{suffix}"));
+    crate::backend::prepare(&beside, true).await?;
+    flowstate_store_diesel::migrate::up(&beside)
+        .await
+        .context("migrating the trigger database failed")?;
+    let mut conn = AsyncMysqlConnection::establish(&beside)
+        .await
+        .context("cannot connect")?;
+    for sql in schema {
+        conn.batch_execute(sql)
+            .await
+            .with_context(|| format!("{sql} failed"))?;
+    }
+    Ok(beside)
+}
+
+fn now_micros() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+/// Claims and succeeds `steps` fresh steps on `url` with `workers`
+/// connections, in hand-written SQL: the multi-table form, or with
+/// `trigger` the trigger column's (`url` names the database
+/// [`prepare_database`] made for it).
+pub async fn measure(url: &str, workers: usize, steps: usize, trigger: bool) -> Result<Throughput> {
+    let config = StoreConfig::default().pool_size(workers.min(8));
+    let store = Arc::new(
+        DieselStore::open(url, config)
+            .await
+            .context("cannot open the store")?,
+    );
+    let items = Arc::new(throughput::create_steps(&store, steps, workers).await?);
+    drop(store);
+    let mut connections = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let mut conn = AsyncMysqlConnection::establish(url)
+            .await
+            .context("cannot connect")?;
+        conn.batch_execute(SESSION)
+            .await
+            .context("cannot set the session up")?;
+        connections.push(conn);
+    }
+
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut set = JoinSet::new();
+    for mut conn in connections {
+        let (items, next) = (Arc::clone(&items), Arc::clone(&next));
+        set.spawn(async move {
+            loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some((run, name)) = items.get(index) else {
+                    return Ok::<_, anyhow::Error>(());
+                };
+                let run = run.to_string();
+                let result = serde_json::json!({ "i": index }).to_string();
+                let (claimed, done) = if trigger {
+                    by_trigger(&mut conn, &run, name, &result).await?
+                } else {
+                    by_join(&mut conn, &run, name, &result).await?
+                };
+                // Each form answers the rows it moved: the step and its
+                // history row (2), or the step whose trigger wrote it (1).
+                let moved = if trigger { 1 } else { 2 };
+                ensure!(
+                    claimed == moved,
+                    "a fresh step's claim moved {claimed} rows, not {moved}"
+                );
+                ensure!(
+                    done == moved,
+                    "a claimed step's success moved {done} rows, not {moved}"
+                );
+            }
+        });
+    }
+    while let Some(done) = set.join_next().await {
+        done.context("a baseline worker panicked")??;
+    }
+    Ok(Throughput {
+        steps: items.len(),
+        elapsed: started.elapsed().max(Duration::from_nanos(1)),
+    })
+}
+
+/// One step's claim and success in the multi-table form: the rows each
+/// moved.
+async fn by_join(
+    conn: &mut AsyncMysqlConnection,
+    run: &str,
+    name: &str,
+    result: &str,
+) -> Result<(usize, usize)> {
+    let now = now_micros();
+    let claimed = Prepared(
+        diesel::sql_query(CLAIM)
+            .bind::<BigInt, _>(now)
+            .bind::<BigInt, _>(now)
+            .bind::<Text, _>(run)
+            .bind::<Text, _>(name),
+    )
+    .execute(conn)
+    .await?;
+    let now = now_micros();
+    let done = Prepared(
+        diesel::sql_query(SUCCEED)
+            .bind::<Text, _>(result)
+            .bind::<BigInt, _>(now)
+            .bind::<Text, _>(result)
+            .bind::<BigInt, _>(now)
+            .bind::<Text, _>(run)
+            .bind::<Text, _>(name),
+    )
+    .execute(conn)
+    .await?;
+    Ok((claimed, done))
+}
+
+/// One step's claim and success as single-table `UPDATE`s whose triggers
+/// write the history rows: the rows each moved.
+async fn by_trigger(
+    conn: &mut AsyncMysqlConnection,
+    run: &str,
+    name: &str,
+    result: &str,
+) -> Result<(usize, usize)> {
+    let claimed = Prepared(
+        diesel::sql_query(TRIGGER_CLAIM)
+            .bind::<Text, _>(HistoryId::generate().to_string())
+            .bind::<BigInt, _>(now_micros())
+            .bind::<Text, _>(run)
+            .bind::<Text, _>(name),
+    )
+    .execute(conn)
+    .await?;
+    let done = Prepared(
+        diesel::sql_query(TRIGGER_SUCCEED)
+            .bind::<Text, _>(HistoryId::generate().to_string())
+            .bind::<Text, _>(result)
+            .bind::<BigInt, _>(now_micros())
+            .bind::<Text, _>(run)
+            .bind::<Text, _>(name),
+    )
+    .execute(conn)
+    .await?;
+    Ok((claimed, done))
+}
