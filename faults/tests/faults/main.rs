@@ -13,6 +13,7 @@ mod past_one_server;
 mod pool_exhaustion;
 mod pool_faults;
 mod restart;
+mod retention;
 mod servers;
 mod sessions;
 mod skewed_clock;
