@@ -49,7 +49,10 @@ impl Backend {
                 Self::Postgres(crate::postgres::Postgres::connect(&url.target, config).await?)
             }
             #[cfg(feature = "mysql")]
-            Dialect::Mysql => Self::Mysql(crate::mysql::Mysql::connect(&url.target, config).await?),
+            // The nodes the URL lists, not only its first (`target`).
+            Dialect::Mysql => Self::Mysql(
+                crate::mysql::connect_nodes(&url.nodes, url.nodes_in_order, config).await?,
+            ),
             #[cfg(feature = "sqlite")]
             Dialect::Sqlite => {
                 Self::Sqlite(crate::sqlite::Sqlite::connect(&url.target, config).await?)

@@ -97,22 +97,44 @@ pub(crate) fn is_conflict(err: &DieselError) -> bool {
     }
 }
 
+/// Whether `err` is a conflict that must run again on another connection:
+/// Galera's 1047, a node not ready (not synced, or cut off from the
+/// primary component) that ran nothing and will refuse every statement
+/// until it is ready. The pool drops the connection (it is a
+/// [`Retry::Reconnect`](crate::error::Retry::Reconnect) error) and
+/// places the next one on a node that is ready.
+pub(crate) fn needs_new_connection(err: &DieselError) -> bool {
+    is_conflict(err) && crate::error::retry_of(err) == crate::error::Retry::Reconnect
+}
+
 /// An error that may be a lost lock conflict ([`is_conflict`]): what
 /// [`retry_conflicts!`] retries on.
 pub(crate) trait MaybeConflict: std::fmt::Display {
     /// Whether the unit of work lost a lock conflict and may run again.
     fn is_conflict(&self) -> bool;
+
+    /// Whether it must run again on another connection
+    /// ([`needs_new_connection`]).
+    fn needs_new_connection(&self) -> bool;
 }
 
 impl MaybeConflict for DieselError {
     fn is_conflict(&self) -> bool {
         is_conflict(self)
     }
+
+    fn needs_new_connection(&self) -> bool {
+        needs_new_connection(self)
+    }
 }
 
 impl MaybeConflict for crate::error::TxError {
     fn is_conflict(&self) -> bool {
         matches!(self, Self::Db(err) if is_conflict(err))
+    }
+
+    fn needs_new_connection(&self) -> bool {
+        matches!(self, Self::Db(err) if needs_new_connection(err))
     }
 }
 
@@ -147,9 +169,21 @@ pub(crate) fn random() -> u64 {
 /// `QueryResult` or a `Result<_, TxError>`) again while it fails with a
 /// conflict ([`MaybeConflict`]), at most [`MAX_CONFLICT_RETRIES`] more
 /// times and [`MAX_CONFLICT_SLEEP`] of sleep in all; yields its last
-/// result.
+/// result. With `renew: $conn = $pool`, a conflict that needs another
+/// connection ([`needs_new_connection`]: a Galera node not ready) runs
+/// again on a new connection from the pool, put in `$conn` (the old one
+/// goes back to the pool, which drops it); a pool timeout returns from the
+/// enclosing function.
 macro_rules! retry_conflicts {
-    ($op:expr, $work:expr) => {{
+    ($op:expr, $work:expr) => {
+        $crate::conflict::retry_conflicts!($op, $work, renew: {})
+    };
+    ($op:expr, $work:expr, renew: $conn:ident = $pool:expr) => {
+        $crate::conflict::retry_conflicts!($op, $work, renew: {
+            $conn = $pool.get($op).await?;
+        })
+    };
+    ($op:expr, $work:expr, renew: $renew:block) => {{
         let mut conflicts = 0_u32;
         let mut slept = std::time::Duration::ZERO;
         loop {
@@ -172,6 +206,9 @@ macro_rules! retry_conflicts {
                     $crate::conflict::count_retry();
                     tracing::debug!(operation = $op, conflicts, %err, "conflict, running again");
                     slept += $crate::conflict::back_off(conflicts).await;
+                    if $crate::conflict::MaybeConflict::needs_new_connection(&err) {
+                        $renew
+                    }
                 }
                 other => break other,
             }
@@ -185,8 +222,15 @@ pub(crate) use retry_conflicts;
 macro_rules! leased {
     ($pool:expr, $op:expr, |$conn:ident| $body:expr) => {{
         let mut conn = $pool.get($op).await?;
-        let $conn = &mut *conn;
-        $crate::conflict::retry_conflicts!($op, async { $body }.await)
+        $crate::conflict::retry_conflicts!(
+            $op,
+            async {
+                let $conn = &mut *conn;
+                $body
+            }
+            .await,
+            renew: conn = $pool
+        )
     }};
 }
 pub(crate) use leased;
@@ -196,8 +240,15 @@ pub(crate) use leased;
 macro_rules! transacted {
     ($pool:expr, $op:expr, |$c:ident| $work:expr) => {{
         let mut conn = $pool.get($op).await?;
-        let $c = &mut *conn;
-        let out: Result<_, $crate::error::TxError> = $crate::conflict::retry_conflicts!($op, $work);
+        let out: Result<_, $crate::error::TxError> = $crate::conflict::retry_conflicts!(
+            $op,
+            async {
+                let $c = &mut *conn;
+                $work
+            }
+            .await,
+            renew: conn = $pool
+        );
         match out {
             Ok(value) => Ok(value),
             Err($crate::error::TxError::Db(err)) => Err($crate::error::backend($op, err)),

@@ -32,6 +32,14 @@
 //!   (`target_session_attrs=read-write`) or a retargeted PgBouncer takes
 //!   to the new primary.
 //!
+//! - A connection of a pool whose URL lists several servers (MySQL's
+//!   nodes, `mysql/nodes.rs`) carries its [`Placement`]: a loss tells it
+//!   (the node is skipped by new connections for a while), and a
+//!   connection on a node it should leave (one listed before it is back,
+//!   or it holds more of the pool's connections than another that
+//!   answers) is dropped when it comes out of the pool, so the pool opens
+//!   one where it belongs. Deciding sends nothing.
+//!
 //! So after a restart or killed sessions, a call on a dead connection
 //! fails with a retryable error and the next call finds every other dead
 //! connection by its check and opens a new one. In steady state nothing is
@@ -73,6 +81,35 @@ pub(crate) trait Watched: AsyncConnection + 'static {
     const CHECK: &'static str = CHECK;
 }
 
+/// Where one pooled connection runs, for a pool that chooses among several
+/// servers; kept in the connection's [`Watch`], dropped with it.
+pub(crate) trait Placement: Send + 'static {
+    /// A statement on the connection lost it, or its check failed: its
+    /// server is suspect.
+    fn lost(&self);
+
+    /// Whether the connection should give way to a new one on another
+    /// server (decided from shared counters, sending nothing).
+    fn should_move(&self) -> bool;
+
+    /// Where picks of the oldest claimable rows on this connection start,
+    /// counted in windows ([`pick_slot`]): `None` (the oldest) unless the
+    /// server is one of several that take writes and whose row locks do
+    /// not see each other's.
+    fn slot(&self) -> Option<usize>;
+}
+
+/// The [`Placement::slot`] of `conn`: where its picks of the oldest rows
+/// start (`None`: at the oldest, as on one server). Read from the
+/// connection's watch; sends nothing.
+pub(crate) fn pick_slot<C: Watched>(conn: &mut C) -> Option<usize> {
+    conn.instrumentation()
+        .downcast_mut::<Watch>()?
+        .placement
+        .as_ref()?
+        .slot()
+}
+
 /// What one pool knows of its connections' health, shared by their
 /// [`Watch`]es and its recycle hook.
 #[derive(Debug)]
@@ -101,6 +138,8 @@ enum Verdict {
     /// Check it first: a connection was lost since it was last handed
     /// out, or a statement on it never reported its end.
     Check,
+    /// Drop it: it runs on a server it should leave ([`Placement`]).
+    Move,
 }
 
 impl Health {
@@ -119,12 +158,24 @@ impl Health {
     /// The instrumentation to install on a new connection of this pool,
     /// passing every event on to `next` (the statement log's, or diesel's
     /// default).
+    #[cfg(test)]
     pub(crate) fn watch(self: &Arc<Self>, next: Option<Box<dyn Instrumentation>>) -> Watch {
+        self.watch_placed(next, None)
+    }
+
+    /// [`Health::watch`] for a connection placed on one of several
+    /// servers.
+    pub(crate) fn watch_placed(
+        self: &Arc<Self>,
+        next: Option<Box<dyn Instrumentation>>,
+        placement: Option<Box<dyn Placement>>,
+    ) -> Watch {
         Watch {
             health: Arc::clone(self),
             lost: false,
             unfinished: 0,
             next,
+            placement,
         }
     }
 
@@ -166,17 +217,26 @@ impl Health {
 
     /// What to do with `conn`, coming out of the pool with `metrics`.
     fn verdict<C: Watched>(&self, conn: &mut C, metrics: &Metrics) -> Verdict {
-        let (lost, unfinished) =
+        let (lost, unfinished, moving) =
             conn.instrumentation()
                 .downcast_mut::<Watch>()
-                .map_or((false, 0), |watch| {
+                .map_or((false, 0, false), |watch| {
+                    let lost = std::mem::take(&mut watch.lost);
+                    let placement = watch.placement.as_ref();
+                    if lost {
+                        placement.inspect(|placed| placed.lost());
+                    }
                     (
-                        std::mem::take(&mut watch.lost),
+                        lost,
                         std::mem::take(&mut watch.unfinished),
+                        !lost && placement.is_some_and(|placed| placed.should_move()),
                     )
                 });
         if lost {
             return Verdict::Drop;
+        }
+        if moving {
+            return Verdict::Move;
         }
         let lost_at = self.lost_at.load(Ordering::Acquire);
         let handed_out = self.stamp(metrics.recycled.unwrap_or(metrics.created));
@@ -207,6 +267,15 @@ impl Health {
                     "a statement on it lost the connection",
                 ))))
             }
+            Verdict::Move => {
+                tracing::debug!(
+                    dialect = self.dialect.name(),
+                    "pooled connection dropped: its server is not where the pool's connections belong now"
+                );
+                Box::pin(std::future::ready(Err(HookError::message(
+                    "it runs on a server it should leave",
+                ))))
+            }
             Verdict::Check => {
                 let health = Arc::clone(self);
                 Box::pin(async move { health.check(conn).await })
@@ -224,6 +293,11 @@ impl Health {
                     error = %err,
                     "pooled connection dropped: it failed its check"
                 );
+                if let Some(watch) = conn.instrumentation().downcast_mut::<Watch>()
+                    && watch.lost
+                {
+                    watch.placement.as_ref().inspect(|placed| placed.lost());
+                }
                 Err(HookError::Backend(PoolError::QueryError(err)))
             }
             Err(_) => {
@@ -232,6 +306,13 @@ impl Health {
                     within = ?self.check_within,
                     "pooled connection dropped: it did not answer its check"
                 );
+                if let Some(placed) = conn
+                    .instrumentation()
+                    .downcast_mut::<Watch>()
+                    .and_then(|watch| watch.placement.as_ref())
+                {
+                    placed.lost();
+                }
                 Err(HookError::message("no answer to the check"))
             }
         }
@@ -250,6 +331,8 @@ pub(crate) struct Watch {
     unfinished: u32,
     /// Where every event goes next.
     next: Option<Box<dyn Instrumentation>>,
+    /// Where the connection runs, if its pool chooses among servers.
+    placement: Option<Box<dyn Placement>>,
 }
 
 impl Instrumentation for Watch {

@@ -162,6 +162,8 @@ async fn run(url: &str, action: Action, pooler: bool) -> Result<Outcome> {
     #[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
     let pooler = pooler || parsed.transaction_pooler;
     let target = parsed.target;
+    #[cfg_attr(not(feature = "mysql"), allow(unused_variables))]
+    let nodes = parsed.nodes;
     let task = tokio::task::spawn_blocking(move || -> Result<Outcome> {
         match dialect {
             #[cfg(feature = "postgres")]
@@ -180,13 +182,27 @@ async fn run(url: &str, action: Action, pooler: bool) -> Result<Outcome> {
                 )
             }
             #[cfg(feature = "mysql")]
-            Dialect::Mysql => apply::<Blocking<diesel_async::AsyncMysqlConnection>>(
-                dialect,
-                &target,
-                &MYSQL,
-                action,
-                diesel::Connection::establish(&target),
-            ),
+            Dialect::Mysql => {
+                // The first node the URL lists that answers.
+                let mut tried = nodes.iter();
+                let (mut target, mut conn) = (target.clone(), Err(None));
+                for node in tried.by_ref() {
+                    target.clone_from(node);
+                    match diesel::Connection::establish(node) {
+                        Ok(found) => {
+                            conn = Ok(found);
+                            break;
+                        }
+                        Err(err) => conn = Err(Some(err)),
+                    }
+                }
+                let conn = conn.map_err(|err| {
+                    err.unwrap_or_else(|| diesel::ConnectionError::BadConnection("no node".into()))
+                });
+                apply::<Blocking<diesel_async::AsyncMysqlConnection>>(
+                    dialect, &target, &MYSQL, action, conn,
+                )
+            }
             #[cfg(feature = "sqlite")]
             Dialect::Sqlite => {
                 crate::url::create_parent_dir(&target)?;

@@ -25,6 +25,18 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// No node of those the URL lists answered and was ready to serve (a
+    /// Galera node must say `wsrep_ready = ON` and `Synced`): each node
+    /// is named with why it was not used. A node that comes up may
+    /// answer: retryable.
+    #[error("no {dialect} node answered: {}", tried.join("; "))]
+    NoNodeAnswered {
+        /// Which dialect.
+        dialect: Dialect,
+        /// Every node tried (`host:port`, no credentials) and why it was
+        /// not used.
+        tried: Vec<String>,
+    },
     /// The connection pool could not be built.
     #[error("cannot build the {dialect} connection pool: {detail}")]
     Pool {
@@ -78,11 +90,11 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether opening again may succeed: a database that could not be
-    /// reached may come up; a bad URL, a pool that cannot be built or a
+    /// Whether opening again may succeed: a database (or a node) that
+    /// could not be reached may come up; a bad URL, a pool that cannot be built or a
     /// failed migration stay as they are.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Connect { .. })
+        matches!(self, Self::Connect { .. } | Self::NoNodeAnswered { .. })
     }
 }
 

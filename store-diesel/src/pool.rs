@@ -18,7 +18,7 @@ use futures_util::future::BoxFuture;
 use crate::config::StoreConfig;
 use crate::database::Dialect;
 use crate::error;
-use crate::health::{Health, Watched};
+use crate::health::{Health, Placement, Watched};
 use crate::open_error::Error;
 
 /// A pool of connections of type `C` and how long to wait for one.
@@ -30,6 +30,10 @@ where
     pool: Pool<C>,
     acquire_timeout: Duration,
 }
+
+/// A new connection and, for a pool that chooses among several servers,
+/// where it was placed.
+pub(crate) type Placed<C> = (C, Option<Box<dyn Placement>>);
 
 impl<C> std::fmt::Debug for ConnectionPool<C>
 where
@@ -82,6 +86,27 @@ where
             + 'static,
         F: for<'c> Fn(&'c mut C) -> BoxFuture<'c, diesel::QueryResult<()>> + Send + Sync + 'static,
     {
+        Self::build_placed(dialect, url, config, unplaced(establish), setup)
+    }
+
+    /// [`ConnectionPool::build_with`] for a pool that chooses a server for
+    /// each connection (MySQL's nodes, `mysql/nodes.rs`): `establish`
+    /// answers where it placed the connection too, which the connection's
+    /// watch keeps ([`crate::health::Placement`]).
+    pub(crate) fn build_placed<E, F>(
+        dialect: Dialect,
+        url: &str,
+        config: &StoreConfig,
+        establish: E,
+        setup: F,
+    ) -> Result<Self, Error>
+    where
+        E: for<'u> Fn(&'u str) -> BoxFuture<'u, diesel::ConnectionResult<Placed<C>>>
+            + Send
+            + Sync
+            + 'static,
+        F: for<'c> Fn(&'c mut C) -> BoxFuture<'c, diesel::QueryResult<()>> + Send + Sync + 'static,
+    {
         let establish = Arc::new(establish);
         let log = statement_log(config);
         let setup = Arc::new(setup);
@@ -101,11 +126,11 @@ where
             let health = Arc::clone(&watching);
             let establish = Arc::clone(&establish);
             async move {
-                let mut conn = establish(url).await?;
+                let (mut conn, placement) = establish(url).await?;
                 let log = log();
                 if C::WATCHED {
                     let next = log.or_else(diesel::connection::get_default_instrumentation);
-                    conn.set_instrumentation(health.watch(next));
+                    conn.set_instrumentation(health.watch_placed(next, placement));
                 } else if let Some(log) = log {
                     conn.set_instrumentation(log);
                 }
@@ -169,6 +194,21 @@ where
                 dialect,
                 source: Box::new(err),
             })
+    }
+}
+
+/// `establish` answering no placement: a pool of one server.
+fn unplaced<C, E>(
+    establish: E,
+) -> impl for<'u> Fn(&'u str) -> BoxFuture<'u, diesel::ConnectionResult<Placed<C>>> + Send + Sync + 'static
+where
+    C: Send + 'static,
+    E: for<'u> Fn(&'u str) -> BoxFuture<'u, diesel::ConnectionResult<C>> + Send + Sync + 'static,
+{
+    move |url| {
+        establish(url)
+            .map(|conn| conn.map(|conn| (conn, None)))
+            .boxed()
     }
 }
 

@@ -42,6 +42,7 @@ use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
 use flowstate_core::{ClaimDecision, Result, StepStatus};
 
 use super::Pool;
+use super::spread::Spread;
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
 use crate::conflict::lost_race;
@@ -114,7 +115,8 @@ pub(super) async fn claim_batch(
     let mut conn = pool.get(op).await?;
     retry_conflicts!(
         op,
-        claim_once(&mut conn, now, deadline, limit, function).await
+        claim_once(&mut conn, now, deadline, limit, function).await,
+        renew: conn = pool
     )
     .map_err(|err| backend(op, err))
 }
@@ -127,8 +129,12 @@ async fn claim_once(
     limit: u32,
     function: Option<&str>,
 ) -> QueryResult<Vec<StepRow>> {
+    // Where this node's claimers start (mysql/spread.rs): the oldest on
+    // one server.
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let spread = Spread::of(crate::health::pick_slot(conn), limit, limit);
     conn.transaction(async |conn| {
-        let limit = i64::from(limit);
+        let limit = spread.limit();
         let picked: Vec<Picked> = match function {
             Some(function) => {
                 diesel::sql_query(PICK[1].as_str())
@@ -148,6 +154,7 @@ async fn claim_once(
                     .await?
             }
         };
+        let picked = spread.take(picked);
         let Some(db_now_us) = picked.iter().map(|p| p.db_now_us).next() else {
             return Ok(Vec::new());
         };
@@ -231,7 +238,8 @@ pub(super) async fn complete_batch(
     let op = "complete_batch";
     let now = config.clock.now().as_micros();
     let mut conn = pool.get(op).await?;
-    retry_conflicts!(op, complete_once(&mut conn, now, items).await).map_err(|err| backend(op, err))
+    retry_conflicts!(op, complete_once(&mut conn, now, items).await, renew: conn = pool)
+        .map_err(|err| backend(op, err))
 }
 
 /// Why the usual completion path gave way.

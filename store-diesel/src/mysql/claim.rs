@@ -38,7 +38,8 @@ pub(super) async fn claim(
     let mut conn = pool.get("claim_step").await?;
     let (won, row) = retry_conflicts!(
         "claim_step",
-        claim_once(&mut conn, now, deadline, &run_text, name, function).await
+        claim_once(&mut conn, now, deadline, &run_text, name, function).await,
+        renew: conn = pool
     )
     .map_err(|err| backend("claim_step", err))?;
     let found = row

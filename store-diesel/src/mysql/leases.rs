@@ -33,6 +33,7 @@ use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
 use flowstate_core::lease::lease_micros;
 use flowstate_core::{Result, RunStatus};
 
+use super::spread::{RUN_WINDOW, Spread};
 use super::{Pool, transaction};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
@@ -78,7 +79,11 @@ pub(super) async fn claim_runs(
         now: config.clock.now().as_micros(),
     };
     transaction!(pool, "claim_run", |conn| {
-        let cancelled = pick(conn, &claim, true).await?;
+        // Where this node's claimers start (mysql/spread.rs): the oldest
+        // on one server. Cancels are few: their pick is not spread.
+        let n = usize::try_from(claim.n).unwrap_or(usize::MAX);
+        let spread = Spread::of(crate::health::pick_slot(conn), n, RUN_WINDOW);
+        let cancelled = pick(conn, &claim, Spread::of(None, n, n), true).await?;
         if !cancelled.is_empty() {
             let moved = guarded(&cancel_sql(cancelled.len()), &claim, &cancelled, true)
                 .execute(conn)
@@ -87,7 +92,7 @@ pub(super) async fn claim_runs(
                 return Err(lost_race("claim_run"));
             }
         }
-        let picked = pick(conn, &claim, false).await?;
+        let picked = pick(conn, &claim, spread, false).await?;
         if picked.is_empty() {
             return Ok(Vec::new());
         }
@@ -227,19 +232,22 @@ fn guarded<'a>(
 /// The picks without and with a cancel requested.
 static PICKS: LazyLock<[String; 2]> = LazyLock::new(|| [pick_sql(0), pick_sql(1)]);
 
-/// Up to `n` runnable runs with (or without) a cancel requested, locked.
+/// Up to `n` runnable runs with (or without) a cancel requested, locked,
+/// taken where `spread` says out of those the pick answered.
 async fn pick(
     conn: &mut AsyncMysqlConnection,
     claim: &Claim<'_>,
+    spread: Spread,
     cancel: bool,
 ) -> QueryResult<Vec<Picked>> {
     diesel::sql_query(PICKS[usize::from(cancel)].as_str())
         .bind::<BigInt, _>(claim.offset)
         .bind::<BigInt, _>(claim.offset)
-        .bind::<BigInt, _>(claim.n)
+        .bind::<BigInt, _>(spread.limit())
         .cached()
         .load(conn)
         .await
+        .map(|picked| spread.take(picked))
 }
 
 /// Test support: work run inside a run claim between its statements, on

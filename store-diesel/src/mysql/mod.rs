@@ -22,8 +22,10 @@ mod children;
 mod claim;
 mod connection;
 mod leases;
+mod nodes;
 mod recovery;
 mod retention;
+mod spread;
 mod sql;
 mod steps;
 mod transition;
@@ -85,7 +87,8 @@ macro_rules! transaction {
         let mut conn = $pool.get($op).await?;
         $crate::conflict::retry_conflicts!(
             $op,
-            diesel_async::AsyncConnection::transaction(&mut *conn, async |$conn| $body).await
+            diesel_async::AsyncConnection::transaction(&mut *conn, async |$conn| $body).await,
+            renew: conn = $pool
         )
     }};
 }
@@ -95,9 +98,45 @@ use transaction;
 /// and opens one connection, so a bad URL or a server that is down is
 /// reported now.
 async fn connect(url: &str, config: &mut StoreConfig) -> crate::Result<Pool> {
-    let pool = ConnectionPool::build(DIALECT, url, config, |conn: &mut AsyncMysqlConnection| {
-        conn.batch_execute(SESSION_SETUP).boxed()
-    })?;
-    pool.check(DIALECT).await?;
-    Ok(pool)
+    connect_nodes(&[url.to_owned()], false, config).await
+}
+
+/// Builds the pool over the nodes of `urls` (one URL a node, as
+/// [`DatabaseUrl::nodes`](crate::DatabaseUrl::nodes); in order if
+/// `in_order`: [`nodes`] places each connection) and opens one
+/// connection, so a bad URL or nodes that are all down are reported now:
+/// with several nodes, [`Error::NoNodeAnswered`](crate::Error::NoNodeAnswered)
+/// names each and why.
+pub(crate) async fn connect_nodes(
+    urls: &[String],
+    in_order: bool,
+    config: &mut StoreConfig,
+) -> crate::Result<Pool> {
+    let nodes = nodes::Nodes::new(urls, in_order, config.acquire_timeout);
+    let placer = std::sync::Arc::clone(&nodes);
+    let pool = ConnectionPool::build_placed(
+        DIALECT,
+        &urls[0],
+        config,
+        move |_url: &str| {
+            let placer = std::sync::Arc::clone(&placer);
+            async move {
+                let (conn, placed) = placer.establish().await?;
+                Ok((
+                    conn,
+                    Some(Box::new(placed) as Box<dyn crate::health::Placement>),
+                ))
+            }
+            .boxed()
+        },
+        |conn: &mut AsyncMysqlConnection| conn.batch_execute(SESSION_SETUP).boxed(),
+    )?;
+    match pool.check(DIALECT).await {
+        Ok(()) => Ok(pool),
+        Err(_) if nodes.len() > 1 => Err(crate::Error::NoNodeAnswered {
+            dialect: DIALECT,
+            tried: nodes.tried(),
+        }),
+        Err(err) => Err(err),
+    }
 }

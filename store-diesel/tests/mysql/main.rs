@@ -15,6 +15,7 @@ mod healing;
 mod lease_plans;
 mod migrations;
 mod model;
+mod nodes;
 mod pool;
 mod races;
 mod support;
