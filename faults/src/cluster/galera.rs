@@ -235,6 +235,27 @@ impl Galera {
         )
     }
 
+    /// The URL of database `name` listing every node, `first` first and
+    /// the others after it in node order (`mysql://root@127.0.0.1:p1,
+    /// 127.0.0.1:p2,127.0.0.1:p3/name?prefer_socket=false`), with `params`
+    /// (`&`-joined, may be empty) added: a store on it spreads its
+    /// connections over the nodes, or with `load_balance_hosts=disable`
+    /// keeps to the first that answers, and moves off a node that dies.
+    pub fn nodes_url(&self, first: usize, name: &str, params: &str) -> String {
+        let hosts: Vec<String> = (0..Self::NODES)
+            .map(|i| format!("127.0.0.1:{}", self.nodes[(first + i) % Self::NODES].port))
+            .collect();
+        let extra = if params.is_empty() {
+            String::new()
+        } else {
+            format!("&{params}")
+        };
+        format!(
+            "mysql://root@{}/{name}?prefer_socket=false{extra}",
+            hosts.join(",")
+        )
+    }
+
     /// The URLs of database `name` on every node, in node order.
     pub fn urls(&self, name: &str) -> Vec<String> {
         (0..Self::NODES).map(|node| self.url(node, name)).collect()
