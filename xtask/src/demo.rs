@@ -251,7 +251,9 @@ pub async fn run(options: Options) -> Result<()> {
         ));
     }
 
-    // Poll the database until the session's work is done.
+    // Poll the database until the session's work is done: what is in
+    // flight every time (cheap at any size), the display's totals (the
+    // session's size) at most a tenth of the time.
     let working = Instant::now();
     let mut progress = progress::Progress::new();
     let mut crash: Option<(CrashNotice, Instant)> = None;
@@ -263,7 +265,9 @@ pub async fn run(options: Options) -> Result<()> {
     let mut first_dispatchers = Some(dispatchers);
     let mut dispatch_totals = dispatch::Dispatched::default();
     let mut stuck = None;
-    let mut poll_every = Duration::from_secs(1);
+    let mut users = Some(users);
+    let mut runner = None;
+    let mut display_due = Instant::now();
     loop {
         tokio::select! {
             notice = &mut crash_rx, if crash_open => {
@@ -275,20 +279,31 @@ pub async fn run(options: Options) -> Result<()> {
                     crash = Some((notice, Instant::now()));
                 }
             }
-            () = tokio::time::sleep(poll_every) => {}
+            () = tokio::time::sleep(Duration::from_millis(500)) => {}
         }
         while let Some(done) = emitters.try_join_next() {
             emitters_left -= 1;
             emitted.add(done.context("an emitter panicked")??);
         }
+        if users_started.elapsed() >= users::RUNS_FOR {
+            // The personas have been ticked their few times (the ghost's
+            // stale run reaped): stop them, the orders go on.
+            if let Some(users) = users.take() {
+                runner = Some(users.stop().await?);
+            }
+        }
         let polled = Instant::now();
-        let poll = verify::poll(&mut provider).await?;
-        // The poll reads the whole session: on a large run it waits four
-        // times as long as it took, so it never crowds out the work.
-        poll_every = (polled.elapsed() * 4).max(Duration::from_secs(1));
-        progress.update(poll.snapshot);
+        let display = polled >= display_due;
+        let poll = verify::poll(&mut provider, display).await?;
+        if display {
+            display_due = Instant::now() + (polled.elapsed() * 9).max(Duration::from_secs(1));
+        }
+        progress.update(poll.snapshot, polled.elapsed());
+        // Room for more orders: the window less the orders the database
+        // says are in flight (events not dispatched, runs not settled).
         admission.allowed.store(
-            poll.orders_settled + options.in_flight as u64,
+            admission.emitted.load(Ordering::SeqCst) + options.in_flight as u64
+                - poll.orders_in_flight.min(options.in_flight as u64),
             Ordering::SeqCst,
         );
         let quiet = emitters_left == 0
@@ -306,7 +321,7 @@ pub async fn run(options: Options) -> Result<()> {
             poison_fixed = true;
             continue;
         }
-        if quiet && poll.dead == 0 {
+        if quiet && poll.dead == Some(0) {
             break;
         }
         if working.elapsed() > deadline(options.events) {
@@ -314,14 +329,18 @@ pub async fn run(options: Options) -> Result<()> {
                 "not done after {} s: {} events pending, {} dead-lettered, {} runs unsettled",
                 working.elapsed().as_secs(),
                 poll.pending,
-                poll.dead,
+                poll.dead.map_or_else(|| "?".to_owned(), |d| d.to_string()),
                 poll.unsettled
             ));
             break;
         }
     }
     let work_time = working.elapsed();
+    // The last figures, read whatever their cost.
+    let last = verify::poll(&mut provider, true).await?;
+    progress.update(last.snapshot, Duration::ZERO);
     progress.finish();
+    let stopping = Instant::now();
 
     // Stop everything, each after what it was doing.
     let _ = stop.send(true);
@@ -334,16 +353,26 @@ pub async fn run(options: Options) -> Result<()> {
         None => dispatch_totals,
     };
     let fixed = dispatch::shutdown(fixed_dispatcher).await;
-    // Long enough for the ghost's stale run to be reaped.
-    tokio::time::sleep_until((users_started + Duration::from_millis(2_500)).into()).await;
-    let runner = users.stop().await?;
+    let runner = match (runner, users) {
+        (Some(report), _) => report,
+        (None, Some(users)) => {
+            // A run shorter than the personas' few ticks: let them have
+            // them (the ghost's stale run must be reaped).
+            tokio::time::sleep_until((users_started + users::RUNS_FOR).into()).await;
+            users.stop().await?
+        }
+        (None, None) => unreachable!("the users are stopped once, with their report kept"),
+    };
     carrier.abort();
     customers.abort();
     while emitters.join_next().await.is_some() {}
+    let stop_time = stopping.elapsed();
 
+    let checking = Instant::now();
     reconcile::settle_stranded(&admin, &mut provider, &shared).await?;
     let found = verify::read_back(&mut provider, &admin).await?;
     let personas = users::read_back(&admin, &session).await?;
+    tracing::info!(took = ?checking.elapsed(), "invariants read back");
     let redriven = redriven
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -364,10 +393,15 @@ pub async fn run(options: Options) -> Result<()> {
         shared,
         outside,
         stuck,
+        setup_time: working - started,
         work_time,
-        total_time: started.elapsed(),
+        stop_time,
+        check_time: Duration::ZERO,
+        total_time: Duration::ZERO,
     };
     summary.read_recovered(&admin).await?;
+    summary.check_time = checking.elapsed();
+    summary.total_time = started.elapsed();
     summary.print();
     summary.print_timeline(&admin, &mut provider).await?;
     summary.verdict()

@@ -39,6 +39,10 @@ pub enum Progress {
     },
     /// Lines, every `every`.
     Lines {
+        /// The last figures read.
+        now: Snapshot,
+        /// The longest poll since the last line.
+        slowest: Duration,
         /// When the demo started.
         started: Instant,
         /// When the last line was printed.
@@ -75,6 +79,8 @@ impl Progress {
         } else {
             let now = Instant::now();
             Self::Lines {
+                now: Snapshot::default(),
+                slowest: Duration::ZERO,
                 started: now,
                 last: now,
                 every: Duration::from_secs(2),
@@ -82,8 +88,9 @@ impl Progress {
         }
     }
 
-    /// Shows `now`.
-    pub fn update(&mut self, now: Snapshot) {
+    /// Shows `now` if the poll read the totals (`None`: only what is in
+    /// flight); `took` is how long the poll took.
+    pub fn update(&mut self, now: Option<Snapshot>, took: Duration) {
         match self {
             Self::Bars {
                 events,
@@ -91,48 +98,72 @@ impl Progress {
                 steps,
                 ..
             } => {
-                events.set_length(now.events);
-                events.set_position(now.dispatched);
-                runs.set_length(now.runs);
-                runs.set_position(now.settled);
-                steps.set_position(now.steps);
+                if let Some(now) = now {
+                    events.set_length(now.events);
+                    events.set_position(now.dispatched);
+                    runs.set_length(now.runs);
+                    runs.set_position(now.settled);
+                    steps.set_position(now.steps);
+                }
             }
             Self::Lines {
+                now: shown,
+                slowest,
                 started,
                 last,
                 every,
             } => {
+                *slowest = (*slowest).max(took);
+                if let Some(now) = now {
+                    *shown = now;
+                }
                 if last.elapsed() < *every {
                     return;
                 }
                 *last = Instant::now();
-                let secs = started.elapsed().as_secs_f64();
-                println!(
-                    "  [{secs:>5.1} s] events {}/{} dispatched, runs {}/{} settled, {} steps executed ({:.0} steps/s)",
-                    now.dispatched,
-                    now.events,
-                    now.settled,
-                    now.runs,
-                    now.steps,
-                    now.steps as f64 / secs.max(1e-9),
-                );
+                line(*shown, *started, *slowest);
+                *slowest = Duration::ZERO;
             }
         }
     }
 
-    /// Leaves the bars as they are, drawn for the last time.
+    /// Leaves the bars as they are, drawn for the last time (or prints
+    /// the last line).
     pub fn finish(self) {
-        if let Self::Bars {
-            multi,
-            events,
-            runs,
-            steps,
-        } = self
-        {
-            for bar in [events, runs, steps] {
-                bar.abandon();
+        match self {
+            Self::Bars {
+                multi,
+                events,
+                runs,
+                steps,
+            } => {
+                for bar in [events, runs, steps] {
+                    bar.abandon();
+                }
+                drop(multi);
             }
-            drop(multi);
+            Self::Lines {
+                now,
+                slowest,
+                started,
+                ..
+            } => line(now, started, slowest),
         }
     }
+}
+
+/// One plain line: the figures `now`, the rate since `started`, the
+/// slowest poll since the last line.
+fn line(now: Snapshot, started: Instant, slowest: Duration) {
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "  [{secs:>6.1} s] events {}/{} dispatched, runs {}/{} settled, {} steps executed ({:.0} steps/s; poll {} ms)",
+        now.dispatched,
+        now.events,
+        now.settled,
+        now.runs,
+        now.steps,
+        now.steps as f64 / secs.max(1e-9),
+        slowest.as_millis(),
+    );
 }

@@ -70,6 +70,22 @@ pub struct Count {
     pub n: i64,
 }
 
+/// Several numbers read back in one row: the columns `n0`, `n1`, ... of
+/// a statement, in order, each a `COUNT` (a `BIGINT` on every dialect).
+pub struct Counts(pub Vec<i64>);
+
+impl<DB: diesel::backend::Backend> QueryableByName<DB> for Counts
+where
+    i64: diesel::deserialize::FromSql<BigInt, DB>,
+{
+    fn build<'a>(row: &impl diesel::row::NamedRow<'a, DB>) -> diesel::deserialize::Result<Self> {
+        (0..row.field_count())
+            .map(|i| diesel::row::NamedRow::get::<BigInt, i64>(row, &format!("n{i}")))
+            .collect::<diesel::deserialize::Result<Vec<_>>>()
+            .map(Self)
+    }
+}
+
 /// Who ran one attempt of one step.
 #[derive(QueryableByName)]
 pub struct Execution {
@@ -321,6 +337,34 @@ impl Provider {
         })
         .with_context(|| format!("reading back: {text}"))?;
         Ok(rows.into_iter().next().map_or(0, |row| row.n))
+    }
+
+    /// Several counts in one statement: `text` selects one row of columns
+    /// `n0`, `n1`, ... (each a `COUNT`), with `?` for each of `binds`.
+    pub async fn counts(&mut self, text: &str, binds: &[&str]) -> Result<Vec<i64>> {
+        let sql = self.sql(text);
+        let rows: Vec<Counts> = on_conn!(self, |c| {
+            let mut query = diesel::sql_query(&sql).into_boxed();
+            for bind in binds {
+                query = query.bind::<Text, _>(bind.to_string());
+            }
+            query.load(c).await
+        })
+        .with_context(|| format!("reading back: {text}"))?;
+        rows.into_iter()
+            .next()
+            .map(|row| row.0)
+            .with_context(|| format!("no row read back: {text}"))
+    }
+
+    /// Whether this connection is to SQLite (whose planner, without
+    /// statistics, is told which index to take).
+    pub fn is_sqlite(&self) -> bool {
+        #[cfg(feature = "sqlite")]
+        if matches!(self.conn, Conn::Sqlite(_)) {
+            return true;
+        }
+        false
     }
 
     /// The demo session these rows belong to.

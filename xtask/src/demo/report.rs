@@ -60,8 +60,15 @@ pub struct Summary {
     pub outside: Arc<Outside>,
     /// Why the demo stopped waiting, if it did.
     pub stuck: Option<String>,
+    /// From the start to the first emit: migrations, definitions, tables,
+    /// connections.
+    pub setup_time: Duration,
     /// From the first emit to the last run settled.
     pub work_time: Duration,
+    /// Stopping the workers, the sweeper, the dispatchers and the users.
+    pub stop_time: Duration,
+    /// Reading every invariant back (stranded effects settled first).
+    pub check_time: Duration,
     /// The whole demo, setup and checks included.
     pub total_time: Duration,
 }
@@ -283,10 +290,26 @@ impl Summary {
             &format!("({} overlapping runs: must be 0)", self.personas.overlaps),
         );
         println!(" time");
+        let took = |d: Duration| format!("{:.2} s", d.as_secs_f64());
+        row(
+            "setup",
+            took(self.setup_time),
+            "(migrations, definitions, connections)",
+        );
         row(
             "work (first emit to last settle)",
             format!("{secs:.2} s"),
             "",
+        );
+        row(
+            "stop",
+            took(self.stop_time),
+            "(workers, sweeper, dispatchers, users)",
+        );
+        row(
+            "checks",
+            took(self.check_time),
+            "(every invariant read back from the database)",
         );
         row(
             "total (with setup and checks)",

@@ -28,6 +28,10 @@ use tokio::task::JoinSet;
 pub const TICK: Duration = Duration::from_millis(300);
 /// How long the browser persona's runs take: longer than a tick.
 const BROWSE: Duration = Duration::from_millis(700);
+/// How long the personas run: a few ticks, long enough for the ghost's
+/// stale run to be reaped. The demo stops them then, however long the
+/// orders take.
+pub const RUNS_FOR: Duration = Duration::from_millis(2_500);
 /// A run running this long is stale and reaped.
 const STALE: Duration = Duration::from_secs(1);
 
