@@ -340,14 +340,6 @@ pub async fn run(options: Options) -> Result<()> {
             pairs.push((name.to_owned(), hand.label.clone()));
             columns.push(hand);
         }
-        #[cfg(feature = "mysql")]
-        if dialect == Dialect::Mysql && options.runs("per-step") && !options.smoke {
-            // What the trigger costs beside the multi-table form.
-            pairs.push((
-                mysql_baseline::TRIGGER_LABEL.to_owned(),
-                mysql_baseline::LABEL.to_owned(),
-            ));
-        }
         if let (true, Some(n)) = (options.runs("backlog"), options.backlog) {
             match backlog_section(dialect, &url, n, &concurrency, &options, &mut pairs).await {
                 Ok((seeded, measured)) => {
@@ -493,6 +485,7 @@ async fn backlog_section(
         backend::redact(&beside)
     );
     let seeded = backlog::seed(dialect, &beside, n).await?;
+    backlog::refresh(dialect, url).await?;
     println!("  {name}: seeded in {:.1} s", seeded.elapsed.as_secs_f64());
     let mut columns = Vec::new();
     for work in ["", " batch"] {
@@ -649,21 +642,21 @@ async fn per_step(
     }
     #[cfg(feature = "mysql")]
     if dialect == Dialect::Mysql {
-        // Each hand-written column on a database of its own beside the
-        // bench's (see `mysql_baseline`), taken in turn with flowstate's.
-        // The trigger column is left out of `--smoke`, to keep it short.
+        // Each hand-written form on a database of its own beside the
+        // bench's (see `mysql_baseline`), taken in turn with flowstate's;
+        // the multi-table form is left out of `--smoke`, to keep it short.
         let beside = [
-            mysql_baseline::prepare_database(url, false).await,
+            mysql_baseline::prepare_database(url, true).await,
             if options.smoke {
                 Err(anyhow::anyhow!("not in --smoke"))
             } else {
-                mysql_baseline::prepare_database(url, true).await
+                mysql_baseline::prepare_database(url, false).await
             },
         ];
         let labels: &[&str] = if options.smoke {
             &[name, mysql_baseline::LABEL]
         } else {
-            &[name, mysql_baseline::LABEL, mysql_baseline::TRIGGER_LABEL]
+            &[name, mysql_baseline::LABEL, mysql_baseline::JOIN_LABEL]
         };
         let mut all = interleaved_all(
             labels,
@@ -675,7 +668,7 @@ async fn per_step(
                 }
                 match &beside[index - 1] {
                     Ok(beside) => {
-                        mysql_baseline::measure(beside, workers, options.steps, index == 2).await
+                        mysql_baseline::measure(beside, workers, options.steps, index == 1).await
                     }
                     Err(err) => Err(anyhow::anyhow!("{err:#}")),
                 }
@@ -687,12 +680,12 @@ async fn per_step(
             .next()
             .unwrap_or_else(|| unreachable!("one result per label"));
         let hand = all
-            .zip([false, true])
+            .zip([true, false])
             .map(|(rounds, trigger)| {
                 let label = if trigger {
-                    mysql_baseline::TRIGGER_LABEL
-                } else {
                     mysql_baseline::LABEL
+                } else {
+                    mysql_baseline::JOIN_LABEL
                 };
                 Column {
                     statements: Ok(mysql_baseline::statements(trigger)),

@@ -1,55 +1,53 @@
 //! The baseline on MySQL/MariaDB: the bench's claim + succeed work as
 //! hand-written SQL, through plain diesel-async `sql_query`, one connection
 //! per worker and no store in between, beside flowstate's per-step rounds
-//! as PostgreSQL's [`baseline`](super::baseline) is beside its own.
-//!
-//! The same fairness rules: each claim and each success is one statement
-//! that moves the step and its current attempt's history row together, on
-//! the same tables and indexes, prepared once per connection, on a session
-//! at flowstate's isolation level (`READ COMMITTED`).
-//!
-//! It runs on a database of its own beside the bench's
-//! ([`HAND_DATABASE_SUFFIX`]): flowstate's tables and indexes without
-//! flowstate's claim trigger (migration 000008). MariaDB refuses any
-//! statement that updates a table an `UPDATE` trigger of another table it
-//! updates writes to (error 1442, "Can't update table ... in stored
-//! function/trigger because it is already used by statement"), even when
-//! the trigger's condition is false, so the multi-table form below cannot
-//! run where that trigger is; a schema written by hand would not have it.
+//! as PostgreSQL's [`baseline`](super::baseline) is beside its own, with the
+//! same fairness rules: each claim and each success is one statement that
+//! moves the step and its current attempt's history row together, on the
+//! same tables and indexes, prepared once per connection, on a session at
+//! flowstate's isolation level (`READ COMMITTED`). Like PostgreSQL's it
+//! writes the columns the work needs (status, stamps, the result) and none
+//! of flowstate's guards and bookkeeping: no claim deadline
+//! (`claimed_until`), no run status or function check, no retry
+//! arithmetic, no read of the claimed step.
 //!
 //! What a MariaDB expert has to write it with: MariaDB 10.11 has no
-//! `UPDATE ... RETURNING` (a syntax error there: only `DELETE ... RETURNING`
-//! and, since 10.5, `INSERT ... RETURNING` exist) and no writable CTE, so
-//! PostgreSQL's form is out. A multi-table `UPDATE` of the step joined to
-//! its history row by `(step_id, attempt)` moves both rows in one
-//! statement, atomically under autocommit, and its affected rows say
-//! whether the claim won (2) or lost (0). The claim needs nothing back: the
-//! worker addresses the success by `(run_id, name)`, the unique key the
-//! claim itself found the step by (PostgreSQL's baseline reads back only
-//! the id, to address its success by the primary key). `SELECT ... FOR
-//! UPDATE SKIP LOCKED` with an `UPDATE` in a transaction is the form for a
-//! queue's pick of the next step; this work claims a named step, so it
-//! would be four round trips (`BEGIN`, the locking read, the `UPDATE`,
-//! `COMMIT`) for what one statement does. So: two statements per step,
-//! where flowstate sends six (the claim's `UPDATE`, whose trigger writes the
-//! history row, and a read of the claimed step; the transition's `BEGIN`,
-//! `UPDATE`, history upsert, `COMMIT`).
+//! `UPDATE ... RETURNING` (a syntax error there: only `DELETE ...
+//! RETURNING` and, since 10.5, `INSERT ... RETURNING` exist) and no
+//! writable CTE, so PostgreSQL's form is out. Two forms move both rows in
+//! one statement, atomically under autocommit, and both are measured, each
+//! on a database of its own beside the bench's, created afresh:
 //!
-//! Like PostgreSQL's baseline it writes the columns the work needs (status,
-//! stamps, the result) and none of flowstate's guards and bookkeeping: no
-//! claim deadline (`claimed_until`), no run status or function check, no
-//! retry arithmetic, no read of the claimed step's input.
+//! - [`LABEL`], the baseline: single-table `UPDATE`s of the step whose
+//!   `AFTER UPDATE` triggers upsert the history row, as flowstate's claim
+//!   already does (migration 000008): the claim stamps `claim_history_id`
+//!   (flowstate's trigger), the success stamps `move_history_id`, a column
+//!   and trigger this database adds ([`TRIGGER_SCHEMA`]). It is also issue
+//!   31's question of the transition: one statement, if a trigger writes
+//!   its history row as the claim's does.
+//! - [`JOIN_LABEL`]: a multi-table `UPDATE` of the step joined to its
+//!   history row by `(step_id, attempt)`, on flowstate's tables without the
+//!   claim trigger ([`JOIN_SCHEMA`]): MariaDB refuses any statement that
+//!   updates a table an `UPDATE` trigger of another table it updates
+//!   writes to (error 1442, "Can't update table ... in stored
+//!   function/trigger because it is already used by statement"), even when
+//!   the trigger's condition is false. Measured slower: MariaDB keeps the
+//!   rows of a multi-table `UPDATE`'s other tables in a temporary table per
+//!   statement, and one holding a `LONGTEXT` (the success's result) is an
+//!   Aria table on disk (`Created_tmp_disk_tables` rose by one per
+//!   success).
 //!
-//! A second column, [`TRIGGER_LABEL`], asks issue 31's question of the
-//! transition: can it be one statement if a trigger writes its history row,
-//! as the claim's does? It runs the same work as two single-table
-//! `UPDATE`s on a database of its own ([`TRIGGER_DATABASE_SUFFIX`]) that
-//! has, beside flowstate's schema, a column `move_history_id` and an
-//! `AFTER UPDATE` trigger that upserts the history row whenever that column
-//! changes: the claim stamps `claim_history_id` (flowstate's own claim
-//! trigger, migration 000008) and the success stamps `move_history_id`.
-//! Beside the multi-table form it says what the trigger costs; beside
-//! flowstate, what the statements it would save are worth.
+//! Neither claim needs anything back: the worker addresses its success by
+//! `(run_id, name)`, the unique key the claim itself found the step by
+//! (PostgreSQL's baseline reads back only the id, to address its success
+//! by the primary key). `SELECT ... FOR UPDATE SKIP LOCKED` and an `UPDATE`
+//! in a transaction is the form for a queue's pick of the next step; this
+//! work claims a named step, so it would be four round trips (`BEGIN`, the
+//! locking read, the `UPDATE`, `COMMIT`) for what one statement does. So:
+//! two statements per step, where flowstate sends six (the claim's
+//! `UPDATE`, whose trigger writes the history row, and a read of the
+//! claimed step; the transition's `BEGIN`, `UPDATE`, history upsert,
+//! `COMMIT`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -66,8 +64,11 @@ use super::prepared::Prepared;
 use super::statements::Counted;
 use super::throughput::{self, Throughput};
 
-/// The column's label.
+/// The baseline's label: the trigger form.
 pub const LABEL: &str = "mysql hand SQL";
+
+/// The multi-table form's label.
+pub const JOIN_LABEL: &str = "mysql join SQL";
 
 /// Claims a pending step by (run, name): the step and its current
 /// attempt's history row. Binds: now, now, run, name.
@@ -86,18 +87,15 @@ SET s.status = 'succeeded', s.result = ?, s.updated_at = ?,
     h.status = 'succeeded', h.result = ?, h.succeeded_at = ?
 WHERE s.run_id = ? AND s.name = ? AND s.status = 'running'";
 
-/// The trigger column's label.
-pub const TRIGGER_LABEL: &str = "mysql trigger SQL";
-
-/// The trigger column's database: the bench's, with this suffix.
+/// The baseline's database: the bench's, with this suffix.
 pub const TRIGGER_DATABASE_SUFFIX: &str = "_trigger";
 
-/// The hand-written column's database: the bench's, with this suffix.
-pub const HAND_DATABASE_SUFFIX: &str = "_hand";
+/// The multi-table form's database: the bench's, with this suffix.
+pub const JOIN_DATABASE_SUFFIX: &str = "_join";
 
-/// What the hand-written column's database takes out of flowstate's
-/// schema: the claim trigger, which forbids the multi-table `UPDATE`.
-pub const HAND_SCHEMA: [&str; 1] = ["DROP TRIGGER flowstate_steps_claim_history"];
+/// What the multi-table form's database takes out of flowstate's schema:
+/// the claim trigger, which forbids the multi-table `UPDATE`.
+pub const JOIN_SCHEMA: [&str; 1] = ["DROP TRIGGER flowstate_steps_claim_history"];
 
 /// Claims a pending step by (run, name), stamping `claim_history_id`:
 /// flowstate's claim trigger writes the history row. Binds: history id,
@@ -138,7 +136,7 @@ pub const TRIGGER_SCHEMA: [&str; 2] = [
 const SESSION: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
 
 /// What the baseline sends per operation (the rest it does not do); with
-/// `trigger`, the trigger column's.
+/// `trigger` false, the multi-table form's.
 pub fn statements(trigger: bool) -> Vec<Counted> {
     let one = |operation, sql: &str| Counted {
         operation,
@@ -156,9 +154,9 @@ pub fn statements(trigger: bool) -> Vec<Counted> {
     ]
 }
 
-/// The hand-written column's database beside `url` (with `trigger`, the
-/// trigger column's): created afresh, migrated, and changed by
-/// [`HAND_SCHEMA`] (or [`TRIGGER_SCHEMA`]); answers its URL.
+/// The baseline's database beside `url` (with `trigger` false, the
+/// multi-table form's): created afresh, migrated, and changed by
+/// [`TRIGGER_SCHEMA`] (or [`JOIN_SCHEMA`]); answers its URL.
 pub async fn prepare_database(url: &str, trigger: bool) -> Result<String> {
     let server = crate::backend::ServerUrl::split(url)?;
     let name = server
@@ -167,7 +165,7 @@ pub async fn prepare_database(url: &str, trigger: bool) -> Result<String> {
     let (suffix, schema): (_, &[&str]) = if trigger {
         (TRIGGER_DATABASE_SUFFIX, &TRIGGER_SCHEMA)
     } else {
-        (HAND_DATABASE_SUFFIX, &HAND_SCHEMA)
+        (JOIN_DATABASE_SUFFIX, &JOIN_SCHEMA)
     };
     let beside = server.with_database(&format!("{name}{suffix}"));
     crate::backend::prepare(&beside, true).await?;
@@ -192,9 +190,9 @@ fn now_micros() -> i64 {
 }
 
 /// Claims and succeeds `steps` fresh steps on `url` with `workers`
-/// connections, in hand-written SQL: the multi-table form, or with
-/// `trigger` the trigger column's (`url` names the database
-/// [`prepare_database`] made for it).
+/// connections, in hand-written SQL: the trigger form, or with `trigger`
+/// false the multi-table one (`url` names the database [`prepare_database`]
+/// made for it).
 pub async fn measure(url: &str, workers: usize, steps: usize, trigger: bool) -> Result<Throughput> {
     let config = StoreConfig::default().pool_size(workers.min(8));
     let store = Arc::new(
