@@ -34,7 +34,7 @@ use diesel_async::{AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnectio
 use flowstate_core::{RunId, StepId};
 use flowstate_faults::cluster::{PgBouncer, PgBouncerSettings};
 use flowstate_store_diesel::{DieselStore, LeaseClockOffset, StoreConfig};
-use flowstate_testkit::{Harness, Hooks, LeaseHarness, ManualClock, RowCounts, SkewedClock};
+use flowstate_testkit::{Harness, Hooks, LeaseHarness, ManualClock, Pick, RowCounts, SkewedClock};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Server connections PgBouncer keeps per database (each case's).
@@ -315,6 +315,40 @@ impl Hooks for PooledHarness {
                 "DROP TRIGGER fst_fail_history_of ON flowstate_step_history".to_owned(),
                 "DROP FUNCTION fst_fail_history_of()".to_owned(),
             ],
+        };
+        for sql in &sql {
+            self.db.execute(sql).await;
+        }
+    }
+
+    async fn abort_after_pick(&self, pick: Option<Pick>) {
+        // As the direct harness does (store-diesel/tests/common/harness.rs):
+        // a trigger raising 40001 on the first update of the pick's table,
+        // counted by a sequence a rollback does not take back.
+        const ABORT: &str = "fst_abort_after_pick";
+        let sql = match pick {
+            Some(pick) => vec![
+                format!("CREATE SEQUENCE {ABORT}"),
+                format!(
+                    "CREATE FUNCTION {ABORT}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+                     IF nextval('{ABORT}') = 1 THEN RAISE EXCEPTION \
+                     'the transaction was aborted after its pick (test fault)' \
+                     USING ERRCODE = '40001'; END IF; RETURN NEW; END $$"
+                ),
+                format!(
+                    "CREATE TRIGGER {ABORT} BEFORE UPDATE ON {} \
+                     FOR EACH ROW EXECUTE FUNCTION {ABORT}()",
+                    pick.table()
+                ),
+            ],
+            None => Pick::ALL
+                .iter()
+                .map(|p| format!("DROP TRIGGER IF EXISTS {ABORT} ON {}", p.table()))
+                .chain([
+                    format!("DROP FUNCTION IF EXISTS {ABORT}()"),
+                    format!("DROP SEQUENCE IF EXISTS {ABORT}"),
+                ])
+                .collect(),
         };
         for sql in &sql {
             self.db.execute(sql).await;

@@ -46,7 +46,7 @@ use crate::clock::ManualClock;
 /// use std::sync::Arc;
 ///
 /// use flowstate_core::{RunId, StepId};
-/// use flowstate_testkit::{Harness, Hooks, ManualClock, MemoryStore, RowCounts};
+/// use flowstate_testkit::{Harness, Hooks, ManualClock, MemoryStore, Pick, RowCounts};
 ///
 /// struct MyHarness {
 ///     store: Arc<MemoryStore>,
@@ -94,6 +94,12 @@ use crate::clock::ManualClock;
 ///     async fn fail_history_writes_of(&self, step: Option<StepId>) {
 ///         // A real backend: the same trigger, raising only for `step`'s rows.
 ///         self.store.fail_history_writes_of(step);
+///     }
+///
+///     async fn abort_after_pick(&self, pick: Option<Pick>) {
+///         // A real backend: create (or drop) a trigger on `pick.table()`
+///         // that raises the dialect's conflict error.
+///         self.store.abort_after_pick(pick);
 ///     }
 ///
 ///     async fn count_rows(&self, run: RunId, steps: &[StepId]) -> RowCounts {
@@ -173,11 +179,75 @@ pub trait Hooks: Harness {
     /// way, so the cases read the same. Panics if it cannot.
     fn fail_history_writes_of(&self, step: Option<StepId>) -> impl Future<Output = ()> + Send;
 
+    /// With `Some(pick)`, makes the next call that picks rows of that kind
+    /// and then writes them die between the two, as a database aborts a
+    /// transaction that lost a conflict (a deadlock victim; on Galera a
+    /// certification failure, or a brute-force abort by another node's
+    /// commit between two of its statements): the call's transaction is
+    /// rolled back with a conflict error, and whatever it picked must be
+    /// left as it was, claimable. With `None`, ends the fault. For SQL, a
+    /// trigger on the table the call updates ([`Pick`] names it) that
+    /// raises the dialect's conflict error on the first row the call
+    /// updates, so the call has already read (and, where it does, locked)
+    /// its pick.
+    ///
+    /// The store then either answers a retryable error (one that runs no
+    /// transaction again itself, or whose retries met the fault every
+    /// time), or, having run its rolled-back transaction again, answers
+    /// what it picked, once. Which of the store's retries meet the fault
+    /// again is the harness's to say: at least the first call's first
+    /// attempt does, and a case ends the fault before it calls again. The
+    /// memory store strikes once; the SQL harnesses strike the first update
+    /// after the fault is set on PostgreSQL (a sequence counts outside the
+    /// transaction), the first of each connection on MySQL (a session
+    /// variable does), and every update on SQLite (whose triggers keep
+    /// nothing past the transaction they abort, and whose store runs no
+    /// transaction again itself). Panics if it cannot.
+    fn abort_after_pick(&self, pick: Option<Pick>) -> impl Future<Output = ()> + Send;
+
     /// Counts, bypassing the ports, the rows `run` owns: steps with its id,
     /// history rows of `steps`, and state keys with its id. After
     /// [`delete_run`](flowstate_core::ports::RunStore::delete_run) every count must
     /// be zero.
     fn count_rows(&self, run: RunId, steps: &[StepId]) -> impl Future<Output = RowCounts> + Send;
+}
+
+/// A call that picks rows and then writes them, which
+/// [`Hooks::abort_after_pick`] makes die between the two. Each names the
+/// table whose update a SQL harness's trigger strikes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pick {
+    /// The batch claim (`claim_batch`): the steps it picked, before they
+    /// run (`UPDATE flowstate_steps`).
+    Steps,
+    /// The run claims (`claim_run`, `claim_runs`): the runs they picked,
+    /// before they are leased (`UPDATE flowstate_runs`).
+    Runs,
+    /// The event lock (`dispatch_event`, `dispatch_next`): the event it
+    /// locked, after its runs were written and before it is marked
+    /// dispatched (`UPDATE flowstate_events`).
+    Events,
+    /// The schedule claim (`claim_schedule`, as a virtual-user tick makes
+    /// it): the schedule it compared, before its next run is set
+    /// (`UPDATE flowstate_virtual_user_schedules`).
+    Schedules,
+}
+
+impl Pick {
+    /// Every pick, in declaration order.
+    pub const ALL: [Self; 4] = [Self::Steps, Self::Runs, Self::Events, Self::Schedules];
+
+    /// The table of flowstate's SQL schema (store-diesel's) whose update
+    /// the pick's call makes once it has picked: where a SQL harness puts
+    /// its trigger.
+    pub fn table(self) -> &'static str {
+        match self {
+            Self::Steps => "flowstate_steps",
+            Self::Runs => "flowstate_runs",
+            Self::Events => "flowstate_events",
+            Self::Schedules => "flowstate_virtual_user_schedules",
+        }
+    }
 }
 
 /// How many rows a run owns, counted behind the ports (see

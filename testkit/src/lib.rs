@@ -42,7 +42,8 @@
 //! and the compiler checks, so nothing is skipped at run time:
 //!
 //! - [`Hooks`]: reaching behind the store (delete a history row, make
-//!   history writes fail, count a deleted run's rows). List `hooks` in the
+//!   history writes fail, abort a claim's transaction between its pick and
+//!   its write, count a deleted run's rows). List `hooks` in the
 //!   families and the hook cases of every other family listed are stamped
 //!   too; [`StoreHarness`] has no hooks, so it leaves `hooks` out and gets
 //!   no test for them rather than a test that passes without checking.
@@ -77,7 +78,7 @@ mod suite;
 
 pub use cases::support::events::{EventBackend, EventQueueBackend};
 pub use clock::ManualClock;
-pub use harness::{Harness, Hooks, RowCounts};
+pub use harness::{Harness, Hooks, Pick, RowCounts};
 pub use lease_harness::{LeaseHarness, SkewedClock};
 pub use memory::{MemoryHarness, MemoryStore};
 pub use store_harness::StoreHarness;

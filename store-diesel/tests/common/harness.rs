@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use flowstate_core::{RunId, StepId};
 use flowstate_store_diesel::{Dialect, DieselStore, LeaseClockOffset, StoreConfig};
-use flowstate_testkit::{Harness, Hooks, LeaseHarness, ManualClock, RowCounts, SkewedClock};
+use flowstate_testkit::{Harness, Hooks, LeaseHarness, ManualClock, Pick, RowCounts, SkewedClock};
 
 use super::db::TestDb;
 
@@ -91,6 +91,12 @@ impl Hooks for DieselHarness {
 
     async fn fail_history_writes_of(&self, step: Option<StepId>) {
         for sql in history_fault_of(self.db.dialect, step) {
+            self.db.execute(&sql).await;
+        }
+    }
+
+    async fn abort_after_pick(&self, pick: Option<Pick>) {
+        for sql in abort_after_pick(self.db.dialect, pick) {
             self.db.execute(&sql).await;
         }
     }
@@ -202,6 +208,75 @@ fn history_fault_of(dialect: Dialect, step: Option<StepId>) -> Vec<String> {
             "DROP TRIGGER fst_fail_history_of_insert".to_owned(),
             "DROP TRIGGER fst_fail_history_of_update".to_owned(),
         ],
+    }
+}
+
+/// The name of the trigger (and, on PostgreSQL, of its function and of
+/// the sequence that counts its strikes) of [`abort_after_pick`].
+const ABORT: &str = "fst_abort_after_pick";
+
+/// The SQL that makes the first update of a row of `pick`'s table abort
+/// its statement with the dialect's conflict error, after the call has
+/// picked (a trigger per dialect), or with `None` drops it again: a
+/// transaction that dies between its pick and its write, as a Galera
+/// node's does when another node's commit aborts it.
+///
+/// - PostgreSQL: 40001 (`serialization_failure`), raised only while a
+///   sequence, which a rollback does not take back, first counts: once.
+/// - MySQL: 1213 (`ER_LOCK_DEADLOCK`, SQLSTATE 40001, Galera's own error
+///   for an abort), raised once per connection: a session variable, which
+///   a rollback does not take back either, remembers this fault's
+///   generation (a fresh uuid per call), and a store runs an aborted
+///   transaction again on the same connection.
+/// - SQLite: its busy error's text ("database is locked"), the only way
+///   another writer ends a transaction there, on every update until
+///   dropped: a trigger's writes roll back with the transaction it
+///   aborts, and the store runs no transaction again itself.
+fn abort_after_pick(dialect: Dialect, pick: Option<Pick>) -> Vec<String> {
+    const MESSAGE: &str = "the transaction was aborted after its pick (test fault)";
+    let Some(pick) = pick else {
+        return match dialect {
+            Dialect::Postgres => Pick::ALL
+                .iter()
+                .map(|p| format!("DROP TRIGGER IF EXISTS {ABORT} ON {}", p.table()))
+                .chain([
+                    format!("DROP FUNCTION IF EXISTS {ABORT}()"),
+                    format!("DROP SEQUENCE IF EXISTS {ABORT}"),
+                ])
+                .collect(),
+            Dialect::Mysql | Dialect::Sqlite => vec![format!("DROP TRIGGER IF EXISTS {ABORT}")],
+        };
+    };
+    let table = pick.table();
+    match dialect {
+        Dialect::Postgres => vec![
+            format!("CREATE SEQUENCE {ABORT}"),
+            format!(
+                "CREATE FUNCTION {ABORT}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+                 IF nextval('{ABORT}') = 1 THEN \
+                 RAISE EXCEPTION '{MESSAGE}' USING ERRCODE = '40001'; END IF; \
+                 RETURN NEW; END $$"
+            ),
+            format!(
+                "CREATE TRIGGER {ABORT} BEFORE UPDATE ON {table} \
+                 FOR EACH ROW EXECUTE FUNCTION {ABORT}()"
+            ),
+        ],
+        Dialect::Mysql => {
+            let generation = uuid::Uuid::now_v7().simple();
+            vec![format!(
+                "CREATE TRIGGER {ABORT} BEFORE UPDATE ON {table} FOR EACH ROW BEGIN \
+                 IF @{ABORT} IS NULL OR @{ABORT} <> '{generation}' THEN \
+                 SET @{ABORT} = '{generation}'; \
+                 SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, \
+                 MESSAGE_TEXT = 'Deadlock found when trying to get lock; {MESSAGE}'; \
+                 END IF; END"
+            )]
+        }
+        Dialect::Sqlite => vec![format!(
+            "CREATE TRIGGER {ABORT} BEFORE UPDATE ON {table} \
+             BEGIN SELECT RAISE(ABORT, 'database is locked ({MESSAGE})'); END"
+        )],
     }
 }
 

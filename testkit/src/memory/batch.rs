@@ -13,6 +13,7 @@ use flowstate_core::{
 
 use super::MemoryStore;
 use super::steps::start_attempt;
+use crate::harness::Pick;
 
 impl BatchStepStore for MemoryStore {
     async fn claim_batch(&self, claim: &BatchClaim) -> Result<Vec<Step>> {
@@ -31,6 +32,7 @@ impl BatchStepStore for MemoryStore {
         if taken.is_empty() {
             return Ok(taken);
         }
+        tables.strike_after_pick(Pick::Steps, "claim_batch")?;
         tables.check_history_writes()?;
         for step in &mut taken {
             let input = ClaimInput {

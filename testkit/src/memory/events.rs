@@ -17,6 +17,7 @@ use flowstate_core::{
 };
 
 use super::{MemoryStore, Tables};
+use crate::harness::Pick;
 
 /// The event tables, a field of [`Tables`].
 #[derive(Debug, Default)]
@@ -175,6 +176,7 @@ impl EventStore for MemoryStore {
         if !tables.events.event(id)?.is_pending(now) {
             return Ok(None);
         }
+        tables.strike_after_pick(Pick::Events, "dispatch_event")?;
         Ok(Some(tables.dispatch(id, now)))
     }
 
@@ -284,9 +286,18 @@ impl EventQueueStore for MemoryStore {
     async fn dispatch_next(&self) -> Result<NextDispatch> {
         let now = self.now();
         let mut tables = self.lock();
-        let Some(id) = tables.events.pending(now).first().map(|e| e.id) else {
+        let Some((id, attempts)) = tables
+            .events
+            .pending(now)
+            .first()
+            .map(|e| (e.id, e.attempts))
+        else {
             return Ok(NextDispatch::Idle);
         };
+        if let Err(error) = tables.strike_after_pick(Pick::Events, "dispatch_next") {
+            let event = PendingEvent { id, attempts };
+            return Ok(NextDispatch::Failed { event, error });
+        }
         let runs = tables.dispatch(id, now);
         Ok(NextDispatch::Dispatched { event: id, runs })
     }

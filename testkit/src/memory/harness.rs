@@ -8,7 +8,7 @@ use flowstate_core::{RunId, StepId};
 
 use super::MemoryStore;
 use crate::clock::ManualClock;
-use crate::harness::{Harness, Hooks, RowCounts};
+use crate::harness::{Harness, Hooks, Pick, RowCounts};
 
 /// The harness of [`MemoryStore`]: a fresh store reading a fresh
 /// [`ManualClock`].
@@ -70,6 +70,10 @@ impl Hooks for MemoryHarness {
 
     async fn fail_history_writes_of(&self, step: Option<StepId>) {
         self.store.fail_history_writes_of(step);
+    }
+
+    async fn abort_after_pick(&self, pick: Option<Pick>) {
+        self.store.abort_after_pick(pick);
     }
 
     async fn count_rows(&self, run: RunId, steps: &[StepId]) -> RowCounts {

@@ -19,6 +19,7 @@ use flowstate_core::{
 use serde_json::Value;
 
 use super::{MemoryStore, Tables};
+use crate::harness::Pick;
 
 /// A run's lease bookkeeping, as the columns a database keeps.
 #[derive(Clone, Debug, Default)]
@@ -121,7 +122,7 @@ impl MemoryStore {
         self
     }
 
-    fn claim_many(&self, worker: &str, n: u32, lease_for: Duration) -> Vec<RunLease> {
+    fn claim_many(&self, worker: &str, n: u32, lease_for: Duration) -> Result<Vec<RunLease>> {
         let now = self.lease_clock.now();
         let stamp = self.now();
         let mut tables = self.lock();
@@ -132,6 +133,9 @@ impl MemoryStore {
             .map(|run| (run.created_at, run.id))
             .collect();
         runnable.sort();
+        if !runnable.is_empty() && n > 0 {
+            tables.strike_after_pick(Pick::Runs, "claim_run")?;
+        }
         let mut claimed = Vec::new();
         for (_, id) in runnable {
             if claimed.len() == n as usize {
@@ -139,7 +143,7 @@ impl MemoryStore {
             }
             claimed.extend(tables.take_lease(id, worker, lease_for, now, stamp));
         }
-        claimed
+        Ok(claimed)
     }
 
     /// Leases run `id` if it is runnable at lease-clock `now` ([`Tables::is_runnable`]),
@@ -209,12 +213,12 @@ impl MemoryStore {
 impl RunLeaseStore for MemoryStore {
     async fn claim_run(&self, worker: &str, lease_for: Duration) -> Result<Option<RunLease>> {
         checks::claim_run(&self.limits, worker, lease_for)?;
-        Ok(self.claim_many(worker, 1, lease_for).pop())
+        Ok(self.claim_many(worker, 1, lease_for)?.pop())
     }
 
     async fn claim_runs(&self, worker: &str, n: u32, lease_for: Duration) -> Result<Vec<RunLease>> {
         checks::claim_runs(&self.limits, worker, n, lease_for)?;
-        Ok(self.claim_many(worker, n, lease_for))
+        self.claim_many(worker, n, lease_for)
     }
 
     async fn renew(&self, run: RunId, token: u64, lease_for: Duration) -> Result<()> {

@@ -32,7 +32,7 @@ use flowstate_core::{
 };
 use serde_json::{Map, Value};
 
-use crate::harness::RowCounts;
+use crate::harness::{Pick, RowCounts};
 
 pub use harness::MemoryHarness;
 
@@ -73,6 +73,9 @@ struct Tables {
     history_writes_fail: bool,
     /// The test fault of [`MemoryStore::fail_history_writes_of`].
     history_writes_fail_of: Option<StepId>,
+    /// The test fault of [`MemoryStore::abort_after_pick`], until it
+    /// strikes.
+    abort_after_pick: Option<Pick>,
     virtual_users: virtual_users::VirtualUserTables,
     events: events::EventTables,
     leases: HashMap<RunId, leases::LeaseRow>,
@@ -143,6 +146,16 @@ impl MemoryStore {
     /// fails changes nothing the ports can read.
     pub fn fail_history_writes_of(&self, step: Option<StepId>) {
         self.lock().history_writes_fail_of = step;
+    }
+
+    /// With `Some(pick)`, the next call of that kind that picked something
+    /// fails with a retryable backend error once it has picked and before
+    /// it changes anything, as a transaction aborted between its pick and
+    /// its write would; the fault then ends (it strikes once). `None` ends
+    /// it unstruck. A test hook
+    /// ([`Hooks::abort_after_pick`](crate::Hooks::abort_after_pick)).
+    pub fn abort_after_pick(&self, pick: Option<Pick>) {
+        self.lock().abort_after_pick = pick;
     }
 
     /// The rows `run` owns, counted behind the ports: a test hook
@@ -228,6 +241,21 @@ impl Tables {
             ));
         }
         Ok(())
+    }
+
+    /// Fails `operation` if the test fault of
+    /// [`MemoryStore::abort_after_pick`] is set for `pick`, ending it:
+    /// called once a call has picked, before it changes anything.
+    fn strike_after_pick(&mut self, pick: Pick, operation: &'static str) -> Result<()> {
+        if self.abort_after_pick != Some(pick) {
+            return Ok(());
+        }
+        self.abort_after_pick = None;
+        Err(Error::backend(
+            operation,
+            true,
+            "the transaction was aborted after its pick (test fault)",
+        ))
     }
 
     /// Writes `step` back and moves the history row of its current attempt

@@ -16,6 +16,7 @@ use flowstate_core::{
 use serde_json::Value;
 
 use super::MemoryStore;
+use crate::harness::Pick;
 
 /// The virtual-user tables, as fields of the store's one [`super::Tables`].
 #[derive(Debug, Default)]
@@ -176,6 +177,12 @@ impl ScheduleStore for MemoryStore {
         if !schedule.enabled || schedule.next_run_at != expected {
             return Ok(false);
         }
+        tables.strike_after_pick(Pick::Schedules, "claim_schedule")?;
+        let schedule = tables
+            .virtual_users
+            .schedules
+            .get_mut(persona)
+            .expect("the schedule just found");
         schedule.next_run_at = next;
         schedule.last_run = run;
         if run.is_some() {

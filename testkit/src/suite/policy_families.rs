@@ -95,6 +95,9 @@ macro_rules! __policy_family {
                 }
             }
             hooked {
+                virtual_user_ticks {
+                    a_tick_whose_schedule_claim_is_aborted_dispatches_once,
+                }
             }
         }
     };

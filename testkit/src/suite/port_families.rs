@@ -39,6 +39,9 @@ macro_rules! __port_family {
                     claim_batch_is_atomic_across_its_steps,
                     complete_batch_is_atomic_across_its_items,
                 }
+                aborts {
+                    claim_batch_aborted_after_its_pick_takes_each_step_once,
+                }
             }
         }
     };
@@ -80,6 +83,9 @@ macro_rules! __port_family {
                 }
             }
             hooked {
+                aborts {
+                    a_run_claim_aborted_after_its_pick_leases_each_run_once,
+                }
             }
         }
     };
@@ -180,6 +186,9 @@ macro_rules! __port_family {
                 }
             }
             hooked {
+                aborts {
+                    a_dispatch_aborted_after_its_lock_dispatches_once,
+                }
             }
         }
     };

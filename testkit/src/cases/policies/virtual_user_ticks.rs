@@ -330,3 +330,70 @@ where
         ["c"]
     );
 }
+
+/// A tick whose schedule claim dies between its compare and its write ([`Hooks::abort_after_pick`](crate::Hooks::abort_after_pick)), as a Galera node's claim does when another node's commit aborts it, answers a retryable error having dispatched nothing and left the schedule due, or (the claim run again by the store) dispatches the persona; either way the next tick at the same time leaves the persona dispatched exactly once, with its run recorded, and a third finds nothing due.
+pub async fn a_tick_whose_schedule_claim_is_aborted_dispatches_once<H>(h: &H)
+where
+    H: crate::Hooks,
+    H::Store: ScheduleStore + VirtualUserRunStore,
+{
+    let now = h.clock().now();
+    schedule_at(h, "alice", now).await;
+    let before = h.store().get_schedule("alice").await.unwrap();
+    h.abort_after_pick(Some(crate::Pick::Schedules)).await;
+    let mut rng = StdRng::seed_from_u64(7);
+    let aborted = tick(
+        &**h.store(),
+        starter(h.store()),
+        now,
+        &mut rng,
+        TickOptions::default(),
+    )
+    .await;
+    h.abort_after_pick(None).await;
+    let mut dispatched = match aborted {
+        Ok(outcome) => outcome.dispatched,
+        Err(err) => {
+            assert!(
+                err.is_retryable(),
+                "a tick whose claim was aborted failed for good: {err:?}"
+            );
+            assert!(
+                runs_of(h, "alice").await.is_empty(),
+                "an aborted claim dispatched"
+            );
+            assert_eq!(
+                h.store().get_schedule("alice").await.unwrap(),
+                before,
+                "an aborted claim moved the schedule"
+            );
+            Vec::new()
+        }
+    };
+    dispatched.extend(tick_at(h, now).await.dispatched);
+    assert_eq!(
+        dispatched
+            .iter()
+            .map(|d| d.persona.as_str())
+            .collect::<Vec<_>>(),
+        ["alice"],
+        "dispatched once"
+    );
+    let runs = runs_of(h, "alice").await;
+    assert_eq!(
+        runs.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [dispatched[0].run]
+    );
+    let schedule = h.store().get_schedule("alice").await.unwrap().unwrap();
+    assert_eq!(
+        schedule.last_run,
+        Some(dispatched[0].run),
+        "the run is recorded"
+    );
+    assert!(schedule.next_run_at > now);
+    assert_eq!(
+        tick_at(h, now).await,
+        TickOutcome::default(),
+        "nothing is due twice"
+    );
+}

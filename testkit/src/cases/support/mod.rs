@@ -36,6 +36,27 @@ macro_rules! assert_err {
 }
 pub(crate) use assert_err;
 
+/// What a call answered whose transaction the harness aborted after its
+/// pick ([`Hooks::abort_after_pick`](crate::Hooks::abort_after_pick)):
+/// `None` for an error, which must be retryable (a conflict, never
+/// `Corrupt` and never a refusal), `Some` for what a store that ran its
+/// rolled-back transaction again answered.
+pub(crate) fn after_abort<T: std::fmt::Debug>(
+    what: &str,
+    outcome: flowstate_core::Result<T>,
+) -> Option<T> {
+    match outcome {
+        Ok(value) => Some(value),
+        Err(err) => {
+            assert!(
+                err.is_retryable(),
+                "{what}, aborted after its pick, answered an error that is not retryable: {err:?}"
+            );
+            None
+        }
+    }
+}
+
 /// A fresh run of workflow `wf`.
 pub(crate) async fn new_run<H: Harness>(h: &H) -> Run {
     h.store()
