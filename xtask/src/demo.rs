@@ -126,11 +126,11 @@ pub fn init_tracing(verbose: u8) {
         .try_init();
 }
 
-/// The longest the demo waits for its work to settle before it calls it
-/// stuck.
-fn deadline(events: usize) -> Duration {
-    Duration::from_secs(90) + Duration::from_millis(20 * events as u64)
-}
+/// How long the demo waits with nothing moving (no order emitted, no
+/// event dispatched, no run settled or started) before it calls the work
+/// stuck. A slow database only moves slowly; a lost run stops everything
+/// once the rest is done.
+const STALL: Duration = Duration::from_secs(60);
 
 /// Runs the demo; an error names every invariant that did not hold.
 pub async fn run(options: Options) -> Result<()> {
@@ -268,6 +268,7 @@ pub async fn run(options: Options) -> Result<()> {
     let mut users = Some(users);
     let mut runner = None;
     let mut display_due = Instant::now();
+    let mut moved = (Instant::now(), (0, 0, 0, 0));
     loop {
         tokio::select! {
             notice = &mut crash_rx, if crash_open => {
@@ -324,9 +325,18 @@ pub async fn run(options: Options) -> Result<()> {
         if quiet && poll.dead == Some(0) {
             break;
         }
-        if working.elapsed() > deadline(options.events) {
+        let state = (
+            admission.emitted.load(Ordering::SeqCst),
+            poll.pending,
+            poll.unsettled,
+            poll.orders_in_flight,
+        );
+        if state != moved.1 {
+            moved = (Instant::now(), state);
+        } else if moved.0.elapsed() > STALL {
             stuck = Some(format!(
-                "not done after {} s: {} events pending, {} dead-lettered, {} runs unsettled",
+                "nothing moved for {} s (after {} s): {} events pending, {} dead-lettered, {} runs unsettled",
+                STALL.as_secs(),
                 working.elapsed().as_secs(),
                 poll.pending,
                 poll.dead.map_or_else(|| "?".to_owned(), |d| d.to_string()),
@@ -365,7 +375,9 @@ pub async fn run(options: Options) -> Result<()> {
     };
     carrier.abort();
     customers.abort();
-    while emitters.join_next().await.is_some() {}
+    // Done emitting, or stuck: an emitter still waiting for room is
+    // stopped, not waited for.
+    emitters.shutdown().await;
     let stop_time = stopping.elapsed();
 
     let checking = Instant::now();
