@@ -107,7 +107,7 @@ struct Node {
 /// The nodes a store's URL lists, shared by its pool's connections.
 #[derive(Debug)]
 pub(crate) struct Nodes {
-    nodes: Vec<Node>,
+    list: Vec<Node>,
     /// `load_balance_hosts=disable`: the first that answers.
     in_order: bool,
     /// When it was made: stamps are nanoseconds since.
@@ -145,7 +145,7 @@ impl Nodes {
     pub(crate) fn new(urls: &[String], in_order: bool, acquire_timeout: Duration) -> Arc<Self> {
         let several = urls.len() > 1;
         Arc::new(Self {
-            nodes: urls
+            list: urls
                 .iter()
                 .enumerate()
                 .map(|(i, url)| Node {
@@ -173,7 +173,7 @@ impl Nodes {
     /// Every node, each with why it last failed (empty if it did not):
     /// for the error of a store that could not open.
     pub(crate) fn tried(&self) -> Vec<String> {
-        self.nodes
+        self.list
             .iter()
             .map(|node| {
                 let why = node.why.lock().map(|why| why.clone()).unwrap_or_default();
@@ -188,7 +188,7 @@ impl Nodes {
 
     /// How many nodes.
     pub(crate) fn len(&self) -> usize {
-        self.nodes.len()
+        self.list.len()
     }
 
     /// `at` as nanoseconds since `origin`, plus one.
@@ -199,12 +199,12 @@ impl Nodes {
 
     /// Whether node `i` answers (it has not failed since it last did).
     fn answers(&self, i: usize) -> bool {
-        self.nodes[i].failures.load(Ordering::Acquire) == 0
+        self.list[i].failures.load(Ordering::Acquire) == 0
     }
 
     /// Whether node `i` may be tried now: it answers, or its skip is over.
     fn may_try(&self, i: usize, now: u64) -> bool {
-        self.answers(i) || self.nodes[i].skip_until.load(Ordering::Acquire) <= now
+        self.answers(i) || self.list[i].skip_until.load(Ordering::Acquire) <= now
     }
 
     /// The order in which a new connection tries the nodes: those that may
@@ -213,9 +213,9 @@ impl Nodes {
     fn candidates(&self) -> Vec<usize> {
         let now = self.stamp(Instant::now());
         let (mut first, skipped): (Vec<usize>, Vec<usize>) =
-            (0..self.nodes.len()).partition(|&i| self.may_try(i, now));
+            (0..self.list.len()).partition(|&i| self.may_try(i, now));
         if !self.in_order {
-            first.sort_by_key(|&i| self.nodes[i].placed.load(Ordering::Acquire));
+            first.sort_by_key(|&i| self.list[i].placed.load(Ordering::Acquire));
         }
         first.extend(skipped);
         first
@@ -238,11 +238,11 @@ impl Nodes {
                 }
                 Err(refusal) => {
                     self.failed(i, &refusal.to_string());
-                    if let (Refusal::Connect(err), 1) = (&refusal, self.nodes.len()) {
+                    if let (Refusal::Connect(err), 1) = (&refusal, self.list.len()) {
                         // One node: the driver's error, as it always was.
                         return Err(clone_connection_error(err));
                     }
-                    tried.push(format!("{} ({refusal})", self.nodes[i].address));
+                    tried.push(format!("{} ({refusal})", self.list[i].address));
                 }
             }
         }
@@ -254,7 +254,7 @@ impl Nodes {
 
     /// A connection to node `i` that passed its check, within the bound.
     async fn open(&self, i: usize) -> Result<AsyncMysqlConnection, Refusal> {
-        let node = &self.nodes[i];
+        let node = &self.list[i];
         let within = self.connect_within;
         let open = async {
             let mut conn = AsyncMysqlConnection::establish(&node.url)
@@ -272,7 +272,7 @@ impl Nodes {
     /// not to be a Galera node, `wsrep_on`, and on a Galera node
     /// `wsrep_ready = ON` and `wsrep_local_state_comment = Synced`.
     async fn check(&self, i: usize, conn: &mut AsyncMysqlConnection) -> Result<(), Refusal> {
-        let node = &self.nodes[i];
+        let node = &self.list[i];
         if node.kind.load(Ordering::Acquire) == PLAIN {
             return Ok(());
         }
@@ -319,7 +319,7 @@ impl Nodes {
 
     /// Notes that node `i` answered: it is no longer skipped.
     fn answered(&self, i: usize) {
-        let node = &self.nodes[i];
+        let node = &self.list[i];
         if node.failures.swap(0, Ordering::AcqRel) > 0 {
             tracing::info!(node = %node.address, "MySQL node answers again: connections move back");
         }
@@ -328,7 +328,7 @@ impl Nodes {
     /// Notes that node `i` failed (`why`): it is skipped for a while,
     /// longer with each failure in a row.
     fn failed(&self, i: usize, why: &str) {
-        let node = &self.nodes[i];
+        let node = &self.list[i];
         let failures = node.failures.fetch_add(1, Ordering::AcqRel) + 1;
         let skip = FIRST_SKIP
             .saturating_mul(1 << (failures - 1).min(8))
@@ -339,7 +339,7 @@ impl Nodes {
         if let Ok(mut last) = node.why.lock() {
             why.clone_into(&mut last);
         }
-        if failures == 1 && self.nodes.len() > 1 {
+        if failures == 1 && self.list.len() > 1 {
             tracing::warn!(node = %node.address, %why, "MySQL node skipped: new connections go to the others");
         }
     }
@@ -348,14 +348,14 @@ impl Nodes {
     /// asking yet (each on a task of its own, if a runtime runs).
     fn tend(self: &Arc<Self>) {
         let now = self.stamp(Instant::now());
-        for i in 0..self.nodes.len() {
+        for i in 0..self.list.len() {
             if self.answers(i) || !self.may_try(i, now) {
                 continue;
             }
             let Ok(runtime) = tokio::runtime::Handle::try_current() else {
                 return;
             };
-            if self.nodes[i]
+            if self.list[i]
                 .probing
                 .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
                 .is_err()
@@ -371,7 +371,7 @@ impl Nodes {
                     }
                     Err(refusal) => nodes.failed(i, &refusal.to_string()),
                 }
-                nodes.nodes[i].probing.store(false, Ordering::Release);
+                nodes.list[i].probing.store(false, Ordering::Release);
             });
         }
     }
@@ -380,28 +380,28 @@ impl Nodes {
     /// node (see the module doc). Sends nothing (probes go on tasks of
     /// their own).
     fn should_leave(self: &Arc<Self>, i: usize) -> bool {
-        if self.nodes.len() < 2 {
+        if self.list.len() < 2 {
             return false;
         }
         self.tend();
-        let others = (0..self.nodes.len()).filter(|&j| j != i && self.answers(j));
+        let others = (0..self.list.len()).filter(|&j| j != i && self.answers(j));
         if !self.answers(i) {
             return others.count() > 0;
         }
         if self.in_order {
             return (0..i).any(|j| self.answers(j));
         }
-        let here = self.nodes[i].placed.load(Ordering::Acquire);
+        let here = self.list[i].placed.load(Ordering::Acquire);
         others
             .into_iter()
-            .any(|j| self.nodes[j].placed.load(Ordering::Acquire) + 1 < here)
+            .any(|j| self.list[j].placed.load(Ordering::Acquire) + 1 < here)
     }
 
     /// How many of the pool's connections are on each node, in the order
     /// listed (with those being opened).
     #[cfg(test)]
     fn spread_now(&self) -> Vec<usize> {
-        self.nodes
+        self.list
             .iter()
             .map(|node| node.placed.load(Ordering::Acquire))
             .collect()
@@ -418,7 +418,7 @@ pub(crate) struct Placed {
 impl Placed {
     /// A connection placed on node `i` (counted from now).
     fn on(nodes: &Arc<Nodes>, i: usize) -> Self {
-        nodes.nodes[i].placed.fetch_add(1, Ordering::AcqRel);
+        nodes.list[i].placed.fetch_add(1, Ordering::AcqRel);
         Self {
             nodes: Arc::clone(nodes),
             node: i,
@@ -428,7 +428,7 @@ impl Placed {
 
 impl Drop for Placed {
     fn drop(&mut self) {
-        self.nodes.nodes[self.node]
+        self.nodes.list[self.node]
             .placed
             .fetch_sub(1, Ordering::AcqRel);
     }
@@ -444,7 +444,7 @@ impl Placement for Placed {
     }
 
     fn slot(&self) -> Option<usize> {
-        let slot = self.nodes.nodes[self.node].slot.load(Ordering::Acquire);
+        let slot = self.nodes.list[self.node].slot.load(Ordering::Acquire);
         (slot != NO_SLOT).then_some(slot)
     }
 }
@@ -509,17 +509,17 @@ mod tests {
         let nodes = nodes(2, false);
         nodes.failed(0, "refused");
         assert_eq!(nodes.candidates(), [1, 0]);
-        let first = nodes.nodes[0].skip_until.load(Ordering::Acquire);
+        let first = nodes.list[0].skip_until.load(Ordering::Acquire);
         nodes.failed(0, "refused again");
-        let second = nodes.nodes[0].skip_until.load(Ordering::Acquire);
+        let second = nodes.list[0].skip_until.load(Ordering::Acquire);
         assert!(second > first, "a longer skip");
         assert!(second <= nodes.stamp(Instant::now() + LONGEST_SKIP));
         // Its time up, it is a candidate again (and the emptiest).
-        nodes.nodes[0].skip_until.store(1, Ordering::Release);
+        nodes.list[0].skip_until.store(1, Ordering::Release);
         assert_eq!(nodes.candidates(), [0, 1]);
         assert_eq!(nodes.tried(), ["h0:1 (refused again)", "h1:1"]);
         nodes.answered(0);
-        assert_eq!(nodes.nodes[0].failures.load(Ordering::Acquire), 0);
+        assert_eq!(nodes.list[0].failures.load(Ordering::Acquire), 0);
     }
 
     #[test]

@@ -129,7 +129,6 @@ async fn no_node_answering_is_a_typed_error_naming_each() {
 /// (every connection through it cut) and come back on the same port.
 struct Proxy {
     port: u16,
-    accepted: Arc<AtomicUsize>,
     tasks: Arc<std::sync::Mutex<Vec<JoinHandle<()>>>>,
     accept: Option<JoinHandle<()>>,
 }
@@ -157,7 +156,6 @@ impl Proxy {
         });
         Self {
             port,
-            accepted,
             tasks,
             accept: Some(accept),
         }
