@@ -257,7 +257,10 @@ impl OwnNode {
 
 impl Drop for OwnNode {
     fn drop(&mut self) {
-        nodes().taken.lock().unwrap_or_else(|e| e.into_inner())[self.node] = false;
+        nodes()
+            .taken
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)[self.node] = false;
     }
 }
 
@@ -302,25 +305,22 @@ impl CaseDb {
         let cluster = cluster();
         let own = OwnNode::take().await;
         let spare = SPARE.lock().unwrap().pop();
-        let name = match spare {
-            Some(name) => {
-                REUSED.fetch_add(1, Ordering::Relaxed);
-                name
-            }
-            None => {
-                let name = format!("fst_{}", uuid::Uuid::now_v7().simple());
-                let mut admin = connect(&cluster.url(own.node, "")).await;
-                admin
-                    .batch_execute(&format!("CREATE DATABASE {name}"))
-                    .await
-                    .unwrap_or_else(|err| panic!("CREATE DATABASE {name}: {err}"));
-                let url = cluster.url(own.node, &name);
-                flowstate_store_diesel::migrate::up(&url)
-                    .await
-                    .unwrap_or_else(|err| panic!("cannot migrate {url}: {err}"));
-                MADE.fetch_add(1, Ordering::Relaxed);
-                name
-            }
+        let name = if let Some(name) = spare {
+            REUSED.fetch_add(1, Ordering::Relaxed);
+            name
+        } else {
+            let name = format!("fst_{}", uuid::Uuid::now_v7().simple());
+            let mut admin = connect(&cluster.url(own.node, "")).await;
+            admin
+                .batch_execute(&format!("CREATE DATABASE {name}"))
+                .await
+                .unwrap_or_else(|err| panic!("CREATE DATABASE {name}: {err}"));
+            let url = cluster.url(own.node, &name);
+            flowstate_store_diesel::migrate::up(&url)
+                .await
+                .unwrap_or_else(|err| panic!("cannot migrate {url}: {err}"));
+            MADE.fetch_add(1, Ordering::Relaxed);
+            name
         };
         // Shown with a failing case's output (the test harness keeps it).
         println!(
