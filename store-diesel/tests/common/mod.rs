@@ -16,7 +16,7 @@ pub mod large_batches;
 pub mod migrators;
 pub mod model;
 pub mod records;
-pub mod reopen;
 pub mod recovery;
+pub mod reopen;
 pub mod schema_check;
 pub mod stamp;

@@ -158,7 +158,7 @@ pub async fn every_record_reads_back_from_a_fresh_store(dialect: Dialect) {
         which: BudgetLimit::Turns,
     };
     writer
-        .complete_virtual_user_run_with_reason(vu.id, &json!({"found": []}), stop.clone())
+        .complete_virtual_user_run_with_reason(vu.id, &json!({"found": []}), stop)
         .await
         .unwrap();
     let vu = writer.get_virtual_user_run(vu.id).await.unwrap();
