@@ -11,7 +11,7 @@
 //! nodes) skips that many windows of rows: its pick asks for the rows of
 //! the windows before its own as well (the same statement, a larger
 //! `LIMIT` bound, no statement added) and takes its own window, in
-//! order, or the last rows there are when the queue is shorter. Slot 0,
+//! order, or the oldest `n` when the queue is too short to fill it. Slot 0,
 //! and one server that is not a Galera node (no slot), pick exactly as
 //! before. The rows asked for and not taken stay locked by the pick until
 //! its transaction ends (a few milliseconds); the node's other claimers
@@ -48,9 +48,15 @@ impl Spread {
     }
 
     /// The rows it takes out of those the pick answered (in the pick's
-    /// order): its window, or the last `n` when fewer came.
+    /// order): its window when the queue filled it, else the oldest `n`
+    /// (a queue too short to fill the windows has little to contend for,
+    /// and a lone claimer must still take the oldest rows first).
     pub(super) fn take<T>(self, mut rows: Vec<T>) -> Vec<T> {
-        let start = self.skip.min(rows.len().saturating_sub(self.n));
+        let start = if rows.len() >= self.skip.saturating_add(self.n) {
+            self.skip
+        } else {
+            0
+        };
         rows.truncate(start.saturating_add(self.n));
         rows.drain(..start);
         rows
@@ -62,7 +68,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_slot_takes_its_own_window_in_order_or_the_last_rows() {
+    fn a_slot_takes_its_own_window_in_order_or_the_oldest_rows() {
         let rows: Vec<u32> = (0..20).collect();
         let oldest = Spread::of(None, 3, RUN_WINDOW);
         assert_eq!(oldest.limit(), 3);
@@ -78,8 +84,13 @@ mod tests {
         assert_eq!(second.take(rows[..11].to_vec()), [8, 9, 10]);
         assert_eq!(
             second.take(rows[..5].to_vec()),
-            [2, 3, 4],
-            "a short queue: the last"
+            [0, 1, 2],
+            "a short queue: the oldest"
+        );
+        assert_eq!(
+            second.take(rows[..10].to_vec()),
+            [0, 1, 2],
+            "a window not filled: the oldest"
         );
         assert_eq!(second.take(rows[..2].to_vec()), [0, 1]);
         assert!(second.take(Vec::<u32>::new()).is_empty());
