@@ -58,8 +58,26 @@ impl Drop for ScratchDir {
     }
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago (the OS picked it).
+/// Where [`free_port`] looks first: below Linux's ephemeral range
+/// (32768-60999 by default), which the OS also hands to every outgoing
+/// connection as its source port. A port picked there by binding port 0
+/// can be taken by a test's client connection before the server binds it
+/// (a Patroni agent failed so with "Address already in use").
+const QUIET_PORTS: std::ops::Range<u16> = 20_000..32_000;
+
+/// A TCP port on 127.0.0.1 that was free a moment ago: one below the
+/// ephemeral range, from a random start (so concurrent callers spread),
+/// or, if none of those binds, one the OS picks.
 pub fn free_port() -> Result<u16> {
+    use std::hash::{BuildHasher as _, RandomState};
+    let span = u64::from(QUIET_PORTS.end - QUIET_PORTS.start);
+    let start = RandomState::new().hash_one(std::process::id()) % span;
+    for step in 0..256 {
+        let port = QUIET_PORTS.start + u16::try_from((start + step * 97) % span).unwrap_or(0);
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
     let listener = TcpListener::bind("127.0.0.1:0").context("bind a free port")?;
     Ok(listener.local_addr()?.port())
 }

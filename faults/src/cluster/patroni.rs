@@ -136,15 +136,30 @@ impl Patroni {
     /// Starts etcd, the primary, then the standby, and waits until the
     /// standby streams synchronously and Patroni names it its synchronous
     /// standby, within [`CLUSTER_START_TIMEOUT`].
+    /// A port taken between its pick and its bind ("Address already in
+    /// use" in a member's or etcd's log) starts the pair over on other
+    /// ports, twice at most.
     pub async fn start() -> Result<Self> {
-        let started = Instant::now();
-        let mut pair = tokio::time::timeout(CLUSTER_START_TIMEOUT, Self::try_start())
-            .await
-            .with_context(|| {
-                format!("the Patroni pair did not start within {CLUSTER_START_TIMEOUT:?}")
-            })??;
-        pair.started_in = started.elapsed();
-        Ok(pair)
+        let mut attempt = 1;
+        loop {
+            let started = Instant::now();
+            let result = tokio::time::timeout(CLUSTER_START_TIMEOUT, Self::try_start())
+                .await
+                .with_context(|| {
+                    format!("the Patroni pair did not start within {CLUSTER_START_TIMEOUT:?}")
+                })?;
+            match result {
+                Ok(mut pair) => {
+                    pair.started_in = started.elapsed();
+                    return Ok(pair);
+                }
+                Err(err) if attempt < 3 && format!("{err:#}").contains("in use") => {
+                    tracing::warn!(%err, "a Patroni port was taken, starting over on other ports");
+                }
+                Err(err) => return Err(err),
+            }
+            attempt += 1;
+        }
     }
 
     async fn try_start() -> Result<Self> {
