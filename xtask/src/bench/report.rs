@@ -294,7 +294,7 @@ impl Report {
 
     /// The side-by-side table, and with `verbose` the SQL of each operation.
     pub fn table(&self, verbose: bool) -> String {
-        const W: usize = 16;
+        const W: usize = 18;
         let mut out = String::new();
         let mut row = |label: &str, cells: Vec<String>| {
             if cells.is_empty() {
