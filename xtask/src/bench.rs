@@ -41,6 +41,15 @@
 //! in turn with the same work on a database without one ([`backlog`]).
 //! `--only SECTIONS` measures some sections only (see [`SECTIONS`]).
 //!
+//! `--galera` (with the `mysql` feature and `galera-4` installed) starts a
+//! throw-away 3-node MariaDB Galera cluster and measures per-step, batched,
+//! run leases and events on it with the workers spread over the nodes,
+//! each round in turn with the same work on the machine's MariaDB, and
+//! prints the ratio of each pair and the conflicts the store retried and
+//! let through ([`galera`]); `--galera-steps N` sizes its rounds. Neither
+//! `--smoke` nor a plain run starts the cluster; `--smoke --galera` takes
+//! its tiny round.
+//!
 //! With the `postgres` feature and PgBouncer installed, it also measures
 //! PostgreSQL's per-step and batched work through a throw-away PgBouncer
 //! in transaction mode (`?pool_mode=transaction`), each round taken in
@@ -53,6 +62,8 @@ mod backlog;
 mod baseline;
 mod batched;
 mod contention;
+#[cfg(feature = "mysql")]
+mod galera;
 #[cfg(feature = "mysql")]
 mod mysql_baseline;
 mod peer;
@@ -104,6 +115,12 @@ pub struct Options {
     /// Beside PostgreSQL's batched mode, run graphile-worker's fast preset
     /// on the same server, round for round ([`peer`]); needs Node.js.
     pub peers: bool,
+    /// Start a throw-away 3-node Galera cluster and measure it beside the
+    /// machine's MariaDB, round for round ([`galera`]).
+    pub galera: bool,
+    /// Steps per round on the cluster; `None` means `steps`, at most
+    /// 5,000.
+    pub galera_steps: Option<usize>,
     /// Per-step and batched beside a backlog of this many queued steps,
     /// runs and history rows ([`backlog`]).
     pub backlog: Option<usize>,
@@ -112,10 +129,11 @@ pub struct Options {
     pub only: Vec<String>,
 }
 
-/// The bench's sections, by the names `--only` takes: `per-step` (with the
+/// The bench's sections, by the names `--only` takes (`galera` only with
+/// `--galera`, or named): `per-step` (with the
 /// hand-written baselines and PgBouncer), `prune`, `contention`,
 /// `statements`, `workloads` (leases and events), `batched`, `backlog`.
-pub const SECTIONS: [&str; 7] = [
+pub const SECTIONS: [&str; 8] = [
     "per-step",
     "prune",
     "contention",
@@ -123,6 +141,7 @@ pub const SECTIONS: [&str; 7] = [
     "workloads",
     "batched",
     "backlog",
+    "galera",
 ];
 
 impl Default for Options {
@@ -138,6 +157,8 @@ impl Default for Options {
             compare: None,
             smoke: false,
             peers: false,
+            galera: false,
+            galera_steps: None,
             backlog: None,
             only: Vec::new(),
         }
@@ -162,6 +183,7 @@ impl Options {
         debug_assert!(SECTIONS.contains(&section), "{section}");
         (self.only.is_empty() || self.only.iter().any(|s| s == section))
             && (section != "backlog" || self.backlog.is_some())
+            && (section != "galera" || self.galera || !self.only.is_empty())
     }
 }
 
@@ -217,6 +239,18 @@ pub async fn run(options: Options) -> Result<()> {
     let mut prune_lines = Vec::new();
     let mut pairs: Vec<(String, String)> = Vec::new();
     let mut backlogs = Vec::new();
+    #[cfg(feature = "mysql")]
+    let single_mysql = targets
+        .iter()
+        .find(|(dialect, _, _)| *dialect == Dialect::Mysql)
+        .map_or_else(
+            || Dialect::Mysql.database_url(BENCH_DATABASE),
+            |(_, url, _)| url.clone(),
+        );
+    let per_dialect = SECTIONS
+        .iter()
+        .any(|section| *section != "galera" && options.runs(section));
+    let targets = if per_dialect { targets } else { Vec::new() };
     for (dialect, url, ours) in targets {
         let name = dialect.name();
         println!(
@@ -353,12 +387,37 @@ pub async fn run(options: Options) -> Result<()> {
             }
         }
     }
+    let mut workload_pairs = Vec::new();
+    let mut galera_json = None;
+    let mut galera_lines = Vec::new();
+    #[cfg(feature = "mysql")]
+    if options.runs("galera") {
+        match galera::section(&single_mysql, &options).await {
+            Ok(found) => {
+                columns.extend(found.columns);
+                pairs.extend(found.pairs);
+                workload_pairs.extend(found.workload_pairs);
+                galera_json = Some(found.json);
+                galera_lines = found.lines;
+            }
+            Err(err) => columns.push(Column::rounds(
+                galera::LABEL,
+                Err(err.context("the Galera section")),
+            )),
+        }
+    }
+    #[cfg(not(feature = "mysql"))]
+    if options.runs("galera") {
+        println!("  !! --galera needs the mysql feature: this xtask build leaves it out");
+    }
     let report = Report {
         steps: options.steps,
         rounds: options.rounds,
         columns,
         pairs,
         backlogs,
+        workload_pairs,
+        galera: galera_json,
     };
     println!("\n{}", report.table(options.verbose));
     for (ours, theirs) in &report.pairs {
@@ -367,9 +426,22 @@ pub async fn run(options: Options) -> Result<()> {
         } else {
             ""
         };
+        let goal = if ours.starts_with(GALERA) {
+            " (goal: at least 0.50x)"
+        } else {
+            goal
+        };
         for line in report.paired_ratios(ours, theirs) {
             println!("{line}{goal}");
         }
+    }
+    for (ours, theirs, title) in &report.workload_pairs {
+        for line in report.paired_workload_ratios(ours, theirs, title) {
+            println!("{line}");
+        }
+    }
+    for line in &galera_lines {
+        println!("{line}");
     }
     for line in &prune_lines {
         println!("{line}");
@@ -435,6 +507,19 @@ async fn prune_section(
     columns.push(Column::rounds(&prune_label, beside));
 }
 
+/// The run leases' workload title (its rows in the table).
+const LEASES_TITLE: &str = "run leases: claim_run + finish, runs/s";
+
+/// The events' workload title (its rows in the table).
+const EVENTS_TITLE: &str = "events: emit deferred + dispatch, events/s";
+
+/// The label the Galera section's columns start with, whose ratios have a
+/// goal.
+#[cfg(feature = "mysql")]
+const GALERA: &str = galera::LABEL;
+#[cfg(not(feature = "mysql"))]
+const GALERA: &str = "galera";
+
 /// Run leases and events on `url`, in the dialect's column.
 async fn workloads_section(
     name: &str,
@@ -444,7 +529,7 @@ async fn workloads_section(
 ) -> Vec<Workload> {
     vec![
         Workload {
-            title: "run leases: claim_run + finish, runs/s",
+            title: LEASES_TITLE,
             rounds: rounds(
                 &format!("{name} leases"),
                 concurrency,
@@ -454,7 +539,7 @@ async fn workloads_section(
             .await,
         },
         Workload {
-            title: "events: emit deferred + dispatch, events/s",
+            title: EVENTS_TITLE,
             rounds: rounds(
                 &format!("{name} events"),
                 concurrency,

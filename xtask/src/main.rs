@@ -145,13 +145,24 @@ struct BenchArgs {
     /// Run graphile-worker beside PostgreSQL's batched mode (needs Node.js).
     #[arg(long)]
     peers: bool,
+    /// Start a throw-away 3-node MariaDB Galera cluster (needs galera-4) and
+    /// measure per-step, batched, leases and events on it, each round in
+    /// turn with the same work on the machine's MariaDB (12 workers unless
+    /// --concurrency says otherwise).
+    #[arg(long)]
+    galera: bool,
+    /// Steps per round on the Galera cluster (default: --steps, at most
+    /// 5,000).
+    #[arg(long, value_name = "N", value_parser = positive)]
+    galera_steps: Option<usize>,
     /// Also measure per-step and batched beside a backlog of N queued steps,
     /// N runs and 2N history rows, seeded in a second database, each round
     /// in turn with the same work without it.
     #[arg(long, value_name = "N", value_parser = positive)]
     backlog: Option<usize>,
     /// Measure only these sections, comma-separated: per-step, prune,
-    /// contention, statements, workloads, batched, backlog.
+    /// contention, statements, workloads, batched, backlog, galera (the
+    /// Galera section, also with --galera).
     #[arg(long, value_name = "SECTION,...", value_delimiter = ',')]
     only: Vec<String>,
 }
@@ -168,6 +179,8 @@ impl BenchArgs {
             json: self.json,
             compare: self.compare,
             peers: self.peers,
+            galera: self.galera,
+            galera_steps: self.galera_steps,
             backlog: self.backlog,
             only: self.only,
             ..defaults
@@ -297,6 +310,16 @@ mod tests {
         let options = bench.into_options();
         assert_eq!(options.backlog, Some(200_000));
         assert_eq!(options.only, ["per-step", "backlog"]);
+        let Command::Bench(bench) = parse("bench --smoke --galera --galera-steps 300")
+            .unwrap()
+            .command
+        else {
+            panic!("bench");
+        };
+        let options = bench.into_options();
+        assert!(options.smoke && options.galera);
+        assert_eq!(options.galera_steps, Some(300));
+        assert!(parse("bench --galera-steps 0").is_err());
         assert!(parse("bench --concurrency 1,0").is_err());
         assert!(parse("bench --what").is_err());
 

@@ -150,6 +150,14 @@ pub struct Report {
     pub pairs: Vec<(String, String)>,
     /// What `--backlog` seeded on each dialect, as JSON.
     pub backlogs: Vec<Value>,
+    /// The pairs of columns whose rounds of one workload (by its title)
+    /// were taken in turn, `(ours, theirs, title)`: their ratios
+    /// ([`Report::paired_workload_rounds`]) are printed and written as
+    /// [`Report::pairs`]' are, with the workload named.
+    pub workload_pairs: Vec<(String, String, &'static str)>,
+    /// What `--galera` found beside its rounds (the cluster, its settings,
+    /// the conflicts retried and surfaced, the nodes' counters), as JSON.
+    pub galera: Option<Value>,
 }
 
 impl Report {
@@ -201,25 +209,37 @@ impl Report {
                 })
             })
             .collect();
-        let ratios: Vec<Value> = self
+        let ratio = |ours: &str, theirs: &str, workload: Option<&str>, ratios: Rounds| {
+            let mut entry = json!({
+                "ours": ours,
+                "theirs": theirs,
+                "workers": ratios.workers,
+                "rounds": ratios.per_second,
+                "median": ratios.median(),
+                "min": ratios.min(),
+                "max": ratios.max(),
+            });
+            if let Some(title) = workload {
+                entry["workload"] = json!(title);
+            }
+            entry
+        };
+        let mut ratios: Vec<Value> = self
             .pairs
             .iter()
             .flat_map(|(ours, theirs)| {
                 self.paired_rounds(ours, theirs)
                     .into_iter()
-                    .map(move |ratios| {
-                        json!({
-                            "ours": ours,
-                            "theirs": theirs,
-                            "workers": ratios.workers,
-                            "rounds": ratios.per_second,
-                            "median": ratios.median(),
-                            "min": ratios.min(),
-                            "max": ratios.max(),
-                        })
-                    })
+                    .map(|ratios| ratio(ours, theirs, None, ratios))
             })
             .collect();
+        for (ours, theirs, title) in &self.workload_pairs {
+            ratios.extend(
+                self.paired_workload_rounds(ours, theirs, title)
+                    .into_iter()
+                    .map(|ratios| ratio(ours, theirs, Some(title), ratios)),
+            );
+        }
         json!({
             "build": if cfg!(debug_assertions) { "debug" } else { "release" },
             "steps": self.steps,
@@ -227,6 +247,7 @@ impl Report {
             "columns": columns,
             "ratios": ratios,
             "backlogs": self.backlogs,
+            "galera": self.galera,
         })
     }
 
@@ -248,48 +269,43 @@ impl Report {
                 .find(|c| c.label == label)
                 .and_then(|c| c.throughput.as_ref().ok())
         };
-        let (Some(ours_rounds), Some(theirs_rounds)) = (rounds(ours), rounds(theirs)) else {
-            return Vec::new();
+        match (rounds(ours), rounds(theirs)) {
+            (Some(ours), Some(theirs)) => pair_rounds(ours, theirs),
+            _ => Vec::new(),
+        }
+    }
+
+    /// [`Report::paired_rounds`] of workload `title` in columns `ours` and
+    /// `theirs`.
+    pub fn paired_workload_rounds(&self, ours: &str, theirs: &str, title: &str) -> Vec<Rounds> {
+        let rounds = |label: &str| {
+            let column = self.columns.iter().find(|c| c.label == label)?;
+            workload_of(column, title)?.as_ref().ok()
         };
-        ours_rounds
-            .iter()
-            .filter_map(|mine| {
-                let other = theirs_rounds.iter().find(|r| r.workers == mine.workers)?;
-                let ratios = Rounds {
-                    workers: mine.workers,
-                    per_second: mine
-                        .per_second
-                        .iter()
-                        .zip(&other.per_second)
-                        .map(|(a, b)| a / b.max(f64::MIN_POSITIVE))
-                        .collect(),
-                };
-                (!ratios.per_second.is_empty()).then_some(ratios)
-            })
-            .collect()
+        match (rounds(ours), rounds(theirs)) {
+            (Some(ours), Some(theirs)) => pair_rounds(ours, theirs),
+            _ => Vec::new(),
+        }
     }
 
     /// [`Report::paired_rounds`] as one line per worker count, with the
     /// median, min and max of the ratios.
     pub fn paired_ratios(&self, ours: &str, theirs: &str) -> Vec<String> {
-        self.paired_rounds(ours, theirs)
-            .iter()
-            .map(|ratios| {
-                let each: Vec<String> = ratios
-                    .per_second
-                    .iter()
-                    .map(|r| format!("{r:.2}"))
-                    .collect();
-                format!(
-                    "{ours} / {theirs}, {} workers, round by round: {:.2}x ({:.2}-{:.2}; {})",
-                    ratios.workers,
-                    ratios.median(),
-                    ratios.min(),
-                    ratios.max(),
-                    each.join(" ")
-                )
-            })
-            .collect()
+        ratio_lines(
+            &format!("{ours} / {theirs}"),
+            &self.paired_rounds(ours, theirs),
+        )
+    }
+
+    /// [`Report::paired_workload_rounds`] as lines, as
+    /// [`Report::paired_ratios`]; the workload named by its title's part
+    /// before the colon (`run leases`, `events`).
+    pub fn paired_workload_ratios(&self, ours: &str, theirs: &str, title: &str) -> Vec<String> {
+        let short = title.split(':').next().unwrap_or(title);
+        ratio_lines(
+            &format!("{ours} / {theirs} ({short})"),
+            &self.paired_workload_rounds(ours, theirs, title),
+        )
     }
 
     /// The side-by-side table, and with `verbose` the SQL of each operation.
@@ -462,6 +478,49 @@ impl Report {
     }
 }
 
+/// For each worker count both measured, the ratio of each round of `ours`
+/// to the round of `theirs` taken beside it.
+fn pair_rounds(ours: &[Rounds], theirs: &[Rounds]) -> Vec<Rounds> {
+    ours.iter()
+        .filter_map(|mine| {
+            let other = theirs.iter().find(|r| r.workers == mine.workers)?;
+            let ratios = Rounds {
+                workers: mine.workers,
+                per_second: mine
+                    .per_second
+                    .iter()
+                    .zip(&other.per_second)
+                    .map(|(a, b)| a / b.max(f64::MIN_POSITIVE))
+                    .collect(),
+            };
+            (!ratios.per_second.is_empty()).then_some(ratios)
+        })
+        .collect()
+}
+
+/// Paired ratios as lines: `what`, the worker count, the median, min and
+/// max, and each round's.
+fn ratio_lines(what: &str, paired: &[Rounds]) -> Vec<String> {
+    paired
+        .iter()
+        .map(|ratios| {
+            let each: Vec<String> = ratios
+                .per_second
+                .iter()
+                .map(|r| format!("{r:.2}"))
+                .collect();
+            format!(
+                "{what}, {} workers, round by round: {:.2}x ({:.2}-{:.2}; {})",
+                ratios.workers,
+                ratios.median(),
+                ratios.min(),
+                ratios.max(),
+                each.join(" ")
+            )
+        })
+        .collect()
+}
+
 /// This run's medians against an earlier run's (`--compare FILE`): one
 /// line per (column, workers) both runs measured, and every statement count
 /// that changed.
@@ -564,6 +623,8 @@ mod tests {
             rounds: 1,
             pairs: Vec::new(),
             backlogs: Vec::new(),
+            workload_pairs: Vec::new(),
+            galera: None,
             columns: vec![Column {
                 label: "postgres".to_owned(),
                 throughput: Ok(vec![rounds(&[median])]),
@@ -605,6 +666,8 @@ mod tests {
             ],
             pairs: vec![("postgres".to_owned(), "pg hand SQL".to_owned())],
             backlogs: Vec::new(),
+            workload_pairs: Vec::new(),
+            galera: None,
         };
         assert_eq!(
             report.paired_ratios("postgres", "pg hand SQL"),
@@ -616,6 +679,45 @@ mod tests {
         let json = report.to_json();
         assert_eq!(json["ratios"][0]["theirs"], json!("pg hand SQL"));
         assert_eq!(json["ratios"][0]["rounds"], json!([0.9, 1.0, 0.5]));
+    }
+
+    #[test]
+    fn workload_pairs_divide_round_by_round_and_name_the_workload() {
+        const TITLE: &str = "run leases: claim_run + finish, runs/s";
+        let column = |label: &str, per_second: &[f64]| Column {
+            workloads: vec![Workload {
+                title: TITLE,
+                rounds: Ok(vec![rounds(per_second)]),
+            }],
+            ..Column::rounds(label, Ok(Vec::new()))
+        };
+        let report = Report {
+            steps: 10,
+            rounds: 2,
+            columns: vec![
+                column("galera", &[30.0, 50.0]),
+                column("mariadb", &[100.0, 100.0]),
+            ],
+            pairs: Vec::new(),
+            backlogs: Vec::new(),
+            workload_pairs: vec![("galera".to_owned(), "mariadb".to_owned(), TITLE)],
+            galera: Some(json!({"nodes": 3})),
+        };
+        assert_eq!(
+            report.paired_workload_ratios("galera", "mariadb", TITLE),
+            [
+                "galera / mariadb (run leases), 8 workers, round by round: 0.40x (0.30-0.50; 0.30 0.50)"
+            ]
+        );
+        assert!(
+            report
+                .paired_workload_rounds("galera", "mariadb", "events")
+                .is_empty()
+        );
+        let json = report.to_json();
+        assert_eq!(json["ratios"][0]["workload"], json!(TITLE));
+        assert_eq!(json["ratios"][0]["rounds"], json!([0.3, 0.5]));
+        assert_eq!(json["galera"]["nodes"], json!(3));
     }
 
     #[test]
