@@ -54,10 +54,11 @@ use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection as _, AsyncMysqlConnection, SimpleAsyncConnection as _};
 use flowstate_core::ports::RunStore as _;
-use flowstate_core::{NewRun, RunId, RunQuery, StepId};
+use flowstate_core::{NewRun, RunQuery};
 use flowstate_faults::cluster::Galera;
-use flowstate_store_diesel::{DieselStore, LeaseClockOffset, StoreConfig};
-use flowstate_testkit::{Harness, Hooks, LeaseHarness, ManualClock, Pick, RowCounts, SkewedClock};
+use flowstate_store_diesel::test_support::kit_hooks::HookDb;
+use flowstate_store_diesel::{Dialect, DieselStore, LeaseClockOffset, StoreConfig};
+use flowstate_testkit::{Harness, LeaseHarness, ManualClock, SkewedClock};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Client connections of a case's own store, as the direct harness opens:
@@ -353,6 +354,54 @@ impl CaseDb {
         connect(&self.url(2)).await
     }
 
+    /// Empties the database (no row, no hook's trigger: as migrated) and
+    /// passes it on to a later case.
+    async fn pass_on(self) {
+        let mut conn = connect(&self.url(0)).await;
+        let tables: Vec<Name> = diesel_async::RunQueryDsl::load(
+            diesel::sql_query(format!(
+                "SELECT TABLE_NAME AS name FROM information_schema.TABLES \
+                 WHERE TABLE_SCHEMA = '{}' AND TABLE_TYPE = 'BASE TABLE' \
+                 AND TABLE_NAME <> '__diesel_schema_migrations'",
+                self.name
+            )),
+            &mut conn,
+        )
+        .await
+        .expect("list the tables");
+        let triggers: Vec<Name> = diesel_async::RunQueryDsl::load(
+            diesel::sql_query(format!(
+                "SELECT TRIGGER_NAME AS name FROM information_schema.TRIGGERS \
+                 WHERE TRIGGER_SCHEMA = '{}' AND TRIGGER_NAME LIKE 'fst\\_%'",
+                self.name
+            )),
+            &mut conn,
+        )
+        .await
+        .expect("list the hooks' triggers");
+        let mut sql = String::new();
+        for trigger in &triggers {
+            let _ = write!(sql, "DROP TRIGGER IF EXISTS {}; ", trigger.name);
+        }
+        sql.push_str("SET SESSION foreign_key_checks = 0; START TRANSACTION; ");
+        for table in &tables {
+            let _ = write!(sql, "DELETE FROM {}; ", table.name);
+        }
+        sql.push_str("COMMIT");
+        conn.batch_execute(&sql)
+            .await
+            .unwrap_or_else(|err| panic!("empty {}: {err}", self.name));
+        SPARE.lock().unwrap().push(self.name);
+    }
+}
+
+/// The hooks reach behind the stores on node `own + 2`, and wait for
+/// every node to apply their triggers.
+impl HookDb for CaseDb {
+    fn dialect(&self) -> Dialect {
+        Dialect::Mysql
+    }
+
     /// Runs `sql` behind every store's back; answers the rows it affected.
     async fn execute(&self, sql: &str) -> usize {
         let mut conn = self.behind().await;
@@ -394,46 +443,6 @@ impl CaseDb {
                     .await
                     .unwrap_or_else(|err| panic!("{triggers}: {err}"));
         }
-    }
-
-    /// Empties the database (no row, no hook's trigger: as migrated) and
-    /// passes it on to a later case.
-    async fn pass_on(self) {
-        let mut conn = connect(&self.url(0)).await;
-        let tables: Vec<Name> = diesel_async::RunQueryDsl::load(
-            diesel::sql_query(format!(
-                "SELECT TABLE_NAME AS name FROM information_schema.TABLES \
-                 WHERE TABLE_SCHEMA = '{}' AND TABLE_TYPE = 'BASE TABLE' \
-                 AND TABLE_NAME <> '__diesel_schema_migrations'",
-                self.name
-            )),
-            &mut conn,
-        )
-        .await
-        .expect("list the tables");
-        let triggers: Vec<Name> = diesel_async::RunQueryDsl::load(
-            diesel::sql_query(format!(
-                "SELECT TRIGGER_NAME AS name FROM information_schema.TRIGGERS \
-                 WHERE TRIGGER_SCHEMA = '{}' AND TRIGGER_NAME LIKE 'fst\\_%'",
-                self.name
-            )),
-            &mut conn,
-        )
-        .await
-        .expect("list the hooks' triggers");
-        let mut sql = String::new();
-        for trigger in &triggers {
-            let _ = write!(sql, "DROP TRIGGER IF EXISTS {}; ", trigger.name);
-        }
-        sql.push_str("SET SESSION foreign_key_checks = 0; START TRANSACTION; ");
-        for table in &tables {
-            let _ = write!(sql, "DELETE FROM {}; ", table.name);
-        }
-        sql.push_str("COMMIT");
-        conn.batch_execute(&sql)
-            .await
-            .unwrap_or_else(|err| panic!("empty {}: {err}", self.name));
-        SPARE.lock().unwrap().push(self.name);
     }
 }
 
@@ -494,114 +503,7 @@ impl Harness for GaleraHarness {
     }
 }
 
-/// The name of the trigger of [`Hooks::abort_after_pick`].
-const ABORT: &str = "fst_abort_after_pick";
-
-impl Hooks for GaleraHarness {
-    async fn delete_history_row(&self, step: StepId, attempt: u32) {
-        // `step` is a uuid and `attempt` a number: nothing to escape.
-        let sql = format!(
-            "DELETE FROM flowstate_step_history WHERE step_id = '{step}' AND attempt = {attempt}"
-        );
-        let deleted = self.db.execute(&sql).await;
-        assert_eq!(
-            deleted, 1,
-            "no history row for attempt {attempt} of step {step}"
-        );
-    }
-
-    async fn fail_history_writes(&self, fail: bool) {
-        const MESSAGE: &str = "history writes fail (test fault)";
-        let sql: Vec<String> = if fail {
-            ["INSERT", "UPDATE"]
-                .iter()
-                .map(|event| {
-                    format!(
-                        "CREATE TRIGGER fst_fail_history_{} BEFORE {event} \
-                         ON flowstate_step_history FOR EACH ROW \
-                         SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{MESSAGE}'",
-                        event.to_lowercase()
-                    )
-                })
-                .collect()
-        } else {
-            vec![
-                "DROP TRIGGER fst_fail_history_insert".to_owned(),
-                "DROP TRIGGER fst_fail_history_update".to_owned(),
-            ]
-        };
-        self.db.ddl(&sql).await;
-    }
-
-    async fn fail_history_writes_of(&self, step: Option<StepId>) {
-        const MESSAGE: &str = "history writes of one step fail (test fault)";
-        // `step` is a uuid: nothing to escape.
-        let sql: Vec<String> = match step {
-            Some(step) => ["INSERT", "UPDATE"]
-                .iter()
-                .map(|event| {
-                    format!(
-                        "CREATE TRIGGER fst_fail_history_of_{} BEFORE {event} \
-                         ON flowstate_step_history FOR EACH ROW BEGIN \
-                         IF NEW.step_id = '{step}' THEN \
-                         SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{MESSAGE}'; END IF; END",
-                        event.to_lowercase()
-                    )
-                })
-                .collect(),
-            None => vec![
-                "DROP TRIGGER fst_fail_history_of_insert".to_owned(),
-                "DROP TRIGGER fst_fail_history_of_update".to_owned(),
-            ],
-        };
-        self.db.ddl(&sql).await;
-    }
-
-    async fn abort_after_pick(&self, pick: Option<Pick>) {
-        // As the direct MySQL harness does
-        // (store-diesel/tests/common/harness.rs): 1213, the error Galera
-        // gives a transaction another node's commit aborted, raised once
-        // per connection of this fault's generation.
-        let sql = match pick {
-            Some(pick) => {
-                let generation = uuid::Uuid::now_v7().simple();
-                vec![format!(
-                    "CREATE TRIGGER {ABORT} BEFORE UPDATE ON {} FOR EACH ROW BEGIN \
-                     IF @{ABORT} IS NULL OR @{ABORT} <> '{generation}' THEN \
-                     SET @{ABORT} = '{generation}'; \
-                     SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, \
-                     MESSAGE_TEXT = 'Deadlock found when trying to get lock; \
-                     the transaction was aborted after its pick (test fault)'; \
-                     END IF; END",
-                    pick.table()
-                )]
-            }
-            None => vec![format!("DROP TRIGGER IF EXISTS {ABORT}")],
-        };
-        self.db.ddl(&sql).await;
-    }
-
-    async fn count_rows(&self, run: RunId, steps: &[StepId]) -> RowCounts {
-        // Ids are uuids: nothing to escape.
-        let steps: Vec<String> = steps.iter().map(|s| format!("'{s}'")).collect();
-        let history = if steps.is_empty() {
-            0
-        } else {
-            let sql = format!(
-                "SELECT COUNT(*) AS n FROM flowstate_step_history WHERE step_id IN ({})",
-                steps.join(", ")
-            );
-            self.db.count(&sql).await
-        };
-        let of_run =
-            |table: &str| format!("SELECT COUNT(*) AS n FROM {table} WHERE run_id = '{run}'");
-        RowCounts {
-            steps: self.db.count(&of_run("flowstate_steps")).await,
-            history,
-            state: self.db.count(&of_run("flowstate_run_state")).await,
-        }
-    }
-}
+flowstate_store_diesel::impl_kit_hooks!(GaleraHarness, db);
 
 impl LeaseHarness for GaleraHarness {
     async fn advance_lease_clock(&self, by: std::time::Duration) {

@@ -31,10 +31,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _};
-use flowstate_core::{RunId, StepId};
 use flowstate_faults::cluster::{PgBouncer, PgBouncerSettings};
-use flowstate_store_diesel::{DieselStore, LeaseClockOffset, StoreConfig};
-use flowstate_testkit::{Harness, Hooks, LeaseHarness, ManualClock, Pick, RowCounts, SkewedClock};
+use flowstate_store_diesel::test_support::kit_hooks::HookDb;
+use flowstate_store_diesel::{Dialect, DieselStore, LeaseClockOffset, StoreConfig};
+use flowstate_testkit::{Harness, LeaseHarness, ManualClock, SkewedClock};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Server connections PgBouncer keeps per database (each case's).
@@ -173,6 +173,24 @@ impl CaseDb {
             .unwrap_or_else(|err| panic!("cannot open {url}: {err}"))
     }
 
+    /// Drops it directly; `WITH (FORCE)` ends PgBouncer's server
+    /// connections to it.
+    async fn drop_database(self) {
+        direct(
+            "postgres",
+            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
+        )
+        .await;
+    }
+}
+
+/// The hooks reach behind the stores directly on the server, past
+/// PgBouncer.
+impl HookDb for CaseDb {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
     /// Runs `sql` directly, behind every store's back; answers the rows it
     /// affected.
     async fn execute(&self, sql: &str) -> usize {
@@ -197,16 +215,6 @@ impl CaseDb {
                 .await
                 .unwrap_or_else(|err| panic!("{sql}: {err}"));
         u64::try_from(counted.n).expect("a count")
-    }
-
-    /// Drops it directly; `WITH (FORCE)` ends PgBouncer's server
-    /// connections to it.
-    async fn drop_database(self) {
-        direct(
-            "postgres",
-            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
-        )
-        .await;
     }
 }
 
@@ -264,118 +272,7 @@ impl Harness for PooledHarness {
     }
 }
 
-impl Hooks for PooledHarness {
-    async fn delete_history_row(&self, step: StepId, attempt: u32) {
-        // `step` is a uuid and `attempt` a number: nothing to escape.
-        let sql = format!(
-            "DELETE FROM flowstate_step_history WHERE step_id = '{step}' AND attempt = {attempt}"
-        );
-        let deleted = self.db.execute(&sql).await;
-        assert_eq!(
-            deleted, 1,
-            "no history row for attempt {attempt} of step {step}"
-        );
-    }
-
-    async fn fail_history_writes(&self, fail: bool) {
-        let sql: &[&str] = if fail {
-            &[
-                "CREATE FUNCTION fst_fail_history() RETURNS trigger LANGUAGE plpgsql AS \
-                 $$ BEGIN RAISE EXCEPTION 'history writes fail (test fault)'; END $$",
-                "CREATE TRIGGER fst_fail_history BEFORE INSERT OR UPDATE \
-                 ON flowstate_step_history FOR EACH ROW EXECUTE FUNCTION fst_fail_history()",
-            ]
-        } else {
-            &[
-                "DROP TRIGGER fst_fail_history ON flowstate_step_history",
-                "DROP FUNCTION fst_fail_history()",
-            ]
-        };
-        for sql in sql {
-            self.db.execute(sql).await;
-        }
-    }
-
-    async fn fail_history_writes_of(&self, step: Option<StepId>) {
-        const MESSAGE: &str = "history writes of one step fail (test fault)";
-        // `step` is a uuid: nothing to escape.
-        let sql = match step {
-            Some(step) => vec![
-                format!(
-                    "CREATE FUNCTION fst_fail_history_of() RETURNS trigger LANGUAGE plpgsql AS \
-                     $$ BEGIN RAISE EXCEPTION '{MESSAGE}'; END $$"
-                ),
-                format!(
-                    "CREATE TRIGGER fst_fail_history_of BEFORE INSERT OR UPDATE \
-                     ON flowstate_step_history FOR EACH ROW WHEN (NEW.step_id = '{step}') \
-                     EXECUTE FUNCTION fst_fail_history_of()"
-                ),
-            ],
-            None => vec![
-                "DROP TRIGGER fst_fail_history_of ON flowstate_step_history".to_owned(),
-                "DROP FUNCTION fst_fail_history_of()".to_owned(),
-            ],
-        };
-        for sql in &sql {
-            self.db.execute(sql).await;
-        }
-    }
-
-    async fn abort_after_pick(&self, pick: Option<Pick>) {
-        // As the direct harness does (store-diesel/tests/common/harness.rs):
-        // a trigger raising 40001 on the first update of the pick's table,
-        // counted by a sequence a rollback does not take back.
-        const ABORT: &str = "fst_abort_after_pick";
-        let sql = match pick {
-            Some(pick) => vec![
-                format!("CREATE SEQUENCE {ABORT}"),
-                format!(
-                    "CREATE FUNCTION {ABORT}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
-                     IF nextval('{ABORT}') = 1 THEN RAISE EXCEPTION \
-                     'the transaction was aborted after its pick (test fault)' \
-                     USING ERRCODE = '40001'; END IF; RETURN NEW; END $$"
-                ),
-                format!(
-                    "CREATE TRIGGER {ABORT} BEFORE UPDATE ON {} \
-                     FOR EACH ROW EXECUTE FUNCTION {ABORT}()",
-                    pick.table()
-                ),
-            ],
-            None => Pick::ALL
-                .iter()
-                .map(|p| format!("DROP TRIGGER IF EXISTS {ABORT} ON {}", p.table()))
-                .chain([
-                    format!("DROP FUNCTION IF EXISTS {ABORT}()"),
-                    format!("DROP SEQUENCE IF EXISTS {ABORT}"),
-                ])
-                .collect(),
-        };
-        for sql in &sql {
-            self.db.execute(sql).await;
-        }
-    }
-
-    async fn count_rows(&self, run: RunId, steps: &[StepId]) -> RowCounts {
-        // Ids are uuids: nothing to escape.
-        let steps: Vec<String> = steps.iter().map(|s| format!("'{s}'")).collect();
-        let history = if steps.is_empty() {
-            0
-        } else {
-            let sql = format!(
-                "SELECT COUNT(*) AS n FROM flowstate_step_history WHERE step_id IN ({})",
-                steps.join(", ")
-            );
-            self.db.count(&sql).await
-        };
-        let of_run =
-            |table: &str| format!("SELECT COUNT(*) AS n FROM {table} WHERE run_id = '{run}'");
-        RowCounts {
-            steps: self.db.count(&of_run("flowstate_steps")).await,
-            history,
-            state: self.db.count(&of_run("flowstate_run_state")).await,
-        }
-    }
-}
+flowstate_store_diesel::impl_kit_hooks!(PooledHarness, db);
 
 impl LeaseHarness for PooledHarness {
     async fn advance_lease_clock(&self, by: std::time::Duration) {

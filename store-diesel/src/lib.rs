@@ -115,6 +115,8 @@ mod sql;
 #[cfg(feature = "test-support")]
 mod statement_log;
 mod store;
+#[cfg(feature = "test-support")]
+pub mod test_support;
 mod url;
 
 #[cfg(feature = "mysql")]
