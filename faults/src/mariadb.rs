@@ -18,9 +18,10 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use diesel_async::{AsyncConnection as _, AsyncMysqlConnection, SimpleAsyncConnection as _};
 
+use crate::cluster::start_on_free_ports;
 use crate::process::{
-    Group, START_TIMEOUT, STOP_TIMEOUT, ScratchDir, append_to, find_binary, free_port, log_tail,
-    run_bounded, running_as_root, system_user, wait_until_ready,
+    Group, START_TIMEOUT, STOP_TIMEOUT, ScratchDir, append_to, find_binary, log_tail, run_bounded,
+    running_as_root, system_user, wait_until_ready,
 };
 
 /// A throw-away MariaDB server; dropping it stops it and removes its files.
@@ -95,17 +96,14 @@ impl ThrowawayMariadb {
             user,
             dir,
         };
-        for attempt in 1..=3 {
-            server.port = free_port()?;
-            match server.launch().await {
-                Ok(()) => return Ok(server),
-                Err(err) if attempt < 3 && log_tail(&server.log, 30).contains("in use") => {
-                    tracing::warn!(%err, "mariadb port taken, trying another");
-                }
-                Err(err) => return Err(err),
-            }
-        }
-        unreachable!("the last attempt returns")
+        // A port that was free may be taken before the server binds it:
+        // try another then.
+        start_on_free_ports("mariadb", 1, &mut server, async |server, ports| {
+            server.port = ports[0];
+            server.launch().await
+        })
+        .await?;
+        Ok(server)
     }
 
     /// The port it listens on.

@@ -21,9 +21,10 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _};
 
+use crate::cluster::start_on_free_ports;
 use crate::process::{
-    Group, START_TIMEOUT, STOP_TIMEOUT, ScratchDir, append_to, find_binary, free_port, log_tail,
-    run_bounded, running_as_root, system_user, wait_until_ready,
+    Group, START_TIMEOUT, STOP_TIMEOUT, ScratchDir, append_to, find_binary, log_tail, run_bounded,
+    running_as_root, system_user, wait_until_ready,
 };
 
 /// How long [`ThrowawayPostgres::restart`] keeps starting again while the
@@ -93,17 +94,12 @@ impl ThrowawayPostgres {
         };
         // A port that was free may be taken before the server binds it:
         // try another then.
-        for attempt in 1..=3 {
-            server.port = free_port()?;
-            match server.launch().await {
-                Ok(()) => return Ok(server),
-                Err(err) if attempt < 3 && log_tail(&server.log, 30).contains("in use") => {
-                    tracing::warn!(%err, "postgres port taken, trying another");
-                }
-                Err(err) => return Err(err),
-            }
-        }
-        unreachable!("the last attempt returns")
+        start_on_free_ports("postgres", 1, &mut server, async |server, ports| {
+            server.port = ports[0];
+            server.launch().await
+        })
+        .await?;
+        Ok(server)
     }
 
     /// The port it listens on.

@@ -29,7 +29,7 @@ use diesel::sql_types::{BigInt, Text};
 use diesel_async::SimpleAsyncConnection as _;
 use diesel_async::{AsyncConnection as _, AsyncMysqlConnection, RunQueryDsl as _};
 
-use super::{CLUSTER_START_TIMEOUT, RECOVER_TIMEOUT, free_ports};
+use super::{CLUSTER_START_TIMEOUT, RECOVER_TIMEOUT, start_on_free_ports};
 use crate::process::{
     Group, START_TIMEOUT, ScratchDir, append_to, find_binary, log_tail, run_bounded,
     running_as_root, system_user,
@@ -120,28 +120,25 @@ impl Galera {
     /// [`CLUSTER_START_TIMEOUT`]. A port taken between its pick and its
     /// bind makes it start over on new ports (twice at most).
     pub async fn start() -> Result<Self> {
-        let mut attempt = 1;
-        loop {
+        start_on_free_ports("galera", 4 * Self::NODES, &mut (), async |(), ports| {
             let started = Instant::now();
-            let result = tokio::time::timeout(CLUSTER_START_TIMEOUT, Self::try_start()).await;
-            match result {
+            match tokio::time::timeout(CLUSTER_START_TIMEOUT, Self::try_start(ports)).await {
                 Ok(Ok(mut cluster)) => {
                     cluster.started_in = started.elapsed();
-                    return Ok(cluster);
+                    Ok(cluster)
                 }
-                Ok(Err(err)) if attempt < 3 && format!("{err:#}").contains("in use") => {
-                    tracing::warn!(%err, "galera port taken, starting over on other ports");
-                }
-                Ok(Err(err)) => return Err(err),
+                Ok(Err(err)) => Err(err),
                 Err(_) => {
                     bail!("the Galera cluster did not start within {CLUSTER_START_TIMEOUT:?}")
                 }
             }
-            attempt += 1;
-        }
+        })
+        .await
     }
 
-    async fn try_start() -> Result<Self> {
+    /// Starts the three nodes on `ports` (four a node: client, group
+    /// communication, IST, SST).
+    async fn try_start(ports: Vec<u16>) -> Result<Self> {
         let install = find_binary("mariadb-install-db", &bin_dirs())?;
         let mariadbd = find_binary("mariadbd", &bin_dirs())?;
         if !std::path::Path::new(PROVIDER).is_file() {
@@ -153,7 +150,6 @@ impl Galera {
             (None, None)
         };
         let dir = ScratchDir::new("galera", owner)?;
-        let ports = free_ports(4 * Self::NODES)?;
         let gcomm: Vec<String> = (0..Self::NODES)
             .map(|i| format!("127.0.0.1:{}", ports[4 * i + 1]))
             .collect();

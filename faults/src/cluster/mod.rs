@@ -54,6 +54,41 @@ pub(crate) fn free_ports(count: usize) -> Result<Vec<u16>> {
     Ok(ports)
 }
 
+/// How many times a throw-away server or cluster is started, each time on
+/// ports picked afresh, when a port it was given is taken before it binds
+/// it (another process took it between the pick and the bind).
+pub(crate) const PORT_ATTEMPTS: u32 = 3;
+
+/// Starts something on `count` free ports: calls `start` with `state` and
+/// ports picked afresh ([`free_ports`]) until it succeeds, at most
+/// [`PORT_ATTEMPTS`] times, going again only while its error says a port
+/// was taken ("Address already in use" in the error's chain: a server's
+/// start errors carry the tail of its log; a warning names `what`).
+/// Answers what the last start answered: its value, or its error
+/// unchanged.
+///
+/// `state` is what the attempts share (a server whose port each attempt
+/// sets); `()` when each attempt builds everything anew.
+pub(crate) async fn start_on_free_ports<S, T>(
+    what: &str,
+    count: usize,
+    state: &mut S,
+    mut start: impl AsyncFnMut(&mut S, Vec<u16>) -> Result<T>,
+) -> Result<T> {
+    let mut attempt = 1;
+    loop {
+        let ports = free_ports(count)?;
+        match start(state, ports).await {
+            Ok(started) => return Ok(started),
+            Err(error) if attempt < PORT_ATTEMPTS && format!("{error:#}").contains("in use") => {
+                tracing::warn!(%error, "{what}: a port was taken, starting over on other ports");
+            }
+            Err(error) => return Err(error),
+        }
+        attempt += 1;
+    }
+}
+
 /// Runs `command` as `user` (uid, gid) if given.
 pub(crate) fn as_user(command: &mut Command, user: Option<(u32, u32)>) {
     use std::os::unix::process::CommandExt as _;

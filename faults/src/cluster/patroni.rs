@@ -48,8 +48,8 @@ use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use super::{
-    CLUSTER_START_TIMEOUT, RECOVER_TIMEOUT, as_user, free_ports, kill_group, poll_until,
-    process_group_of, wait_gone_blocking,
+    CLUSTER_START_TIMEOUT, RECOVER_TIMEOUT, as_user, kill_group, poll_until, process_group_of,
+    start_on_free_ports, wait_gone_blocking,
 };
 
 /// How long a planned switchover may take, from the request to the
@@ -140,29 +140,23 @@ impl Patroni {
     /// use" in a member's or etcd's log) starts the pair over on other
     /// ports, twice at most.
     pub async fn start() -> Result<Self> {
-        let mut attempt = 1;
-        loop {
+        start_on_free_ports("patroni", 6, &mut (), async |(), ports| {
             let started = Instant::now();
-            let result = tokio::time::timeout(CLUSTER_START_TIMEOUT, Self::try_start())
+            let result = tokio::time::timeout(CLUSTER_START_TIMEOUT, Self::try_start(ports))
                 .await
                 .with_context(|| {
                     format!("the Patroni pair did not start within {CLUSTER_START_TIMEOUT:?}")
                 })?;
-            match result {
-                Ok(mut pair) => {
-                    pair.started_in = started.elapsed();
-                    return Ok(pair);
-                }
-                Err(err) if attempt < 3 && format!("{err:#}").contains("in use") => {
-                    tracing::warn!(%err, "a Patroni port was taken, starting over on other ports");
-                }
-                Err(err) => return Err(err),
-            }
-            attempt += 1;
-        }
+            let mut pair = result?;
+            pair.started_in = started.elapsed();
+            Ok(pair)
+        })
+        .await
     }
 
-    async fn try_start() -> Result<Self> {
+    /// Starts etcd and the pair on `ports` (etcd's client and peer ports,
+    /// then each member's PostgreSQL and REST API ports).
+    async fn try_start(ports: Vec<u16>) -> Result<Self> {
         let etcd_bin = find_binary("etcd", &bin_dirs())?;
         let patroni_bin = find_binary("patroni", &bin_dirs())?;
         let pg_bin = pg_bin_dir();
@@ -175,7 +169,6 @@ impl Patroni {
             None
         };
         let dir = ScratchDir::new("patroni", user)?;
-        let ports = free_ports(6)?;
         let (etcd_client, etcd_peer) = (ports[0], ports[1]);
         let members = [0, 1].map(|i| Member {
             name: format!("pg{i}"),
