@@ -13,21 +13,39 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 
-/// Work a spawned loop does at an interval: one pass, and how a pass adds
-/// to the loop's report.
+/// Work a spawned loop does at an interval: one pass, and the report its
+/// passes add up to.
 pub(crate) trait Periodic: Send + 'static {
     /// What one pass did.
     type Pass: Send;
     /// What the passes add up to, readable while the loop runs.
-    type Report: Copy + Default + Send + Sync + 'static;
+    type Report: LoopReport<Self::Pass> + Copy + Default + Send + Sync + 'static;
     /// The loop's name in its log lines.
     const NAME: &'static str;
 
     /// One pass.
     fn pass(&mut self) -> impl Future<Output = Result<Self::Pass>> + Send;
+}
 
-    /// Adds one pass to `report`, whether it ended well or with an error.
-    fn add(report: &mut Self::Report, outcome: &Result<Self::Pass>);
+/// What a loop's passes add up to: every pass counted, the failed ones
+/// apart, and what each pass that ended well did.
+pub(crate) trait LoopReport<Pass> {
+    /// The passes run to the end and, of those, the failed ones: the
+    /// counters [`LoopReport::add`] moves.
+    fn passes_mut(&mut self) -> (&mut u64, &mut u64);
+
+    /// Adds what `pass`, one that ended well, did.
+    fn add_pass(&mut self, pass: &Pass);
+
+    /// Adds one pass, whether it ended well or with an error.
+    fn add(&mut self, outcome: &Result<Pass>) {
+        let (passes, failed_passes) = self.passes_mut();
+        *passes += 1;
+        match outcome {
+            Ok(pass) => self.add_pass(pass),
+            Err(_) => *failed_passes += 1,
+        }
+    }
 }
 
 /// Spawns `work`'s loop on the current tokio runtime (panics outside one),
@@ -53,7 +71,7 @@ pub(crate) fn spawn<P: Periodic>(mut work: P, interval: Duration) -> LoopHandle<
                 tracing::warn!(error = %err, "{} pass failed", P::NAME);
             }
             passes += 1;
-            report.send_modify(|so_far| P::add(so_far, &outcome));
+            report.send_modify(|so_far| so_far.add(&outcome));
         }
         tracing::info!(passes, "{} stopped", P::NAME);
         *report.borrow()

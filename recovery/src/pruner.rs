@@ -21,7 +21,7 @@ use flowstate_core::retention::{DEFAULT_PRUNE_LIMIT, MAX_PRUNE_LIMIT};
 use flowstate_core::{PruneKind, Result};
 use tracing::Instrument;
 
-use crate::periodic::{self, LoopHandle, Periodic};
+use crate::periodic::{self, LoopHandle, LoopReport, Periodic};
 
 /// A day.
 const DAY: Duration = Duration::from_secs(24 * 60 * 60);
@@ -130,8 +130,12 @@ pub struct PrunerReport {
     pub virtual_user_runs: u64,
 }
 
-impl PrunerReport {
-    fn add(&mut self, pass: &PruneReport) {
+impl LoopReport<PruneReport> for PrunerReport {
+    fn passes_mut(&mut self) -> (&mut u64, &mut u64) {
+        (&mut self.passes, &mut self.failed_passes)
+    }
+
+    fn add_pass(&mut self, pass: &PruneReport) {
         for (kind, n) in &pass.deleted {
             *match kind {
                 PruneKind::Runs => &mut self.runs,
@@ -248,14 +252,6 @@ impl<S: RetentionStore + 'static> Periodic for Pruner<S> {
 
     fn pass(&mut self) -> impl Future<Output = Result<PruneReport>> + Send {
         Pruner::pass(self)
-    }
-
-    fn add(report: &mut PrunerReport, outcome: &Result<PruneReport>) {
-        report.passes += 1;
-        match outcome {
-            Ok(pass) => report.add(pass),
-            Err(_) => report.failed_passes += 1,
-        }
     }
 }
 

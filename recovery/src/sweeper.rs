@@ -12,7 +12,7 @@ use flowstate_core::{Clock, RedispatchBackoff, Result, RunId};
 use tracing::Instrument;
 
 use crate::dispatch::{Reason, RedriveReport, SweepOptions};
-use crate::periodic::{self, LoopHandle, Periodic};
+use crate::periodic::{self, LoopHandle, LoopReport, Periodic};
 use crate::relay::{ExpiryReport, expire_claims, relay_undispatched, sweep_stalled};
 
 /// What one [`Sweeper::pass`] did, in the order it did it.
@@ -62,8 +62,12 @@ pub struct SweeperReport {
     pub held_off: u64,
 }
 
-impl SweeperReport {
-    fn add(&mut self, pass: &PassReport) {
+impl LoopReport<PassReport> for SweeperReport {
+    fn passes_mut(&mut self) -> (&mut u64, &mut u64) {
+        (&mut self.passes, &mut self.failed_passes)
+    }
+
+    fn add_pass(&mut self, pass: &PassReport) {
         self.woken += pass.woken;
         self.reaped += pass.reaped.len() as u64;
         self.expired_claims += pass.expiry.expired.len() as u64;
@@ -238,14 +242,6 @@ where
 
     fn pass(&mut self) -> impl Future<Output = Result<PassReport>> + Send {
         Sweeper::pass(self)
-    }
-
-    fn add(report: &mut SweeperReport, outcome: &Result<PassReport>) {
-        report.passes += 1;
-        match outcome {
-            Ok(pass) => report.add(pass),
-            Err(_) => report.failed_passes += 1,
-        }
     }
 }
 
