@@ -1,8 +1,9 @@
 //! The claim on MySQL: two statements, no transaction around them.
 //!
 //! The status-guarded `UPDATE` by (run, name) decides, and the trigger of
-//! migration `2026-12-01-000008_claim_history` writes the attempt's history
-//! row inside that same statement, so the move and its history commit
+//! migration `2026-12-06-000019_move_history` (the claim's since
+//! `2026-12-01-000008_claim_history`) writes the attempt's history row
+//! inside that same statement, so the move and its history commit
 //! together. Then a `SELECT` reads the step: on a win the step as the claim
 //! left it (nothing else moves a running step but its claimer, or a
 //! deletion, which answers not found); on a loss the step, to say why.

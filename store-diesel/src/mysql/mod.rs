@@ -5,10 +5,12 @@
 //! status-guarded `UPDATE` decides (its affected rows, which with
 //! `CLIENT_FOUND_ROWS` are the rows it matched), and the history row is
 //! upserted with `INSERT ... SELECT ... ON DUPLICATE KEY UPDATE` from the
-//! step row just written. The per-step claim, the hottest write, is the
-//! exception: a trigger writes its history row inside its `UPDATE`, so it
-//! is that `UPDATE` and a read of the step, with no transaction around them
-//! (`claim.rs`). InnoDB may pick any of these as a deadlock victim under
+//! step row just written. The per-step moves, the hottest writes, are the
+//! exception: a trigger writes the history row inside the move's `UPDATE`
+//! (migration `2026-12-06-000019_move_history`), so a transition, a retry
+//! or a claimer's move is that one statement (`transition.rs`), and a
+//! claim that `UPDATE` and a read of the step (`claim.rs`), with no
+//! transaction around them. InnoDB may pick any of these as a deadlock victim under
 //! contention; a rolled-back statement or transaction is run again whole,
 //! a bounded number of times ([`crate::conflict`]), before the error
 //! (retryable) is returned.
@@ -48,7 +50,7 @@ const DIALECT: Dialect = Dialect::Mysql;
 pub(crate) type Pool = ConnectionPool<AsyncMysqlConnection>;
 
 /// MySQL 8 / MariaDB 10.6+ as a [`Dialect`]: each hot write one short
-/// transaction (the per-step claim excepted).
+/// transaction (the per-step moves excepted: one autocommitted statement).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Mysql;
 

@@ -25,15 +25,14 @@ pub(super) const DEADLINE: Deadline<'static> = Deadline {
     default_us: "?",
 };
 
-/// The two writes of one kind of guarded move.
+/// The one statement of one kind of guarded move.
 #[derive(Debug)]
-#[expect(
-    clippy::struct_excessive_bools,
-    reason = "each says whether one optional bind is in the statement"
-)]
 pub(super) struct MoveSql {
-    /// The guarded `UPDATE`. Binds: now, [payload], [offset, default claim
-    /// timeout], step id, [attempt].
+    /// The guarded `UPDATE`, which also stamps `move_history_id` with the
+    /// id of the attempt's history row: the trigger of migration
+    /// `2026-12-06-000019_move_history` upserts that row inside this same
+    /// statement. Binds: history id, now, [payload], [offset, default
+    /// claim timeout], step id, [attempt].
     pub update: String,
     /// Whether the `UPDATE` binds a payload.
     pub payload: bool,
@@ -41,11 +40,22 @@ pub(super) struct MoveSql {
     pub deadline: bool,
     /// Whether the `UPDATE` binds the claim's attempt.
     pub attempt: bool,
-    /// The history upsert copied from the step row just written. Binds:
-    /// history id, now, [now for the stamp], step id.
-    pub history: String,
-    /// Whether the history statement binds the time twice.
-    pub stamps: bool,
+}
+
+/// The column every per-step move (a claim, a transition, a retry, a
+/// claimer's move) stamps with a fresh history id, which the trigger of
+/// migration `2026-12-06-000019_move_history` watches.
+pub(super) const MOVE_HISTORY_ID: &str = "move_history_id";
+
+/// `update` (the scaffold's guarded `UPDATE` of one table) stamping
+/// [`MOVE_HISTORY_ID`] with a placeholder first: the history id binds
+/// before every other value.
+fn stamping_history(update: &str) -> String {
+    const HEAD: &str = "UPDATE flowstate_steps SET ";
+    let Some(rest) = update.strip_prefix(HEAD) else {
+        unreachable!("a guarded move is a single-table UPDATE of the steps: {update}")
+    };
+    format!("{HEAD}{MOVE_HISTORY_ID} = ?, {rest}")
 }
 
 /// The history row of the step with id `?`.
@@ -64,19 +74,17 @@ fn move_sql(step_move: &StepMove) -> MoveSql {
         attempt: "?",
     };
     MoveSql {
-        update: step_move.update(binds, "?"),
+        update: stamping_history(&step_move.update(binds, "?")),
         payload: !step_move.retry && payload_column(step_move.to).is_some(),
         deadline: step_move.sets_deadline(),
         attempt: step_move.fenced,
-        history: step_move.history_upsert(BY_ID, super::UPSERT),
-        stamps: crate::sql::stamp_column(step_move.to).is_some(),
     }
 }
 
-/// The claim's guarded `UPDATE`, which also stamps `claim_history_id` with
+/// The claim's guarded `UPDATE`, which also stamps `move_history_id` with
 /// the id of the attempt's history row: the trigger of migration
-/// `2026-12-01-000008_claim_history` writes that row inside this same
-/// statement (its `INSERT` is the scaffold's claim upsert, which a test
+/// `2026-12-06-000019_move_history` writes that row inside this same
+/// statement (for a running step, the scaffold's claim upsert, which a test
 /// compares with `up.sql`). Binds: history id, now, lease clock offset,
 /// default claim timeout, run, name, function.
 pub(super) static CLAIM: LazyLock<String> =
@@ -117,47 +125,87 @@ pub(super) static FIRST_HISTORY: LazyLock<String> = LazyLock::new(|| {
 
 #[cfg(test)]
 mod tests {
+    use std::fmt::Write as _;
+
     use super::*;
     use crate::sql::Move;
     use crate::sql::Upsert;
     use crate::sql::claim_move;
     use flowstate_core::RetryStart;
 
-    /// The `INSERT` the claim's trigger runs for the NEW step row: the
-    /// scaffold's claim upsert, which `up.sql` must spell exactly.
-    fn claim_history_trigger() -> String {
-        claim_move().history_upsert(
+    /// The history upsert of `step_move` over the NEW step row, as the
+    /// move trigger runs it.
+    fn upsert_from_new(step_move: &StepMove) -> String {
+        step_move.history_upsert(
             HistorySource {
-                from: "FROM DUAL WHERE NOT (NEW.claim_history_id <=> OLD.claim_history_id)",
+                from: "FROM DUAL",
                 prefix: "NEW.",
-                id: "NEW.claim_history_id",
+                id: "NEW.move_history_id",
                 now: "NEW.updated_at",
             },
             Upsert::OnDuplicateKey,
         )
     }
 
-    /// The migration that creates the claim's trigger.
-    const CLAIM_HISTORY_UP: &str =
-        include_str!("../../migrations/mysql/2026-12-01-000008_claim_history/up.sql");
+    /// The move trigger as `up.sql` must spell it: when a statement
+    /// stamps a fresh `move_history_id`, the scaffold's history upsert of
+    /// a move to the status the step now has.
+    fn move_history_trigger() -> String {
+        let mut branches = String::new();
+        for (i, &status) in StepStatus::ALL.iter().enumerate() {
+            let keyword = if i == 0 { "IF" } else { "ELSEIF" };
+            let _ = write!(
+                branches,
+                "{keyword} NEW.status = '{}' THEN\n{};\n",
+                status.as_str(),
+                upsert_from_new(&StepMove::transition(status))
+            );
+        }
+        format!(
+            "CREATE TRIGGER flowstate_steps_move_history AFTER UPDATE ON flowstate_steps \
+             FOR EACH ROW\nBEGIN\n\
+             IF NOT (NEW.{MOVE_HISTORY_ID} <=> OLD.{MOVE_HISTORY_ID}) THEN\n\
+             {branches}END IF;\nEND IF;\nEND;\n"
+        )
+    }
+
+    /// The migration that creates the move trigger.
+    const MOVE_HISTORY_UP: &str =
+        include_str!("../../migrations/mysql/2026-12-06-000019_move_history/up.sql");
 
     #[test]
-    fn the_claim_trigger_writes_the_scaffolds_claim_history_row() {
-        let trigger = claim_history_trigger();
+    fn the_move_trigger_writes_the_scaffolds_history_row_of_every_move() {
+        let trigger = move_history_trigger();
         assert!(
-            trigger.contains("SELECT NEW.claim_history_id, NEW.id, NEW.current_attempt, 'running'")
+            MOVE_HISTORY_UP.ends_with(&trigger),
+            "up.sql must end with the move trigger:\n{trigger}"
         );
-        assert!(
-            CLAIM_HISTORY_UP
-                .lines()
-                .any(|line| line == format!("{trigger};")),
-            "up.sql must run exactly the claim upsert:\n{trigger};"
-        );
+        // Each move's history row depends only on the status it moves
+        // to, so one branch per status writes what every move wrote
+        // itself: the claim's, a transition's, a retry's, a claimer's.
+        for step_move in Move::all() {
+            let upsert = upsert_from_new(&StepMove::of(step_move));
+            let branch = format!(
+                "NEW.status = '{}' THEN\n{upsert};\n",
+                step_move.target().as_str()
+            );
+            assert!(trigger.contains(&branch), "{step_move:?}: {upsert}");
+        }
+        assert!(trigger.contains(&format!("{};", upsert_from_new(&claim_move()))));
+        assert!(trigger.contains(
+            "SELECT NEW.move_history_id, NEW.id, NEW.current_attempt, 'succeeded', \
+             NEW.updated_at, NEW.updated_at, NEW.result FROM DUAL"
+        ));
     }
 
     #[test]
     fn statements_bind_in_the_order_their_placeholders_appear() {
         let succeeded = MOVES.get(Move::Transition(StepStatus::Succeeded));
+        assert!(
+            succeeded.update.starts_with(
+                "UPDATE flowstate_steps SET move_history_id = ?, status = 'succeeded'"
+            )
+        );
         assert!(
             succeeded
                 .update
@@ -168,11 +216,13 @@ mod tests {
         assert!(claimed.payload && claimed.attempt && !claimed.deadline);
         let running = MOVES.get(Move::Transition(StepStatus::Running));
         assert!(running.deadline && !running.payload);
-        assert!(succeeded.stamps);
-        assert!(!MOVES.get(Move::Transition(StepStatus::Pending)).stamps);
-        assert!(!MOVES.get(Move::Retry(RetryStart::Pending)).stamps);
+        let retry = MOVES.get(Move::Retry(RetryStart::Pending));
+        assert!(retry.update.starts_with(
+            "UPDATE flowstate_steps SET move_history_id = ?, status = 'pending', updated_at = ?, \
+             current_attempt = current_attempt + 1"
+        ));
         assert!(
-            CLAIM.starts_with("UPDATE flowstate_steps SET claim_history_id = ?, current_attempt")
+            CLAIM.starts_with("UPDATE flowstate_steps SET move_history_id = ?, current_attempt")
         );
         assert!(FIRST_HISTORY.contains("SELECT ?, id, current_attempt, 'pending', ? FROM"));
     }

@@ -1,17 +1,22 @@
-//! Step transitions and retry attempts on MySQL: one transaction each, the
-//! guarded `UPDATE` by id and the history upsert copying the step row just
-//! written: two writes, no read. If the `UPDATE` matched nothing the caller
-//! reads the status, on the error path only.
+//! Step transitions and retry attempts on MySQL: one statement each, no
+//! transaction around it. The guarded `UPDATE` by id decides (its affected
+//! rows) and stamps `move_history_id` with a fresh history id; the trigger
+//! of migration `2026-12-06-000019_move_history` upserts the attempt's
+//! history row from the row just written, inside that same statement, so
+//! the move and its history row commit together under autocommit. If the
+//! `UPDATE` matched nothing the caller reads the status, on the error path
+//! only.
 
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::{HistoryId, Result, StepId};
 
+use super::Pool;
 use super::sql::MOVES;
-use super::{Pool, transaction};
 use crate::cached::CacheExt;
 use crate::config::StoreConfig;
+use crate::conflict::leased;
 use crate::error::backend;
 use crate::guard::Guarded;
 use crate::schema::{Json, JsonText};
@@ -19,7 +24,7 @@ use crate::sql::Move;
 
 /// A transition, retry or claimer's move of step `id`, its payload already
 /// encoded by core (`attempt`: the claim's, for a fenced move), as one
-/// transaction (run again after a lock conflict).
+/// statement (run again after a lock conflict).
 pub(super) async fn guarded_move(
     pool: &Pool,
     config: &StoreConfig,
@@ -37,9 +42,12 @@ pub(super) async fn guarded_move(
     let (offset, default_us) = (config.lease_offset_us(), config.claim_default_us());
     let attempt = i64::from(attempt.unwrap_or_default());
     let sql = MOVES.get(step_move);
-    let moved = transaction!(pool, op, |conn| {
+    // A rolled-back statement wrote nothing: its run again may reuse the id.
+    let history = HistoryId::generate().to_string();
+    let moved: diesel::QueryResult<usize> = leased!(pool, op, |conn| {
         let mut update = diesel::sql_query(sql.update.as_str())
             .into_boxed()
+            .bind::<Text, _>(&history)
             .bind::<BigInt, _>(now);
         if sql.payload {
             update = update.bind::<Json, _>(&payload);
@@ -53,21 +61,8 @@ pub(super) async fn guarded_move(
         if sql.attempt {
             update = update.bind::<BigInt, _>(attempt);
         }
-        if update.cached().execute(conn).await? == 0 {
-            return Ok(false);
-        }
-        let history = diesel::sql_query(sql.history.as_str())
-            .into_boxed()
-            .bind::<Text, _>(HistoryId::generate().to_string())
-            .bind::<BigInt, _>(now);
-        let history = if sql.stamps {
-            history.bind::<BigInt, _>(now)
-        } else {
-            history
-        };
-        history.bind::<Text, _>(&id).cached().execute(conn).await?;
-        Ok(true)
-    })
-    .map_err(|err| backend(op, err))?;
-    Ok(Guarded::written(moved))
+        update.cached().execute(conn).await
+    });
+    let moved = moved.map_err(|err| backend(op, err))?;
+    Ok(Guarded::written(moved > 0))
 }

@@ -369,9 +369,9 @@ impl StepMove {
 /// assigned last: MySQL evaluates single-table `SET` assignments left to
 /// right, so every `CASE` reads the status the step had (PostgreSQL and
 /// SQLite read the old row whatever the order). With `history_id`, the
-/// claim also stamps `claim_history_id` with it, first: MySQL's trigger
+/// claim also stamps `move_history_id` with it, first: MySQL's trigger
 /// writes the attempt's history row from that column (migration
-/// `2026-12-01-000008_claim_history`). Placeholders appear in the order
+/// `2026-12-06-000019_move_history`). Placeholders appear in the order
 /// `history_id` (when given), `now`, the deadline's, `run`, `name`,
 /// `function`.
 pub(crate) fn claim_update(
@@ -384,7 +384,7 @@ pub(crate) fn claim_update(
 ) -> String {
     let fresh = status_in("status", &ClaimDecision::ClaimFresh.statuses());
     let retry = status_in("status", &ClaimDecision::ClaimRetry.statuses());
-    let stamp = history_id.map_or(String::new(), |id| format!("claim_history_id = {id}, "));
+    let stamp = history_id.map_or(String::new(), |id| format!("move_history_id = {id}, "));
     format!(
         "UPDATE flowstate_steps SET {stamp}{} \
          WHERE run_id = {run} AND name = {name} \

@@ -181,7 +181,8 @@ async fn hot_statements_use_indexes() {
         (
             "transition",
             &transition,
-            vec![now, lit("1"), step.clone()],
+            // History id, now, result, step.
+            vec![lit("h"), now, lit("1"), step.clone()],
             Some("PRIMARY"),
         ),
         (

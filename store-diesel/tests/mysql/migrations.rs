@@ -4,8 +4,8 @@
 
 use diesel::sql_types::Text;
 use diesel_async::{AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
-use flowstate_core::NewRun;
 use flowstate_core::ports::{RunStore, StepStore};
+use flowstate_core::{NewRun, StepTransition};
 use flowstate_store_diesel::migrate;
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use serde_json::json;
@@ -34,8 +34,8 @@ const TABLES: [&str; 15] = [
     "flowstate_workflows",
 ];
 
-/// Every table, column, index and foreign key of the database, as text
-/// that does not name the database.
+/// Every table, column, index, foreign key, check and trigger of the
+/// database, as text that does not name the database.
 async fn catalog(conn: &mut AsyncMysqlConnection, db: &str) -> Vec<String> {
     let queries = [
         "SELECT CONCAT_WS(' ', 'table', TABLE_NAME, ENGINE, TABLE_COLLATION) AS v \
@@ -49,6 +49,9 @@ async fn catalog(conn: &mut AsyncMysqlConnection, db: &str) -> Vec<String> {
          FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = ? ORDER BY CONSTRAINT_NAME",
         "SELECT CONCAT_WS(' ', 'check', TABLE_NAME, CONSTRAINT_NAME, CHECK_CLAUSE) AS v \
          FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = ? ORDER BY TABLE_NAME, CONSTRAINT_NAME",
+        "SELECT CONCAT_WS(' ', 'trigger', EVENT_OBJECT_TABLE, TRIGGER_NAME, ACTION_TIMING, \
+         EVENT_MANIPULATION, ACTION_ORDER, ACTION_STATEMENT) AS v \
+         FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ? ORDER BY TRIGGER_NAME",
     ];
     let mut out = Vec::new();
     for query in queries {
@@ -317,4 +320,104 @@ async fn four_migrators_started_together_all_succeed_and_apply_the_schema_once()
 #[tokio::test]
 async fn a_migrator_older_than_the_schema_refuses_naming_both_versions() {
     crate::common::migrators::a_migrator_older_than_the_schema_refuses(Dialect::Mysql).await;
+}
+
+/// The history rows of every step, one line each: name, attempt, status,
+/// when it ran (at 1000: claimed by `OLD_CLAIM`), whether it settled, and
+/// its payload.
+async fn history_lines(conn: &mut AsyncMysqlConnection) -> Vec<String> {
+    diesel::sql_query(
+        "SELECT CONCAT_WS(' ', s.name, h.attempt, h.status, \
+         IF(h.running_at IS NULL, '-', IF(h.running_at = 1000, 'ran@1000', 'ran')), \
+         IF(h.succeeded_at IS NULL, '-', 'succeeded'), IF(h.failed_at IS NULL, '-', 'failed'), \
+         IFNULL(h.result, '-'), IFNULL(h.error, '-')) AS v \
+         FROM flowstate_step_history AS h JOIN flowstate_steps AS s ON s.id = h.step_id \
+         ORDER BY s.name, h.attempt",
+    )
+    .load::<TextRow>(conn)
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|r| r.v)
+    .collect()
+}
+
+/// A claim as flowstate sent it before migration 000019 (the claim
+/// trigger of 000008 writes the history row from `claim_history_id`), at
+/// time 1000, of the step named `{name}`.
+const OLD_CLAIM: &str = "UPDATE flowstate_steps SET claim_history_id = UUID(), \
+     status = 'running', updated_at = 1000, claimed_until = 9000000000000000 \
+     WHERE name = '{name}' AND status = 'pending'";
+
+#[tokio::test]
+async fn steps_in_flight_across_the_move_trigger_migration_keep_one_history_row_an_attempt() {
+    let db = TestDb::migrated(Dialect::Mysql).await;
+    // Back to just before 000019 (and every later migration).
+    let versions = migration_versions(Dialect::Mysql);
+    let at = versions.iter().position(|v| v.ends_with("000019")).unwrap();
+    let back = versions.len() - at;
+    assert_eq!(migrate::down(&db.url, back).await.unwrap().len(), back);
+    let mut conn = support::connection(&db).await;
+
+    // Before the upgrade: a run and four steps (the store's insert does not
+    // touch the column), two of them claimed by the older flowstate.
+    let before = db
+        .store(StoreConfig::default().without_schema_check())
+        .await;
+    let run = before
+        .create_run(NewRun::new("wf", json!({})))
+        .await
+        .unwrap()
+        .record;
+    let retrying = flowstate_core::RetryPolicy::with_retries(1);
+    let mut ids = Vec::new();
+    for name in ["a", "b", "c", "d"] {
+        let step = flowstate_core::NewStep::new(run.id, name, "f", json!({})).with_retry(retrying);
+        ids.push(before.insert_step(step).await.unwrap().record.id);
+    }
+    drop(before);
+    for name in ["a", "c"] {
+        conn.batch_execute(&OLD_CLAIM.replace("{name}", name))
+            .await
+            .unwrap();
+    }
+
+    // After it: a claimed before succeeds, b claims and succeeds, c
+    // claimed before fails and is claimed again.
+    migrate::up(&db.url).await.unwrap();
+    let store = db.store(StoreConfig::default()).await;
+    store
+        .transition_step(ids[0], StepTransition::Succeeded(json!({"ok": 1})))
+        .await
+        .unwrap();
+    let b = store.claim_step(run.id, "b", "f").await.unwrap().unwrap();
+    store
+        .transition_claimed(b.claim(), StepTransition::Succeeded(json!(2)))
+        .await
+        .unwrap();
+    store
+        .transition_step(ids[2], StepTransition::Failed(json!("boom")))
+        .await
+        .unwrap();
+    let again = store.claim_step(run.id, "c", "f").await.unwrap().unwrap();
+    assert_eq!(again.attempt, 2);
+    drop(store);
+    let after = [
+        "a 1 succeeded ran@1000 succeeded - {\"ok\":1} -",
+        "b 1 succeeded ran succeeded - 2 -",
+        "c 1 failed ran@1000 - failed - \"boom\"",
+        "c 2 running ran - - - -",
+        "d 1 pending - - - - -",
+    ];
+    assert_eq!(history_lines(&mut conn).await, after);
+
+    // And back: down's claim trigger writes the older flowstate's claims.
+    migrate::down(&db.url, back).await.unwrap();
+    conn.batch_execute(&OLD_CLAIM.replace("{name}", "d"))
+        .await
+        .unwrap();
+    let mut reverted = after.map(str::to_owned).to_vec();
+    reverted[4] = "d 1 running ran@1000 - - - -".to_owned();
+    assert_eq!(history_lines(&mut conn).await, reverted);
+    db.drop_database().await;
 }

@@ -19,15 +19,14 @@
 //! on a database of its own beside the bench's, created afresh:
 //!
 //! - [`LABEL`], the baseline: single-table `UPDATE`s of the step whose
-//!   `AFTER UPDATE` triggers upsert the history row, as flowstate's claim
-//!   already does (migration 000008): the claim stamps `claim_history_id`
-//!   (flowstate's trigger), the success stamps `move_history_id`, a column
-//!   and trigger this database adds ([`TRIGGER_SCHEMA`]). It is also issue
-//!   31's question of the transition: one statement, if a trigger writes
-//!   its history row as the claim's does.
+//!   `AFTER UPDATE` trigger upserts the history row, as flowstate's
+//!   per-step moves do (migration 000019): the claim and the success each
+//!   stamp `move_history_id`, flowstate's column, and this database puts a
+//!   trigger of its own, one `INSERT` written for the two moves it makes,
+//!   in the place of flowstate's ([`TRIGGER_SCHEMA`]).
 //! - [`JOIN_LABEL`]: a multi-table `UPDATE` of the step joined to its
 //!   history row by `(step_id, attempt)`, on flowstate's tables without the
-//!   claim trigger ([`JOIN_SCHEMA`]): MariaDB refuses any statement that
+//!   move trigger ([`JOIN_SCHEMA`]): MariaDB refuses any statement that
 //!   updates a table an `UPDATE` trigger of another table it updates
 //!   writes to (error 1442, "Can't update table ... in stored
 //!   function/trigger because it is already used by statement"), even when
@@ -44,10 +43,9 @@
 //! in a transaction is the form for a queue's pick of the next step; this
 //! work claims a named step, so it would be four round trips (`BEGIN`, the
 //! locking read, the `UPDATE`, `COMMIT`) for what one statement does. So:
-//! two statements per step, where flowstate sends six (the claim's
+//! two statements per step, where flowstate sends three (the claim's
 //! `UPDATE`, whose trigger writes the history row, and a read of the
-//! claimed step; the transition's `BEGIN`, `UPDATE`, history upsert,
-//! `COMMIT`).
+//! claimed step; the transition's `UPDATE`, whose trigger writes it too).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -94,14 +92,14 @@ pub const TRIGGER_DATABASE_SUFFIX: &str = "_trigger";
 pub const JOIN_DATABASE_SUFFIX: &str = "_join";
 
 /// What the multi-table form's database takes out of flowstate's schema:
-/// the claim trigger, which forbids the multi-table `UPDATE`.
-pub const JOIN_SCHEMA: [&str; 1] = ["DROP TRIGGER flowstate_steps_claim_history"];
+/// the move trigger, which forbids the multi-table `UPDATE`.
+pub const JOIN_SCHEMA: [&str; 1] = ["DROP TRIGGER flowstate_steps_move_history"];
 
-/// Claims a pending step by (run, name), stamping `claim_history_id`:
-/// flowstate's claim trigger writes the history row. Binds: history id,
-/// now, run, name.
+/// Claims a pending step by (run, name), stamping `move_history_id`: the
+/// trigger of [`TRIGGER_SCHEMA`] writes the history row. Binds: history
+/// id, now, run, name.
 const TRIGGER_CLAIM: &str = "\
-UPDATE flowstate_steps SET claim_history_id = ?, status = 'running', updated_at = ?
+UPDATE flowstate_steps SET move_history_id = ?, status = 'running', updated_at = ?
 WHERE run_id = ? AND name = ? AND status IN ('pending', 'scheduled')";
 
 /// Succeeds a running step by (run, name), stamping `move_history_id`:
@@ -111,24 +109,26 @@ const TRIGGER_SUCCEED: &str = "\
 UPDATE flowstate_steps SET move_history_id = ?, status = 'succeeded', result = ?, updated_at = ?
 WHERE run_id = ? AND name = ? AND status = 'running'";
 
-/// What the trigger column's database adds to flowstate's schema: the
-/// column a move stamps with its history row's fresh id, and the trigger
+/// What the trigger form's database changes in flowstate's schema: in the
+/// place of flowstate's move trigger, one of its own on the same column
+/// (which a move stamps with its history row's fresh id), one `INSERT`
 /// that upserts that row (the attempt's status, payload and stamp) in the
-/// move's own statement, after flowstate's claim trigger.
+/// move's own statement.
 pub const TRIGGER_SCHEMA: [&str; 2] = [
-    "ALTER TABLE flowstate_steps \
-     ADD COLUMN move_history_id CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NULL",
-    "CREATE TRIGGER flowstate_steps_move_history AFTER UPDATE ON flowstate_steps \
-     FOR EACH ROW FOLLOWS flowstate_steps_claim_history \
+    "DROP TRIGGER flowstate_steps_move_history",
+    "CREATE TRIGGER baseline_move_history AFTER UPDATE ON flowstate_steps FOR EACH ROW \
      INSERT INTO flowstate_step_history \
-     (id, step_id, attempt, status, created_at, result, error, succeeded_at, failed_at) \
+     (id, step_id, attempt, status, created_at, result, error, running_at, succeeded_at, \
+     failed_at) \
      SELECT NEW.move_history_id, NEW.id, NEW.current_attempt, NEW.status, NEW.updated_at, \
      NEW.result, NEW.error, \
+     CASE WHEN NEW.status = 'running' THEN NEW.updated_at END, \
      CASE WHEN NEW.status = 'succeeded' THEN NEW.updated_at END, \
      CASE WHEN NEW.status = 'failed' THEN NEW.updated_at END \
      FROM DUAL WHERE NOT (NEW.move_history_id <=> OLD.move_history_id) \
      ON DUPLICATE KEY UPDATE status = VALUES(status), result = VALUES(result), \
-     error = VALUES(error), succeeded_at = COALESCE(VALUES(succeeded_at), succeeded_at), \
+     error = VALUES(error), running_at = COALESCE(VALUES(running_at), running_at), \
+     succeeded_at = COALESCE(VALUES(succeeded_at), succeeded_at), \
      failed_at = COALESCE(VALUES(failed_at), failed_at)",
 ];
 

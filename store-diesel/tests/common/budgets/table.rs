@@ -123,7 +123,14 @@ pub const STEPS: Table = Table {
                     "insert_step",
                     &["BEGIN", "INSERT", "SELECT", "INSERT", "COMMIT"],
                 ),
-                // The claim's history row is written by a trigger inside its UPDATE.
+                // Every per-step move's history row is written by a trigger
+                // inside its UPDATE (migration 000019): one autocommitted
+                // statement, the status read only on a refusal.
+                ("transition succeeded", &["UPDATE"]),
+                ("transition refused", &["UPDATE", "SELECT"]),
+                ("transition failed", &["UPDATE"]),
+                ("create_retry_attempt", &["UPDATE"]),
+                ("transition scheduled", &["UPDATE"]),
                 ("claim won", &["UPDATE", "SELECT"]),
                 ("claim lost", &["UPDATE", "SELECT"]),
                 ("claim mismatch", &["UPDATE", "SELECT"]),

@@ -1,0 +1,2 @@
+-- Nothing to undo on this dialect.
+SELECT 1;
