@@ -73,7 +73,7 @@
 //! | statement | dialect | why not the DSL |
 //! | --- | --- | --- |
 //! | claim, transition, retry, insert_step | PostgreSQL | one CTE each (`UPDATE`/`INSERT ... RETURNING` inside `WITH`, history upsert, diagnosis): diesel has no writable CTEs, so each would be 2-3 round trips against a budget of 1 |
-//! | claim `UPDATE` | MySQL, SQLite | `CASE`s that read the old status before `status` is assigned (MySQL's left-to-right `SET`); SQLite's adds `RETURNING *`; MySQL's stamps `claim_history_id`, from which a trigger (migration `2026-12-01-000008_claim_history`) writes the history row inside the same statement, as MySQL has no `RETURNING` or writable CTE to carry it |
+//! | claim `UPDATE` | MySQL, SQLite | `CASE`s that read the old status before `status` is assigned (MySQL's left-to-right `SET`); SQLite's adds `RETURNING *`; MySQL's stamps `move_history_id`, from which a trigger (migration `2026-12-06-000019_move_history`, fired the same way by every per-step move's `UPDATE`) writes the history row inside the same statement, as MySQL has no `RETURNING` or writable CTE to carry it |
 //! | run claim | PostgreSQL, SQLite | PostgreSQL's is one statement (a writable CTE settling cancelled runs, then `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING *`); SQLite's names its partial index with `INDEXED BY`, which the DSL cannot say |
 //! | history upserts | all | `INSERT ... SELECT` from the step row just written, `ON CONFLICT DO UPDATE` / `ON DUPLICATE KEY UPDATE`: no insert-from-select upsert in the DSL on every dialect |
 //! | guarded step `UPDATE`s | MySQL, SQLite | built from core's tables in the same scaffold as the history upsert they pair with, so guard and history cannot drift apart |
