@@ -39,7 +39,10 @@
 //! `--backlog N` adds per-step and batched rounds on a second database
 //! holding a backlog of `N` queued steps, runs and history rows, each round
 //! in turn with the same work on a database without one ([`backlog`]).
-//! `--only SECTIONS` measures some sections only (see [`SECTIONS`]).
+//! `--soak MINUTES` runs batched work with retention on for that long and
+//! prints the rate and the tables' and indexes' size every minute
+//! ([`soak`]). `--only SECTIONS` measures some sections only (see
+//! [`SECTIONS`]).
 //!
 //! `--galera` (with the `mysql` feature and `galera-4` installed) starts a
 //! throw-away 3-node MariaDB Galera cluster and measures per-step, batched,
@@ -73,6 +76,7 @@ mod pgbouncer;
 mod prepared;
 mod prune;
 mod report;
+mod soak;
 mod statements;
 mod throughput;
 mod workloads;
@@ -87,6 +91,10 @@ use crate::backend::{self, DialectExt};
 
 /// What the bench measures, and where.
 #[derive(Clone, Debug)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent switches of the command line, not a state"
+)]
 pub struct Options {
     /// The databases; none means every backend this build has, on its bench
     /// database.
@@ -124,16 +132,20 @@ pub struct Options {
     /// Per-step and batched beside a backlog of this many queued steps,
     /// runs and history rows ([`backlog`]).
     pub backlog: Option<usize>,
+    /// Batched work with retention on for this many minutes ([`soak`]).
+    pub soak: Option<u32>,
     /// The sections to measure, by their names in [`SECTIONS`]; empty means
-    /// every one (`backlog` only with [`Options::backlog`]).
+    /// every one (`backlog` only with [`Options::backlog`], `soak` only
+    /// with [`Options::soak`]).
     pub only: Vec<String>,
 }
 
 /// The bench's sections, by the names `--only` takes (`galera` only with
 /// `--galera`, or named): `per-step` (with the
 /// hand-written baselines and PgBouncer), `prune`, `contention`,
-/// `statements`, `workloads` (leases and events), `batched`, `backlog`.
-pub const SECTIONS: [&str; 8] = [
+/// `statements`, `workloads` (leases and events), `batched`, `backlog`,
+/// `soak`.
+pub const SECTIONS: [&str; 9] = [
     "per-step",
     "prune",
     "contention",
@@ -141,6 +153,7 @@ pub const SECTIONS: [&str; 8] = [
     "workloads",
     "batched",
     "backlog",
+    "soak",
     "galera",
 ];
 
@@ -160,6 +173,7 @@ impl Default for Options {
             galera: false,
             galera_steps: None,
             backlog: None,
+            soak: None,
             only: Vec::new(),
         }
     }
@@ -184,6 +198,7 @@ impl Options {
         (self.only.is_empty() || self.only.iter().any(|s| s == section))
             && (section != "backlog" || self.backlog.is_some())
             && (section != "galera" || self.galera || !self.only.is_empty())
+            && (section != "soak" || self.soak.is_some())
     }
 }
 
@@ -239,6 +254,7 @@ pub async fn run(options: Options) -> Result<()> {
     let mut prune_lines = Vec::new();
     let mut pairs: Vec<(String, String)> = Vec::new();
     let mut backlogs = Vec::new();
+    let mut soaks = Vec::new();
     #[cfg(feature = "mysql")]
     let single_mysql = targets
         .iter()
@@ -386,6 +402,17 @@ pub async fn run(options: Options) -> Result<()> {
                 )),
             }
         }
+        if let (true, Some(minutes)) = (options.runs("soak"), options.soak) {
+            let workers = concurrency.iter().copied().max().unwrap_or(1);
+            let settings = soak::Settings::minutes(minutes, options.steps, workers);
+            match soak::run(dialect, &url, settings).await {
+                Ok(soaked) => soaks.push(soaked),
+                Err(err) => columns.push(Column::rounds(
+                    &format!("{name} soak"),
+                    Err(err.context("the soak")),
+                )),
+            }
+        }
     }
     let mut workload_pairs = Vec::new();
     let mut galera_json = None;
@@ -418,6 +445,7 @@ pub async fn run(options: Options) -> Result<()> {
         backlogs,
         workload_pairs,
         galera: galera_json,
+        soaks: soaks.iter().map(soak::Soak::to_json).collect(),
     };
     println!("\n{}", report.table(options.verbose));
     for (ours, theirs) in &report.pairs {
@@ -441,6 +469,9 @@ pub async fn run(options: Options) -> Result<()> {
         }
     }
     for line in &galera_lines {
+        println!("{line}");
+    }
+    for line in soaks.iter().flat_map(soak::Soak::summary) {
         println!("{line}");
     }
     for line in &prune_lines {

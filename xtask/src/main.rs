@@ -113,6 +113,10 @@ enum MigrateAction {
 
 /// The bench's flags.
 #[derive(Debug, clap::Args)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent flags of the command line, not a state"
+)]
 struct BenchArgs {
     /// Bench these databases instead of the default three (repeatable).
     #[arg(long, value_name = "URL")]
@@ -160,9 +164,13 @@ struct BenchArgs {
     /// in turn with the same work without it.
     #[arg(long, value_name = "N", value_parser = positive)]
     backlog: Option<usize>,
+    /// Also run batched work with retention on for MINUTES, printing the
+    /// rate and the tables' and indexes' size every minute.
+    #[arg(long, value_name = "MINUTES", value_parser = clap::value_parser!(u32).range(1..))]
+    soak: Option<u32>,
     /// Measure only these sections, comma-separated: per-step, prune,
-    /// contention, statements, workloads, batched, backlog, galera (the
-    /// Galera section, also with --galera).
+    /// contention, statements, workloads, batched, backlog, soak, galera
+    /// (the Galera section, also with --galera).
     #[arg(long, value_name = "SECTION,...", value_delimiter = ',')]
     only: Vec<String>,
 }
@@ -182,6 +190,7 @@ impl BenchArgs {
             galera: self.galera,
             galera_steps: self.galera_steps,
             backlog: self.backlog,
+            soak: self.soak,
             only: self.only,
             ..defaults
         };
@@ -310,6 +319,11 @@ mod tests {
         let options = bench.into_options();
         assert_eq!(options.backlog, Some(200_000));
         assert_eq!(options.only, ["per-step", "backlog"]);
+        let Command::Bench(bench) = parse("bench --soak 30 --only soak").unwrap().command else {
+            panic!("bench");
+        };
+        assert_eq!(bench.into_options().soak, Some(30));
+        assert!(parse("bench --soak 0").is_err());
         let Command::Bench(bench) = parse("bench --smoke --galera --galera-steps 300")
             .unwrap()
             .command

@@ -138,6 +138,15 @@ pub async fn measure(url: &str, workers: usize, steps: usize, progress: &str) ->
         );
         create_steps_for(&setup, steps, workers, FUNCTION).await?;
     }
+    drain(url, workers, steps, progress).await
+}
+
+/// Times a `WorkerPool` of `workers` handler tasks claiming and succeeding
+/// `steps` steps of [`FUNCTION`] already queued on `url` (by
+/// [`create_steps_for`]), counting the statements it sends; the timed part
+/// of [`measure`], which the soak ([`super::soak`]) takes round after
+/// round.
+pub async fn drain(url: &str, workers: usize, steps: usize, progress: &str) -> Result<Batched> {
     let log = StatementLog::new();
     let config = StoreConfig::default()
         .pool_size(2)

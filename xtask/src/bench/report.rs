@@ -150,6 +150,8 @@ pub struct Report {
     pub pairs: Vec<(String, String)>,
     /// What `--backlog` seeded on each dialect, as JSON.
     pub backlogs: Vec<Value>,
+    /// What `--soak` found on each dialect, as JSON.
+    pub soaks: Vec<Value>,
     /// The pairs of columns whose rounds of one workload (by its title)
     /// were taken in turn, `(ours, theirs, title)`: their ratios
     /// ([`Report::paired_workload_rounds`]) are printed and written as
@@ -247,6 +249,7 @@ impl Report {
             "columns": columns,
             "ratios": ratios,
             "backlogs": self.backlogs,
+            "soaks": self.soaks,
             "galera": self.galera,
         })
     }
@@ -623,6 +626,7 @@ mod tests {
             rounds: 1,
             pairs: Vec::new(),
             backlogs: Vec::new(),
+            soaks: Vec::new(),
             workload_pairs: Vec::new(),
             galera: None,
             columns: vec![Column {
@@ -666,6 +670,7 @@ mod tests {
             ],
             pairs: vec![("postgres".to_owned(), "pg hand SQL".to_owned())],
             backlogs: Vec::new(),
+            soaks: Vec::new(),
             workload_pairs: Vec::new(),
             galera: None,
         };
@@ -700,6 +705,7 @@ mod tests {
             ],
             pairs: Vec::new(),
             backlogs: Vec::new(),
+            soaks: Vec::new(),
             workload_pairs: vec![("galera".to_owned(), "mariadb".to_owned(), TITLE)],
             galera: Some(json!({"nodes": 3})),
         };
