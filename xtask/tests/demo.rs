@@ -79,6 +79,12 @@ fn demo(url: &str, extra: &[&str]) {
         stdout.contains("timeline of run"),
         "no timeline in:\n{stdout}"
     );
+    // The rate a larger run is judged by, over each fifth of the work
+    // (whether it slowed as it went).
+    assert!(
+        stdout.contains("steps/s by fifth of the work"),
+        "no rates by fifth in:\n{stdout}"
+    );
 }
 
 /// Drops database `name` on the server of `base` (on a runtime of its

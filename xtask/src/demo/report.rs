@@ -24,6 +24,7 @@ use super::dispatch::Dispatched;
 use super::emit::{Emitted, VIEWED_EVERY};
 use super::engine::Shared;
 use super::outside::Outside;
+use super::progress::Rates;
 use super::provider::Provider;
 use super::users::Personas;
 use super::verify::Found;
@@ -65,6 +66,8 @@ pub struct Summary {
     pub setup_time: Duration,
     /// From the first emit to the last run settled.
     pub work_time: Duration,
+    /// The step rate over each fifth of the work, and the machine's load.
+    pub rates: Rates,
     /// Stopping the workers, the sweeper, the dispatchers and the users.
     pub stop_time: Duration,
     /// Reading every invariant back (stranded effects settled first).
@@ -327,6 +330,23 @@ impl Summary {
             format!("{:.0}", f.events.iter().sum::<i64>() as f64 / secs),
             "events/s",
         );
+        if !self.rates.fifths.is_empty() {
+            let fifths = self
+                .rates
+                .fifths
+                .iter()
+                .map(|r| format!("{r:.0}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            println!("  {:<34}{fifths:>9}", "steps/s by fifth of the work");
+        }
+        if let (Some(start), Some(end)) = self.rates.load {
+            row(
+                "load average (1 min)",
+                format!("{start:.1} -> {end:.1}"),
+                "(the machine's, at the start and the end of the work)",
+            );
+        }
         for error in s
             .error_samples
             .lock()

@@ -217,6 +217,40 @@ pub async fn poll(provider: &mut Provider, display: bool) -> Result<Poll> {
     })
 }
 
+/// Reads the display's totals ([`poll`] with `display`) on `provider`, a
+/// connection of their own, and sends each reading with when it was read,
+/// until the demo stops listening: the next reading a second later, or
+/// nine times as long as this one took, whichever is longer, so reading
+/// them takes a tenth of a connection's time at most however large the
+/// session. A failed reading is logged and tried again.
+pub async fn totals(
+    mut provider: Provider,
+    readings: tokio::sync::watch::Sender<Option<(Snapshot, std::time::Instant)>>,
+) {
+    loop {
+        let started = std::time::Instant::now();
+        match poll(&mut provider, true).await {
+            Ok(Poll {
+                snapshot: Some(snapshot),
+                ..
+            }) => {
+                if readings
+                    .send(Some((snapshot, std::time::Instant::now())))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(error = %format!("{err:#}"), "reading the totals"),
+        }
+        if readings.is_closed() {
+            return;
+        }
+        tokio::time::sleep((started.elapsed() * 9).max(std::time::Duration::from_secs(1))).await;
+    }
+}
+
 /// What the database holds once the demo is over.
 #[derive(Debug, Default)]
 pub struct Found {
