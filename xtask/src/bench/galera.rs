@@ -28,6 +28,13 @@
 //! `FLOWSTATE_GALERA_SYNC_WAIT` sets another). A `WorkerPool` claims on
 //! one connection, so batched mode takes one pool per node instead.
 //!
+//! Durability differs by default: the nodes run
+//! `innodb_flush_log_at_trx_commit = 2` (a commit is durable by
+//! replication; Galera's usual setting), a single server commonly 1 (a log
+//! flush per commit); both are in the JSON (`galera.settings`).
+//! `FLOWSTATE_GALERA_FLUSH_LOG_AT_TRX_COMMIT=1` gives the nodes the single
+//! server's, for a like-for-like ratio.
+//!
 //! The cluster is stopped however the bench ends: dropped at the end of
 //! the section, and a reaper (`sh` on a pipe from this process, in a
 //! process group of its own) kills the nodes and removes their directory
@@ -41,8 +48,9 @@
 //! machine from `/proc`).
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -89,6 +97,13 @@ pub const DEFAULT_WORKERS: usize = 12;
 /// says otherwise: 1 (reads) + 2 (updates, deletes) + 4 (inserts).
 const SYNC_WAIT: u8 = 7;
 
+/// The most resident memory a node may reach: past it the watchdog
+/// ([`Watchdog`]) kills the cluster. A node runs in about 200 MB (128 MB
+/// buffer pool, 64 MB gcache); on this machine one node once grew to 22 GB
+/// under load with `innodb_flush_log_at_trx_commit = 1` until the kernel's
+/// OOM killer took it, beside everyone else's processes.
+const NODE_RSS_LIMIT: u64 = 2 << 30;
+
 /// The bench database's name on the cluster.
 const DATABASE: &str = "flowstate_bench";
 
@@ -106,6 +121,17 @@ const COUNTERS: [&str; 10] = [
     "COM_ROLLBACK",
     "COM_UPDATE",
 ];
+
+/// `innodb_flush_log_at_trx_commit` for the nodes if
+/// `FLOWSTATE_GALERA_FLUSH_LOG_AT_TRX_COMMIT` gives one (0, 1 or 2); else
+/// the nodes keep the cluster's 2 (a commit is durable by replication,
+/// its log flushed once a second), where a single server commonly runs 1.
+fn flush_log_at_trx_commit() -> Option<u8> {
+    std::env::var("FLOWSTATE_GALERA_FLUSH_LOG_AT_TRX_COMMIT")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .filter(|value| *value <= 2)
+}
 
 /// The `wsrep_sync_wait` the bench sets on the nodes.
 fn sync_wait() -> u8 {
@@ -145,6 +171,13 @@ impl Cluster {
             conn.batch_execute(&format!("SET GLOBAL wsrep_sync_wait = {sync_wait}"))
                 .await
                 .with_context(|| format!("wsrep_sync_wait on Galera node {node}"))?;
+            if let Some(flush) = flush_log_at_trx_commit() {
+                conn.batch_execute(&format!(
+                    "SET GLOBAL innodb_flush_log_at_trx_commit = {flush}"
+                ))
+                .await
+                .with_context(|| format!("innodb_flush_log_at_trx_commit on Galera node {node}"))?;
+            }
         }
         galera.create_database(DATABASE).await?;
         let url = galera.nodes_url(0, DATABASE, "");
@@ -181,7 +214,7 @@ fn reaper(galera: &Galera) -> Result<Child> {
     let mut groups = String::new();
     for node in 0..Galera::NODES {
         if let Some(pid) = galera.pid(node) {
-            groups.push_str(&format!(" -{pid}"));
+            let _ = write!(groups, " -{pid}");
         }
     }
     let dir = galera.dir().display().to_string();
@@ -196,6 +229,78 @@ fn reaper(galera: &Galera) -> Result<Child> {
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()?)
+}
+
+/// Watches the nodes' resident memory every half second while the
+/// section runs, keeping each node's peak; a node past [`NODE_RSS_LIMIT`]
+/// gets every node SIGKILLed (the section's work then fails, loudly) and
+/// the reason kept, so a runaway node never takes the shared machine's
+/// memory.
+struct Watchdog {
+    task: tokio::task::JoinHandle<()>,
+    peaks: Arc<Vec<AtomicU64>>,
+    fired: Arc<Mutex<Option<String>>>,
+}
+
+impl Watchdog {
+    /// Starts watching `pids` (each a process group's leader).
+    fn start(pids: Vec<u32>) -> Self {
+        let peaks: Arc<Vec<AtomicU64>> = Arc::new(pids.iter().map(|_| AtomicU64::new(0)).collect());
+        let fired = Arc::new(Mutex::new(None));
+        let task = tokio::spawn({
+            let (peaks, fired) = (Arc::clone(&peaks), Arc::clone(&fired));
+            async move {
+                loop {
+                    for (node, &pid) in pids.iter().enumerate() {
+                        let Some(rss) = rss_bytes(pid) else { continue };
+                        peaks[node].fetch_max(rss, Ordering::Relaxed);
+                        if rss > NODE_RSS_LIMIT {
+                            for &pid in &pids {
+                                let _ = Command::new("kill")
+                                    .args(["-s", "KILL", "--", &format!("-{pid}")])
+                                    .stdout(Stdio::null())
+                                    .stderr(Stdio::null())
+                                    .status();
+                            }
+                            let why = format!(
+                                "Galera node {node} reached {} MB resident (limit {} MB): \
+                                 the cluster was killed",
+                                rss >> 20,
+                                NODE_RSS_LIMIT >> 20
+                            );
+                            println!("  !! {why}");
+                            *fired.lock().expect("not poisoned") = Some(why);
+                            return;
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+        });
+        Self { task, peaks, fired }
+    }
+
+    /// Stops watching: each node's peak resident memory in MB, and why it
+    /// killed the cluster, if it did.
+    fn stop(self) -> (Vec<u64>, Option<String>) {
+        self.task.abort();
+        let peaks = self
+            .peaks
+            .iter()
+            .map(|peak| peak.load(Ordering::Relaxed) >> 20)
+            .collect();
+        let fired = self.fired.lock().expect("not poisoned").take();
+        (peaks, fired)
+    }
+}
+
+/// Process `pid`'s resident memory in bytes (`VmRSS` of
+/// `/proc/<pid>/status`).
+fn rss_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb << 10)
 }
 
 /// One kind of work the section measures on both sides.
@@ -263,6 +368,8 @@ struct Cost {
     retried: u64,
     /// Conflicts let through to a caller.
     surfaced: u64,
+    /// Rounds that failed (their items are not counted).
+    failed_rounds: u64,
     /// The server processes' CPU time, in clock ticks.
     server_ticks: u64,
     /// This process's CPU time, in clock ticks.
@@ -283,6 +390,7 @@ impl Cost {
         self.items += other.items;
         self.retried += other.retried;
         self.surfaced += other.surfaced;
+        self.failed_rounds += other.failed_rounds;
         self.server_ticks += other.server_ticks;
         self.bench_ticks += other.bench_ticks;
         self.machine_busy += other.machine_busy;
@@ -312,6 +420,7 @@ impl Cost {
             "conflicts_surfaced": self.surfaced,
             "retried_per_1000": self.per_thousand(self.retried as f64),
             "surfaced_per_1000": self.per_thousand(self.surfaced as f64),
+            "failed_rounds": self.failed_rounds,
             "server_cpu_ms_per_1000": self.per_thousand(self.server_ticks as f64 * tick_ms),
             "bench_cpu_ms_per_1000": self.per_thousand(self.bench_ticks as f64 * tick_ms),
             "machine_busy": self.machine_busy as f64 / self.machine_total.max(1) as f64,
@@ -363,6 +472,7 @@ impl Probe {
             items: items as u64,
             retried: after.conflicts.0.saturating_sub(self.conflicts.0),
             surfaced: after.conflicts.1.saturating_sub(self.conflicts.1),
+            failed_rounds: 0,
             server_ticks: after.server_ticks.saturating_sub(self.server_ticks),
             bench_ticks: after.bench_ticks.saturating_sub(self.bench_ticks),
             machine_busy: after.machine.0.saturating_sub(self.machine.0),
@@ -487,6 +597,7 @@ pub async fn section(single_url: &str, options: &Options) -> Result<Found> {
          {concurrency:?} workers)"
     );
     let cluster = Cluster::start().await?;
+    let watchdog = Watchdog::start(cluster.pids());
     let ports: Vec<u16> = (0..Galera::NODES).map(|n| cluster.galera.port(n)).collect();
     println!(
         "  galera: 3 nodes Synced in {:.1} s (ports {ports:?}, wsrep_sync_wait = {} on each), \
@@ -544,14 +655,16 @@ pub async fn section(single_url: &str, options: &Options) -> Result<Found> {
                     Work::Events => workloads::events(&side.url, workers, steps / 4).await,
                 };
                 let after = Probe::take(side).await;
-                if let Ok(measured) = &measured {
-                    costs
-                        .lock()
-                        .expect("not poisoned")
-                        .entry((work.name(), index, workers))
-                        .or_default()
-                        .add(&before.cost(&after, measured.steps));
-                }
+                // A failed round's conflicts count too (a surfaced one is
+                // often why it failed); its items do not.
+                let mut cost = before.cost(&after, measured.as_ref().map_or(0, |m| m.steps));
+                cost.failed_rounds = u64::from(measured.is_err());
+                costs
+                    .lock()
+                    .expect("not poisoned")
+                    .entry((work.name(), index, workers))
+                    .or_default()
+                    .add(&cost);
                 measured
             },
         )
@@ -559,8 +672,19 @@ pub async fn section(single_url: &str, options: &Options) -> Result<Found> {
         results.push((work, all));
     }
     let costs = costs.into_inner().expect("not poisoned");
+    let (peaks, fired) = watchdog.stop();
     drop(cluster);
-    Ok(assemble(results, &costs, steps, settings))
+    let mut found = assemble(results, &costs, steps, &settings);
+    found.lines.push(format!(
+        "galera: the nodes' peak resident memory {peaks:?} MB (limit {} MB each)",
+        NODE_RSS_LIMIT >> 20
+    ));
+    found.json["peak_rss_mb"] = json!(peaks);
+    if let Some(why) = fired {
+        found.lines.push(format!("galera: {why}"));
+        found.json["killed"] = json!(why);
+    }
+    Ok(found)
 }
 
 /// The columns, pairs, JSON and lines of the section's results.
@@ -568,7 +692,7 @@ fn assemble(
     results: Vec<(Work, Vec<Result<Vec<Rounds>>>)>,
     costs: &BTreeMap<(&'static str, usize, usize), Cost>,
     steps: usize,
-    settings: Value,
+    settings: &Value,
 ) -> Found {
     let mut columns = vec![
         Column::rounds(LABEL, Ok(Vec::new())),
@@ -655,11 +779,22 @@ fn cost_line(work: Work, workers: usize, cluster: &Cost, single: Option<&Cost>) 
     let tick_ms = 1000.0 / CLOCK_TICKS_PER_SECOND as f64;
     let unit = work.unit();
     let c = |name: &str| cluster.counters.get(name).copied().unwrap_or(0);
+    if cluster.items == 0 {
+        return format!(
+            "galera {}, {workers} workers: no round succeeded; {} conflicts retried, {} surfaced; \
+             {} certification failures, {} brute-force aborts",
+            work.name(),
+            cluster.retried,
+            cluster.surfaced,
+            c("WSREP_LOCAL_CERT_FAILURES"),
+            c("WSREP_LOCAL_BF_ABORTS"),
+        );
+    }
     let server_cpu = |cost: &Cost| cost.per_thousand(cost.server_ticks as f64 * tick_ms);
     let busy = |cost: &Cost| 100.0 * cost.machine_busy as f64 / cost.machine_total.max(1) as f64;
     let mut line = format!(
         "galera {}, {workers} workers: {} conflicts retried over {} {unit} ({:.1} per 1,000), {} \
-         surfaced; {} certification failures, {} brute-force aborts, flow control paused {} ms \
+         surfaced{}; {} certification failures, {} brute-force aborts, flow control paused {} ms \
          ({} sent) in {:.1} s; {:.1} statements and {:.2} commits per {} on the nodes; server \
          CPU {:.0} ms per 1,000 {unit} (3 nodes)",
         work.name(),
@@ -667,6 +802,10 @@ fn cost_line(work: Work, workers: usize, cluster: &Cost, single: Option<&Cost>) 
         cluster.items,
         cluster.per_thousand(cluster.retried as f64),
         cluster.surfaced,
+        match cluster.failed_rounds {
+            0 => String::new(),
+            n => format!(" ({n} round(s) failed, their items left out)"),
+        },
         c("WSREP_LOCAL_CERT_FAILURES"),
         c("WSREP_LOCAL_BF_ABORTS"),
         c("WSREP_FLOW_CONTROL_PAUSED_NS") / 1_000_000,
@@ -677,8 +816,9 @@ fn cost_line(work: Work, workers: usize, cluster: &Cost, single: Option<&Cost>) 
         unit.trim_end_matches('s'),
         server_cpu(cluster),
     );
-    match single {
-        Some(single) => line.push_str(&format!(
+    match single.filter(|single| single.items > 0) {
+        Some(single) => write!(
+            line,
             " vs {:.0} (1 server, {} conflicts retried), bench CPU {:.0} vs {:.0} ms; machine \
              busy {:.0}% vs {:.0}%",
             server_cpu(single),
@@ -687,9 +827,10 @@ fn cost_line(work: Work, workers: usize, cluster: &Cost, single: Option<&Cost>) 
             single.per_thousand(single.bench_ticks as f64 * tick_ms),
             busy(cluster),
             busy(single),
-        )),
-        None => line.push_str(&format!("; machine busy {:.0}%", busy(cluster))),
+        ),
+        None => write!(line, "; machine busy {:.0}%", busy(cluster)),
     }
+    .unwrap_or_else(|_| unreachable!("writing to a String"));
     line
 }
 
@@ -852,8 +993,10 @@ mod tests {
     }
 
     #[test]
-    fn this_process_has_cpu_time_and_the_machine_ticks() {
+    fn this_process_has_cpu_time_memory_and_the_machine_ticks() {
         assert!(cpu_ticks(std::process::id()).is_some());
+        let rss = rss_bytes(std::process::id()).expect("VmRSS");
+        assert!(rss > 1 << 20 && rss < NODE_RSS_LIMIT, "{rss}");
         let (busy, total) = machine_ticks().expect("/proc/stat");
         assert!(busy <= total && total > 0);
     }
