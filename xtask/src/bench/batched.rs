@@ -122,6 +122,48 @@ pub async fn column(
 /// The label of the batched column through PgBouncer.
 pub const POOLED_LABEL: &str = "pgbouncer batch";
 
+/// A store for one `WorkerPool` on `url`: its two connections (the
+/// claimer's and the flusher's), both opened and set up before it is
+/// answered, so no timing or count sees their setup; with a `log`, every
+/// statement is counted there.
+pub async fn open_pool_store(
+    url: &str,
+    log: Option<Arc<StatementLog>>,
+) -> Result<Arc<DieselStore>> {
+    let mut config = StoreConfig::default()
+        .pool_size(2)
+        .acquire_timeout(Duration::from_secs(30));
+    if let Some(log) = log {
+        config = config.statement_log(log);
+    }
+    let store = Arc::new(
+        DieselStore::open(url, config)
+            .await
+            .context("cannot open the store")?,
+    );
+    let (a, b) = tokio::join!(
+        store.list_steps(RunId::generate()),
+        store.list_steps(RunId::generate())
+    );
+    drop((a, b));
+    Ok(store)
+}
+
+/// The bench's pool settings for `handlers` handler tasks on steps of
+/// `function`: claims of [`CLAIM_BATCH`], four in flight, a short idle
+/// backoff.
+pub fn pool_config(handlers: usize, function: &'static str) -> PoolConfig {
+    PoolConfig::default()
+        .workers(handlers)
+        .claim_batch(CLAIM_BATCH)
+        .max_in_flight((4 * CLAIM_BATCH as usize).max(handlers))
+        .function(function)
+        .idle_backoff(IdleBackoff {
+            initial: Duration::from_millis(1),
+            max: Duration::from_millis(20),
+        })
+}
+
 /// Creates `steps` fresh steps on `url`, then times a `WorkerPool` of
 /// `workers` handler tasks claiming and succeeding all of them; on a
 /// terminal, `progress` labels a line that counts the steps done.
@@ -148,34 +190,12 @@ pub async fn measure(url: &str, workers: usize, steps: usize, progress: &str) ->
 /// round.
 pub async fn drain(url: &str, workers: usize, steps: usize, progress: &str) -> Result<Batched> {
     let log = StatementLog::new();
-    let config = StoreConfig::default()
-        .pool_size(2)
-        .acquire_timeout(Duration::from_secs(30))
-        .statement_log(Arc::clone(&log));
-    let store = Arc::new(
-        DieselStore::open(url, config)
-            .await
-            .context("cannot open the store")?,
-    );
-    // Both connections opened (and set up) before counting and timing.
-    let (a, b) = tokio::join!(
-        store.list_steps(RunId::generate()),
-        store.list_steps(RunId::generate())
-    );
-    drop((a, b));
+    let store = open_pool_store(url, Some(Arc::clone(&log))).await?;
     log.clear();
 
     let done = Arc::new(AtomicUsize::new(0));
     let all_done = Arc::new(Notify::new());
-    let config = PoolConfig::default()
-        .workers(workers)
-        .claim_batch(CLAIM_BATCH)
-        .max_in_flight((4 * CLAIM_BATCH as usize).max(workers))
-        .function(FUNCTION)
-        .idle_backoff(IdleBackoff {
-            initial: Duration::from_millis(1),
-            max: Duration::from_millis(20),
-        });
+    let config = pool_config(workers, FUNCTION);
     let started = Instant::now();
     let ticker = show_progress(progress.to_owned(), Arc::clone(&done), steps);
     let pool = WorkerPool::new(Arc::clone(&store), {

@@ -60,15 +60,14 @@ use diesel::sql_types::{BigInt, Text};
 use diesel_async::SimpleAsyncConnection as _;
 use diesel_async::{AsyncConnection as _, AsyncMysqlConnection, RunQueryDsl as _};
 use flowstate_core::Completion;
-use flowstate_core::ports::StepStore as _;
-use flowstate_core::{RunId, Step};
+use flowstate_core::Step;
 use flowstate_faults::cluster::Galera;
-use flowstate_pool::{IdleBackoff, PoolConfig, WorkerPool};
+use flowstate_pool::WorkerPool;
 use flowstate_store_diesel::{DieselStore, StoreConfig, conflict_retries, migrate};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use super::batched::{CLAIM_BATCH, FUNCTION as BATCH_FUNCTION};
+use super::batched::{self, FUNCTION as BATCH_FUNCTION};
 use super::report::{Column, Rounds, Workload};
 use super::throughput::{self, Throughput, create_steps_for, show_progress};
 use super::{Options, interleaved_all, workloads};
@@ -888,21 +887,7 @@ async fn batched(
     let pools = urls.len().min(workers.max(1));
     let mut stores = Vec::with_capacity(pools);
     for url in &urls[..pools] {
-        let config = StoreConfig::default()
-            .pool_size(2)
-            .acquire_timeout(Duration::from_secs(30));
-        let store = Arc::new(
-            DieselStore::open(url, config)
-                .await
-                .context("cannot open the store")?,
-        );
-        // Both connections opened before timing.
-        let (a, b) = tokio::join!(
-            store.list_steps(RunId::generate()),
-            store.list_steps(RunId::generate())
-        );
-        drop((a, b));
-        stores.push(store);
+        stores.push(batched::open_pool_store(url, None).await?);
     }
     let done = Arc::new(AtomicUsize::new(0));
     let all_done = Arc::new(Notify::new());
@@ -911,15 +896,7 @@ async fn batched(
     let mut handles = Vec::with_capacity(pools);
     for (i, store) in stores.into_iter().enumerate() {
         let handlers = (workers / pools + usize::from(i < workers % pools)).max(1);
-        let config = PoolConfig::default()
-            .workers(handlers)
-            .claim_batch(CLAIM_BATCH)
-            .max_in_flight((4 * CLAIM_BATCH as usize).max(handlers))
-            .function(BATCH_FUNCTION)
-            .idle_backoff(IdleBackoff {
-                initial: Duration::from_millis(1),
-                max: Duration::from_millis(20),
-            });
+        let config = batched::pool_config(handlers, BATCH_FUNCTION);
         let (done, all_done) = (Arc::clone(&done), Arc::clone(&all_done));
         handles.push(
             WorkerPool::new(store, move |step: Step| {

@@ -22,6 +22,11 @@
 //! figures (statistics, refreshed by InnoDB as rows change) and the
 //! tablespace files' allocated size; SQLite's `dbstat` pages and the
 //! file's pages.
+//!
+//! On a PostgreSQL server whose autovacuum daemon is off (the machine's
+//! own test server is one), nothing would reclaim the pruned rows and the
+//! size could only grow: the soak says so and vacuums the tables it
+//! churns at each interval in the daemon's place.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -261,6 +266,14 @@ pub async fn run(dialect: Dialect, url: &str, settings: Settings) -> Result<Soak
         pruned: 0,
         sizes: Sizes::default(),
     };
+    let vacuum = vacuum_in_place_of_the_daemon(dialect, &store).await?;
+    if vacuum {
+        println!(
+            "  !! {name}: this server runs with autovacuum = off, so nothing would ever reclaim \
+             the rows the pruner deletes; the soak runs `{VACUUM}` at each interval in the \
+             daemon's place (turn autovacuum on in production)"
+        );
+    }
     let mut mark = started + settings.interval;
     let outcome: Result<()> = async {
         while started.elapsed() < settings.duration {
@@ -276,6 +289,12 @@ pub async fn run(dialect: Dialect, url: &str, settings: Settings) -> Result<Soak
             current.wall += round.elapsed();
             if Instant::now() >= mark || started.elapsed() >= settings.duration {
                 current.pruned = pruner.report().runs;
+                if vacuum {
+                    store
+                        .batch_execute(VACUUM)
+                        .await
+                        .context("the soak's VACUUM")?;
+                }
                 current.sizes = sizes(dialect, url).await?;
                 intervals.push(current);
                 let i = &current;
@@ -322,6 +341,23 @@ pub async fn run(dialect: Dialect, url: &str, settings: Settings) -> Result<Soak
         settings,
         intervals,
     })
+}
+
+/// What the soak runs at each interval on a PostgreSQL server whose
+/// autovacuum daemon is off: the tables its rounds churn.
+const VACUUM: &str = "VACUUM flowstate_runs, flowstate_steps, flowstate_step_history";
+
+/// Whether `store` is on a PostgreSQL server with `autovacuum = off`
+/// (the machine's own test server is one): there a soak measures dead
+/// rows piling up for ever, not retention, unless something vacuums.
+async fn vacuum_in_place_of_the_daemon(dialect: Dialect, store: &DieselStore) -> Result<bool> {
+    if dialect != Dialect::Postgres {
+        return Ok(false);
+    }
+    // `SHOW` cannot be a subquery; the setting is in pg_settings too.
+    let probe = "DO $$ BEGIN IF current_setting('autovacuum') = 'off' THEN \
+                 RAISE EXCEPTION 'autovacuum is off'; END IF; END $$";
+    Ok(store.batch_execute(probe).await.is_err())
 }
 
 /// Marks every run in `runs` completed, as an engine does once a run's
