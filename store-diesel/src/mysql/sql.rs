@@ -42,22 +42,6 @@ pub(super) struct MoveSql {
     pub attempt: bool,
 }
 
-/// The column every per-step move (a claim, a transition, a retry, a
-/// claimer's move) stamps with a fresh history id, which the trigger of
-/// migration `2026-12-06-000019_move_history` watches.
-pub(super) const MOVE_HISTORY_ID: &str = "move_history_id";
-
-/// `update` (the scaffold's guarded `UPDATE` of one table) stamping
-/// [`MOVE_HISTORY_ID`] with a placeholder first: the history id binds
-/// before every other value.
-fn stamping_history(update: &str) -> String {
-    const HEAD: &str = "UPDATE flowstate_steps SET ";
-    let Some(rest) = update.strip_prefix(HEAD) else {
-        unreachable!("a guarded move is a single-table UPDATE of the steps: {update}")
-    };
-    format!("{HEAD}{MOVE_HISTORY_ID} = ?, {rest}")
-}
-
 /// The history row of the step with id `?`.
 const BY_ID: HistorySource<'static> = HistorySource {
     from: "FROM flowstate_steps WHERE id = ?",
@@ -74,7 +58,7 @@ fn move_sql(step_move: &StepMove) -> MoveSql {
         attempt: "?",
     };
     MoveSql {
-        update: stamping_history(&step_move.update(binds, "?")),
+        update: step_move.update_stamping(binds, "?", "?"),
         payload: !step_move.retry && payload_column(step_move.to).is_some(),
         deadline: step_move.sets_deadline(),
         attempt: step_move.fenced,
@@ -130,7 +114,7 @@ mod tests {
     use super::*;
     use crate::sql::Move;
     use crate::sql::Upsert;
-    use crate::sql::claim_move;
+    use crate::sql::{MOVE_HISTORY_ID, claim_move};
     use flowstate_core::RetryStart;
 
     /// The history upsert of `step_move` over the NEW step row, as the

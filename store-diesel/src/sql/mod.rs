@@ -253,6 +253,14 @@ impl StepMove {
         self.update_where(binds, "", &format!("id = {id}"))
     }
 
+    /// [`Self::update`] that also stamps [`MOVE_HISTORY_ID`] with
+    /// `history_id`, first, as [`claim_update`] does: MySQL's move trigger
+    /// writes the attempt's history row from that column. Placeholders
+    /// appear in the order `history_id`, then as [`Self::update`]'s.
+    pub fn update_stamping(&self, binds: MoveBinds<'_>, id: &str, history_id: &str) -> String {
+        self.guarded_update(binds, Some(history_id), "", &format!("id = {id}"))
+    }
+
     /// The status-guarded `UPDATE` of the steps `target` names (`id = ...`,
     /// `id IN (...)`), joined to `from` (a `FROM ...` clause, or empty) for
     /// PostgreSQL's `UPDATE ... FROM`: `status`, `updated_at`, the payload
@@ -263,6 +271,18 @@ impl StepMove {
     /// in the order `now`, `payload`, the deadline's, the target's,
     /// `attempt`, only those the move uses.
     pub fn update_where(&self, binds: MoveBinds<'_>, from: &str, target: &str) -> String {
+        self.guarded_update(binds, None, from, target)
+    }
+
+    /// [`Self::update_where`], stamping `history_id` first when given
+    /// ([`Self::update_stamping`]).
+    fn guarded_update(
+        &self,
+        binds: MoveBinds<'_>,
+        history_id: Option<&str>,
+        from: &str,
+        target: &str,
+    ) -> String {
         let mut set = format!(
             "status = '{}', updated_at = {}",
             self.to.as_str(),
@@ -289,7 +309,8 @@ impl StepMove {
             String::new()
         };
         format!(
-            "UPDATE flowstate_steps SET {set}{from} WHERE {target} AND {}{fence}",
+            "{UPDATE_STEPS_SET}{}{set}{from} WHERE {target} AND {}{fence}",
+            history_stamp(history_id),
             status_in("status", &self.sources)
         )
     }
@@ -361,6 +382,20 @@ impl StepMove {
     }
 }
 
+/// The column every per-step move on MySQL (a claim, a transition, a
+/// retry, a claimer's move) stamps with a fresh history id, which the
+/// trigger of migration `2026-12-06-000019_move_history` watches.
+pub(crate) const MOVE_HISTORY_ID: &str = "move_history_id";
+
+/// How every single-step `UPDATE` of the steps begins.
+const UPDATE_STEPS_SET: &str = "UPDATE flowstate_steps SET ";
+
+/// The assignment stamping [`MOVE_HISTORY_ID`] with `history_id`, with its
+/// separator; empty without one.
+fn history_stamp(history_id: Option<&str>) -> String {
+    history_id.map_or(String::new(), |id| format!("{MOVE_HISTORY_ID} = {id}, "))
+}
+
 /// The claim's `UPDATE` of step (run, name), guarded exactly as
 /// [`ClaimDecision`] decides: the function matches or the step is not
 /// pinned, the step is fresh, or retryable with attempts left, and its run
@@ -384,9 +419,9 @@ pub(crate) fn claim_update(
 ) -> String {
     let fresh = status_in("status", &ClaimDecision::ClaimFresh.statuses());
     let retry = status_in("status", &ClaimDecision::ClaimRetry.statuses());
-    let stamp = history_id.map_or(String::new(), |id| format!("move_history_id = {id}, "));
+    let stamp = history_stamp(history_id);
     format!(
-        "UPDATE flowstate_steps SET {stamp}{} \
+        "{UPDATE_STEPS_SET}{stamp}{} \
          WHERE run_id = {run} AND name = {name} \
          AND (function_name IS NULL OR function_name = {function}) \
          AND ({fresh} OR ({retry} AND {ATTEMPTS_LEFT})) AND {}",
