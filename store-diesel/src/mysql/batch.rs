@@ -113,26 +113,38 @@ pub(super) async fn claim_batch(
     let now = config.clock.now().as_micros();
     let deadline = (config.lease_offset_us(), config.claim_default_us());
     let mut conn = pool.get(op).await?;
+    // A retry after a conflict spreads its pick at random (mysql/spread.rs).
+    let mut attempt = 0_u32;
     retry_conflicts!(
         op,
-        claim_once(&mut conn, now, deadline, limit, function).await,
+        {
+            let tried = attempt;
+            attempt += 1;
+            claim_once(&mut conn, now, deadline, (limit, tried), function).await
+        },
         renew: conn = pool
     )
     .map_err(|err| backend(op, err))
 }
 
-/// The batch claim's transaction.
+/// The batch claim's transaction, its `attempt`-th try (0: the first).
 async fn claim_once(
     conn: &mut AsyncMysqlConnection,
     now: i64,
     (offset, default_us): (i64, i64),
-    limit: u32,
+    (limit, attempt): (u32, u32),
     function: Option<&str>,
 ) -> QueryResult<Vec<StepRow>> {
     // Where this node's claimers start (mysql/spread.rs): the oldest on
-    // one server.
+    // one server; at random among every slot's windows on a node's retry.
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let spread = Spread::of(crate::health::pick_slot(conn), limit, limit);
+    let spread = Spread::again(
+        crate::health::pick_slot(conn),
+        limit,
+        limit,
+        attempt,
+        crate::conflict::random(),
+    );
     conn.transaction(async |conn| {
         let limit = spread.limit();
         let picked: Vec<Picked> = match function {

@@ -24,6 +24,7 @@
 //! always match: the statements are the ones they were.
 
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use diesel::prelude::*;
@@ -78,11 +79,21 @@ pub(super) async fn claim_runs(
         until: offset.saturating_add(lease_micros(lease_for)),
         now: config.clock.now().as_micros(),
     };
+    // How many times the claim's transaction has started: a retry after a
+    // conflict spreads its pick at random (mysql/spread.rs).
+    let attempts = AtomicU32::new(0);
     transaction!(pool, "claim_run", |conn| {
         // Where this node's claimers start (mysql/spread.rs): the oldest
         // on one server. Cancels are few: their pick is not spread.
         let n = usize::try_from(claim.n).unwrap_or(usize::MAX);
-        let spread = Spread::of(crate::health::pick_slot(conn), n, RUN_WINDOW);
+        let attempt = attempts.fetch_add(1, Ordering::Relaxed);
+        let spread = Spread::again(
+            crate::health::pick_slot(conn),
+            n,
+            RUN_WINDOW,
+            attempt,
+            crate::conflict::random(),
+        );
         let cancelled = pick(conn, &claim, Spread::of(None, n, n), true).await?;
         if !cancelled.is_empty() {
             let moved = guarded(&cancel_sql(cancelled.len()), &claim, &cancelled, true)

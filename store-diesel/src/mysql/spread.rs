@@ -16,6 +16,16 @@
 //! before. The rows asked for and not taken stay locked by the pick until
 //! its transaction ends (a few milliseconds); the node's other claimers
 //! skip them.
+//!
+//! A pick that runs again after a conflict ([`Spread::again`]) has just
+//! collided with another node's claim of the same rows: when its queue is
+//! short (the end of a burst, when every node falls back to the oldest
+//! rows) the nodes would collide again on the next try, and a claimer
+//! could lose every try of its budget. So a retry on a node with a slot
+//! asks for every slot's windows and takes its rows at a random start
+//! among those answered, in order from there, whatever its slot: nodes
+//! that collided part. A first try, and every try on one server, is as
+//! above, so a lone claimer still takes the oldest rows first.
 
 /// Slots above this wrap around: a pick asks for at most this many
 /// windows.
@@ -32,6 +42,9 @@ pub(super) struct Spread {
     skip: usize,
     /// Rows it takes.
     n: usize,
+    /// A retry's random draw: where among the rows answered it starts
+    /// ([`Spread::again`]); `None` for a pick by windows.
+    draw: Option<u64>,
 }
 
 impl Spread {
@@ -39,7 +52,33 @@ impl Spread {
     /// `window` rows (at least `n`).
     pub(super) fn of(slot: Option<usize>, n: usize, window: usize) -> Self {
         let skip = slot.map_or(0, |slot| (slot % SLOTS) * window.max(n));
-        Self { skip, n }
+        Self {
+            skip,
+            n,
+            draw: None,
+        }
+    }
+
+    /// The pick of `n` rows by a unit of work on a connection in `slot`
+    /// that runs for the `attempt`-th time (0: the first): the first as
+    /// [`Spread::of`]; a retry on a node with a slot asks for every slot's
+    /// windows and starts at a random row among those answered (`draw`).
+    /// On one server (no slot) every try is the first.
+    pub(super) fn again(
+        slot: Option<usize>,
+        n: usize,
+        window: usize,
+        attempt: u32,
+        draw: u64,
+    ) -> Self {
+        match slot {
+            Some(_) if attempt > 0 => Self {
+                skip: (SLOTS - 1) * window.max(n),
+                n,
+                draw: Some(draw),
+            },
+            _ => Self::of(slot, n, window),
+        }
     }
 
     /// The `LIMIT` the pick binds.
@@ -51,8 +90,15 @@ impl Spread {
     /// order): its window when the queue filled it, else the oldest `n`
     /// (a queue too short to fill the windows has little to contend for,
     /// and a lone claimer must still take the oldest rows first).
+    ///
+    /// A retry takes `n` rows in order from a random start among those
+    /// answered (the last `n` at the latest), or all of them when they are
+    /// no more than `n`.
     pub(super) fn take<T>(self, mut rows: Vec<T>) -> Vec<T> {
-        let start = if rows.len() >= self.skip.saturating_add(self.n) {
+        let start = if let Some(draw) = self.draw {
+            let starts = rows.len().saturating_sub(self.n).saturating_add(1);
+            usize::try_from(draw % starts as u64).unwrap_or(0)
+        } else if rows.len() >= self.skip.saturating_add(self.n) {
             self.skip
         } else {
             0
@@ -98,5 +144,36 @@ mod tests {
         let batch = Spread::of(Some(2), 256, 256);
         assert_eq!(batch.limit(), 768);
         assert_eq!(Spread::of(Some(5), 1, RUN_WINDOW).limit(), 9, "slots wrap");
+    }
+
+    #[test]
+    fn a_retry_on_a_node_starts_at_a_random_row_of_every_slots_windows() {
+        let rows: Vec<u32> = (0..40).collect();
+        assert_eq!(
+            Spread::again(None, 3, RUN_WINDOW, 5, 17),
+            Spread::of(None, 3, RUN_WINDOW),
+            "one server: every try is the first"
+        );
+        assert_eq!(
+            Spread::again(Some(2), 3, RUN_WINDOW, 0, 17),
+            Spread::of(Some(2), 3, RUN_WINDOW),
+            "a first try picks by windows"
+        );
+        for slot in 0..SLOTS {
+            let retry = Spread::again(Some(slot), 3, RUN_WINDOW, 1, 17);
+            assert_eq!(retry.limit(), 27, "every slot's windows");
+            // 27 rows answered: starts 0..=24, draw 17 starts at 17.
+            assert_eq!(retry.take(rows[..27].to_vec()), [17, 18, 19]);
+        }
+        let retry = Spread::again(Some(0), 3, RUN_WINDOW, 2, 17);
+        // A short queue of 5: starts 0..=2, 17 % 3 = 2.
+        assert_eq!(retry.take(rows[..5].to_vec()), [2, 3, 4]);
+        assert_eq!(retry.take(rows[..3].to_vec()), [0, 1, 2], "no more than n");
+        assert_eq!(retry.take(rows[..2].to_vec()), [0, 1]);
+        assert!(retry.take(Vec::<u32>::new()).is_empty());
+        let starts: std::collections::HashSet<Vec<u32>> = (0..64_u64)
+            .map(|draw| Spread::again(Some(1), 1, RUN_WINDOW, 1, draw).take(rows[..6].to_vec()))
+            .collect();
+        assert_eq!(starts.len(), 6, "every row of a short queue is a start");
     }
 }
