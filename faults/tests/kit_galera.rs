@@ -22,14 +22,15 @@
 //!
 //! Reads after another node's write: Galera is synchronous for commits
 //! but not for reads, so a read on one node may miss what another node
-//! committed a moment before. store-diesel's MySQL sessions do not set
-//! `wsrep_sync_wait`, and a harness has no way into a store's session
-//! setup, so the cluster sets it for every session, `SET GLOBAL
-//! wsrep_sync_wait = 7` on each node before any store opens (reads, updates
-//! and deletes, inserts: each waits until its node has applied what the
-//! cluster committed before it), as an operator would in `my.cnf`. The
-//! hooks' trigger DDL (total order isolation) is waited for the same way: a
-//! synced read on every node after it.
+//! committed a moment before. Each store sets `wsrep_sync_wait` on its own
+//! sessions to a Galera node (`StoreConfig::galera_sync_wait`, 7 by
+//! default: reads, updates and deletes, inserts each wait until their node
+//! has applied what the cluster committed before them); the nodes run
+//! with the server's default, 0, so the kit passing here is the store's
+//! own setting at work, not the cluster's. The harness's connections
+//! behind the stores set the same on their sessions. The hooks' trigger
+//! DDL (total order isolation) is waited for the same way: a synced read
+//! on every node after it.
 //!
 //! Each case gets a database of its own: a fresh one migrated through its
 //! node, or one an earlier case passed on, emptied (every table's rows
@@ -68,18 +69,18 @@ const CONNECTIONS: usize = 34;
 /// Connections of each store a case opens beside its own.
 const SKEWED_CONNECTIONS: usize = 4;
 
-/// `wsrep_sync_wait` on every session of the cluster: 1 (reads, and the
+/// `wsrep_sync_wait` on the harness's own sessions: 1 (reads, and the
 /// start of a transaction) + 2 (updates and deletes) + 4 (inserts and
-/// replaces). `FLOWSTATE_GALERA_SYNC_WAIT` sets another (0: none), to see
-/// which cases need it.
+/// replaces), as the stores set it on theirs.
 const SYNC_WAIT: u8 = 7;
 
-/// The `wsrep_sync_wait` the cluster runs with.
-fn sync_wait() -> u8 {
+/// `FLOWSTATE_GALERA_SYNC_WAIT`, to see which cases need the wait: when
+/// set, every store's setting and every node's global one (0: no session
+/// waits but the harness's own).
+fn sync_wait_override() -> Option<u8> {
     std::env::var("FLOWSTATE_GALERA_SYNC_WAIT")
         .ok()
         .and_then(|value| value.parse().ok())
-        .unwrap_or(SYNC_WAIT)
 }
 
 /// How long the binary waits for the cluster to come up (its own bound,
@@ -148,23 +149,26 @@ fn cluster() -> &'static Cluster {
     }
 }
 
-/// Starts the cluster, sets `wsrep_sync_wait` on every node and starts the
-/// reaper: answers the cluster, the reaper and the nodes' ports.
+/// Starts the cluster, sets `wsrep_sync_wait` on every node if
+/// [`sync_wait_override`] says so, and starts the reaper: answers the
+/// cluster, the reaper and the nodes' ports.
 async fn start() -> Result<(Galera, std::process::Child, Vec<u16>), String> {
     let at = Instant::now();
     let galera = Galera::start().await.map_err(|err| format!("{err:#}"))?;
     let reaper = reaper(&galera).map_err(|err| format!("cannot start the reaper: {err}"))?;
     let ports: Vec<u16> = (0..Galera::NODES).map(|node| galera.port(node)).collect();
-    let sync_wait = sync_wait();
+    let sync_wait = sync_wait_override();
     let mut indexes = Vec::new();
     for node in 0..Galera::NODES {
         let url = galera.url(node, "");
         let mut conn = AsyncMysqlConnection::establish(&url)
             .await
             .map_err(|err| format!("connect to node {node}: {err}"))?;
-        conn.batch_execute(&format!("SET GLOBAL wsrep_sync_wait = {sync_wait}"))
-            .await
-            .map_err(|err| format!("wsrep_sync_wait on node {node}: {err}"))?;
+        if let Some(sync_wait) = sync_wait {
+            conn.batch_execute(&format!("SET GLOBAL wsrep_sync_wait = {sync_wait}"))
+                .await
+                .map_err(|err| format!("wsrep_sync_wait on node {node}: {err}"))?;
+        }
         let index: Name = diesel_async::RunQueryDsl::get_result(
             diesel::sql_query(
                 "SELECT VARIABLE_VALUE AS name FROM information_schema.GLOBAL_STATUS \
@@ -178,8 +182,12 @@ async fn start() -> Result<(Galera, std::process::Child, Vec<u16>), String> {
     }
     shown(&format!(
         "galera: 3 nodes Synced in {:?} (ports {ports:?}, wsrep_local_index {indexes:?}, \
-         wsrep_sync_wait = {sync_wait} on each), ready in {:?}",
+         wsrep_sync_wait {}), ready in {:?}",
         galera.started_in(),
+        sync_wait.map_or_else(
+            || "set by each store on its sessions".to_owned(),
+            |checks| format!("= {checks} on each node and store")
+        ),
         at.elapsed()
     ));
     Ok((galera, reaper, ports))
@@ -287,11 +295,16 @@ struct Count {
     n: i64,
 }
 
-/// A connection to `url`, or a panic naming it.
+/// A connection to `url` whose session waits as the stores' do
+/// ([`SYNC_WAIT`]), or a panic naming it.
 async fn connect(url: &str) -> AsyncMysqlConnection {
-    AsyncMysqlConnection::establish(url)
+    let mut conn = AsyncMysqlConnection::establish(url)
         .await
-        .unwrap_or_else(|err| panic!("cannot reach the Galera node at {url}: {err}"))
+        .unwrap_or_else(|err| panic!("cannot reach the Galera node at {url}: {err}"));
+    conn.batch_execute(&format!("SET SESSION wsrep_sync_wait = {SYNC_WAIT}"))
+        .await
+        .unwrap_or_else(|err| panic!("wsrep_sync_wait at {url}: {err}"));
+    conn
 }
 
 /// One case's database, on its own node.
@@ -344,6 +357,10 @@ impl CaseDb {
     /// A store on the case's own node moved by `by`.
     async fn store(&self, by: usize, config: StoreConfig) -> DieselStore {
         let url = self.url(by);
+        let config = match sync_wait_override() {
+            Some(checks) => config.galera_sync_wait(checks),
+            None => config,
+        };
         DieselStore::open(&url, config)
             .await
             .unwrap_or_else(|err| panic!("cannot open {url}: {err}"))
@@ -570,4 +587,55 @@ async fn kit_on_galera_counts_its_cases() {
         started.elapsed()
     ));
     assert!(cases > 0, "the kit lists its cases");
+}
+
+/// A store's session on a Galera node waits for the cluster
+/// (`wsrep_sync_wait`, `StoreConfig::galera_sync_wait`) while the node's
+/// own global setting is the server's default: checked on the session
+/// itself, through the store's one pooled connection, for the default and
+/// for a value set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_sets_wsrep_sync_wait_on_its_sessions() {
+    if sync_wait_override().is_some() {
+        shown("FLOWSTATE_GALERA_SYNC_WAIT is set: the stores' own setting is not what runs");
+        return;
+    }
+    let db = CaseDb::migrated().await;
+    let mut global = connect(&db.url(1)).await;
+    let global_wait: Count = diesel_async::RunQueryDsl::get_result(
+        diesel::sql_query("SELECT CAST(@@GLOBAL.wsrep_sync_wait AS SIGNED) AS n"),
+        &mut global,
+    )
+    .await
+    .expect("read the global wsrep_sync_wait");
+    assert_eq!(global_wait.n, 0, "the node runs with the server's default");
+    for (config, expected) in [
+        (
+            StoreConfig::default(),
+            flowstate_store_diesel::DEFAULT_GALERA_SYNC_WAIT,
+        ),
+        (StoreConfig::default().galera_sync_wait(3), 3),
+    ] {
+        let store = db.store(1, config.pool_size(1)).await;
+        let check = format!(
+            "BEGIN NOT ATOMIC IF @@SESSION.wsrep_sync_wait <> {expected} THEN \
+             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'the session does not wait'; \
+             END IF; END"
+        );
+        store
+            .batch_execute(&check)
+            .await
+            .unwrap_or_else(|err| panic!("wsrep_sync_wait {expected} expected: {err}"));
+        let wrong = format!(
+            "BEGIN NOT ATOMIC IF @@SESSION.wsrep_sync_wait <> {} THEN \
+             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'the session does not wait'; \
+             END IF; END",
+            expected + 1
+        );
+        assert!(
+            store.batch_execute(&wrong).await.is_err(),
+            "the check itself must be able to fail"
+        );
+    }
+    db.pass_on().await;
 }

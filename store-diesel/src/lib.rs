@@ -25,8 +25,10 @@
 //! by default; the crate's own tests, the bench and the fault harness turn
 //! it on) adds the plumbing of tests and benches: `StatementLog` and
 //! `LeaseClockOffset` (with their `StoreConfig` fields and setters),
-//! `StoreConfig::without_schema_check`, and `DieselStore::batch_execute`
-//! and `reserve_connection`.
+//! `StoreConfig::without_schema_check`, `DieselStore::batch_execute`
+//! and `reserve_connection`, and the module `test_support` (the kit's SQL
+//! hooks per dialect, `kit_hooks`, shared by every harness that runs the
+//! kit on a real server).
 //!
 //! What it guarantees, and how:
 //! - Exclusion comes from the database only: a claim or a transition is one
@@ -54,6 +56,15 @@
 //!   claim is `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED)`
 //!   on PostgreSQL (one statement) and MySQL (a transaction), one
 //!   `BEGIN IMMEDIATE` write on SQLite.
+//! - MariaDB Galera (every node takes writes): a MySQL URL may list
+//!   several nodes, and connections go only to nodes that are `Synced`
+//!   (`mysql/nodes.rs`); each session sets `wsrep_sync_wait`
+//!   ([`StoreConfig::galera_sync_wait`]) so the store reads its own writes
+//!   made through another node; every multi-statement claim decides by its
+//!   guarded `UPDATE`'s matched rows and a read-back of its own write, so
+//!   an abort between statements (a row lock is local to a node) runs it
+//!   again instead of handing a lease out twice; picks start at different
+//!   rows per node and at random on a retry (`mysql/spread.rs`).
 //! - Recovery ([`RecoveryStore`](flowstate_core::ports::RecoveryStore),
 //!   [`RunRecoveryStore`](flowstate_core::ports::RunRecoveryStore)): the relay's
 //!   and the stalled sweep's queries each walk an index of unsettled rows;
@@ -126,7 +137,7 @@ mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
-pub use config::StoreConfig;
+pub use config::{DEFAULT_GALERA_SYNC_WAIT, StoreConfig};
 pub use database::Dialect;
 pub use open_error::{Error, Result};
 pub use store::DieselStore;

@@ -114,7 +114,12 @@ pub(crate) async fn connect_nodes(
     in_order: bool,
     config: &mut StoreConfig,
 ) -> crate::Result<Pool> {
-    let nodes = nodes::Nodes::new(urls, in_order, config.acquire_timeout);
+    let nodes = nodes::Nodes::new(
+        urls,
+        in_order,
+        config.acquire_timeout,
+        config.galera_sync_wait,
+    );
     let placer = std::sync::Arc::clone(&nodes);
     let pool = ConnectionPool::build_placed(
         DIALECT,

@@ -6,6 +6,13 @@
 //!   new connection, before the statement log or the pool's watch see it,
 //!   so no budget counts it. A server that is not a Galera node is asked
 //!   once (`SHOW GLOBAL VARIABLES LIKE 'wsrep_on'`) and then believed.
+//! - A connection to a Galera node sets its session's `wsrep_sync_wait`
+//!   ([`StoreConfig::galera_sync_wait`](crate::StoreConfig::galera_sync_wait),
+//!   7 unless set): Galera is synchronous for commits but not for reads,
+//!   and a store's calls go to whichever pooled connection is free, on
+//!   whichever node, so without it a read (or a guarded write's read of
+//!   its row) may miss what the store itself committed through another
+//!   node a moment before. Set with the check, before the statement log.
 //! - Spread (the default): the node holding the fewest of the pool's
 //!   connections first, ties in the order listed, so a pool is spread
 //!   over the nodes and its first connection is on the first node.
@@ -114,6 +121,8 @@ pub(crate) struct Nodes {
     origin: Instant,
     /// How long one node may take to connect and answer its check.
     connect_within: Duration,
+    /// The `wsrep_sync_wait` set on each session to a Galera node.
+    sync_wait: u8,
 }
 
 /// Why a node was not used.
@@ -141,8 +150,14 @@ impl Nodes {
     /// The nodes of `urls` (one URL per node, as
     /// [`DatabaseUrl::nodes`](crate::DatabaseUrl::nodes)), used in order
     /// if `in_order`, each connection bounded by `acquire_timeout` (and by
-    /// [`CONNECT_BOUND`] when there are several).
-    pub(crate) fn new(urls: &[String], in_order: bool, acquire_timeout: Duration) -> Arc<Self> {
+    /// [`CONNECT_BOUND`] when there are several), each session to a Galera
+    /// node with `wsrep_sync_wait = sync_wait`.
+    pub(crate) fn new(
+        urls: &[String],
+        in_order: bool,
+        acquire_timeout: Duration,
+        sync_wait: u8,
+    ) -> Arc<Self> {
         let several = urls.len() > 1;
         Arc::new(Self {
             list: urls
@@ -167,6 +182,7 @@ impl Nodes {
             } else {
                 acquire_timeout
             },
+            sync_wait,
         })
     }
 
@@ -309,7 +325,12 @@ impl Nodes {
             node.slot.store(index, Ordering::Release);
         }
         if ready.eq_ignore_ascii_case("ON") && state == "Synced" {
-            Ok(())
+            diesel_async::SimpleAsyncConnection::batch_execute(
+                conn,
+                &format!("SET SESSION wsrep_sync_wait = {}", self.sync_wait),
+            )
+            .await
+            .map_err(|err| Refusal::NotReady(format!("set wsrep_sync_wait: {err}")))
         } else {
             Err(Refusal::NotReady(format!(
                 "wsrep_ready {ready}, wsrep_local_state_comment {state}"
@@ -468,7 +489,7 @@ mod tests {
 
     fn nodes(n: usize, in_order: bool) -> Arc<Nodes> {
         let urls: Vec<String> = (0..n).map(|i| format!("mysql://root@h{i}:1/db")).collect();
-        Nodes::new(&urls, in_order, Duration::from_secs(5))
+        Nodes::new(&urls, in_order, Duration::from_secs(5), 7)
     }
 
     #[test]

@@ -23,9 +23,11 @@
 //! an engine given the cluster's addresses would, and a worker's calls go
 //! to whichever connection is free, so its claim and its completion may
 //! be on two nodes. That needs reads (and guarded updates) to see what
-//! another node committed, so the bench sets `wsrep_sync_wait` on every
-//! node as an operator would (7 by default, as the kit on Galera does;
-//! `FLOWSTATE_GALERA_SYNC_WAIT` sets another). A `WorkerPool` claims on
+//! another node committed: each store sets `wsrep_sync_wait` on its own
+//! sessions to a node (7, `StoreConfig::galera_sync_wait`), and the bench
+//! sets the same globally on every node for any other session
+//! (`FLOWSTATE_GALERA_SYNC_WAIT` sets another global value; the stores'
+//! sessions keep theirs). A `WorkerPool` claims on
 //! one connection, so batched mode takes one pool per node instead.
 //!
 //! Durability differs by default: the nodes run
