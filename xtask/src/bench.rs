@@ -15,9 +15,12 @@
 //!   through `flowstate-pool`'s `WorkerPool` (claims of 500, completions
 //!   group-committed), with its statements per step (`batched`);
 //! - the workloads beside steps, in the dialect's column ([`workloads`]):
-//!   run leasing (half as many runs as steps, `claim_run` + `finish`) and
-//!   events (a quarter as many, emitted for a later dispatch, then
-//!   dispatched until drained), each checked exactly-once.
+//!   run leasing (half as many runs as steps, `claim_run` + `finish`; and
+//!   batched, `claim_runs` of 32 + `finish` each, its rounds taken in turn
+//!   with the one-run claims') and events (a quarter as many, emitted for
+//!   a later dispatch, then dispatched until drained), each checked
+//!   exactly-once; under the table, each workload's median against the
+//!   column's per-step median ([`report::StepRatio`]).
 //!
 //! `--peers` adds graphile-worker's fast preset beside PostgreSQL's batched
 //! mode, its rounds taken in turn with flowstate's ([`peer`]), and prints
@@ -468,6 +471,9 @@ pub async fn run(options: Options) -> Result<()> {
             println!("{line}");
         }
     }
+    for ratio in report.step_ratios() {
+        println!("{}", ratio.line());
+    }
     for line in &galera_lines {
         println!("{line}");
     }
@@ -541,6 +547,10 @@ async fn prune_section(
 /// The run leases' workload title (its rows in the table).
 const LEASES_TITLE: &str = "run leases: claim_run + finish, runs/s";
 
+/// The batched run leases' workload title (its rows in the table); the
+/// batch is [`workloads::LEASE_BATCH`].
+const LEASES_BATCHED_TITLE: &str = "run leases batched: claim_runs(32) + finish, runs/s";
+
 /// The events' workload title (its rows in the table).
 const EVENTS_TITLE: &str = "events: emit deferred + dispatch, events/s";
 
@@ -551,23 +561,40 @@ const GALERA: &str = galera::LABEL;
 #[cfg(not(feature = "mysql"))]
 const GALERA: &str = "galera";
 
-/// Run leases and events on `url`, in the dialect's column.
+/// Run leases (one run a claim, and [`workloads::LEASE_BATCH`] a claim,
+/// their rounds taken in turn) and events on `url`, in the dialect's
+/// column.
 async fn workloads_section(
     name: &str,
     url: &str,
     concurrency: &[usize],
     options: &Options,
 ) -> Vec<Workload> {
+    let runs = options.steps / 2;
+    let [one, batched] = interleaved(
+        [
+            format!("{name} leases").as_str(),
+            format!("{name} leases batched").as_str(),
+        ],
+        concurrency,
+        options,
+        async |index, workers, _| {
+            if index == 0 {
+                workloads::leases(url, workers, runs).await
+            } else {
+                workloads::leases_batched(url, workers, runs, workloads::LEASE_BATCH).await
+            }
+        },
+    )
+    .await;
     vec![
         Workload {
             title: LEASES_TITLE,
-            rounds: rounds(
-                &format!("{name} leases"),
-                concurrency,
-                options,
-                async |workers, _| workloads::leases(url, workers, options.steps / 2).await,
-            )
-            .await,
+            rounds: one,
+        },
+        Workload {
+            title: LEASES_BATCHED_TITLE,
+            rounds: batched,
         },
         Workload {
             title: EVENTS_TITLE,
@@ -856,4 +883,15 @@ async fn reset(url: &str, ours: bool) -> Result<()> {
     }
     migrate::up(url).await.context("migrate up failed")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_batched_leases_title_names_the_batch() {
+        let batch = format!("claim_runs({})", workloads::LEASE_BATCH);
+        assert!(LEASES_BATCHED_TITLE.contains(&batch), "{batch}");
+    }
 }

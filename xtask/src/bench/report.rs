@@ -75,6 +75,58 @@ pub struct Workload {
     pub rounds: Result<Vec<Rounds>>,
 }
 
+/// A workload's median against the claim + succeed median of the same
+/// column and worker count ([`Report::step_ratios`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepRatio {
+    /// The column (dialect).
+    pub column: String,
+    /// The workload's title.
+    pub title: &'static str,
+    /// Workers (and connections).
+    pub workers: usize,
+    /// The workload's median, items per second.
+    pub workload: f64,
+    /// Claim + succeed's median, steps per second.
+    pub per_step: f64,
+}
+
+impl StepRatio {
+    /// The workload's rate over the step rate.
+    pub fn ratio(&self) -> f64 {
+        self.workload / self.per_step.max(f64::MIN_POSITIVE)
+    }
+
+    /// The goal issue 31 sets this workload: run leases at least 0.8x
+    /// the step rate, events at least 0.5x.
+    pub fn goal(&self) -> Option<f64> {
+        if self.title.starts_with("run leases") {
+            Some(0.8)
+        } else if self.title.starts_with("events") {
+            Some(0.5)
+        } else {
+            None
+        }
+    }
+
+    /// One line: the column, the workload by its title's part before the
+    /// colon, the medians, their ratio and the goal.
+    pub fn line(&self) -> String {
+        let short = self.title.split(':').next().unwrap_or(self.title);
+        let goal = self
+            .goal()
+            .map_or(String::new(), |g| format!(" (goal: at least {g:.2}x)"));
+        format!(
+            "{} {short} / per step, {} workers, medians {:.0} / {:.0}: {:.2}x{goal}",
+            self.column,
+            self.workers,
+            self.workload,
+            self.per_step,
+            self.ratio()
+        )
+    }
+}
+
 /// The rounds of workload `title` in `column`, if it ran that workload.
 fn workload_of<'c>(column: &'c Column, title: &str) -> Option<&'c Result<Vec<Rounds>>> {
     column
@@ -242,12 +294,28 @@ impl Report {
                     .map(|ratios| ratio(ours, theirs, Some(title), ratios)),
             );
         }
+        let step_ratios: Vec<Value> = self
+            .step_ratios()
+            .iter()
+            .map(|r| {
+                json!({
+                    "column": r.column,
+                    "workload": r.title,
+                    "workers": r.workers,
+                    "workload_median": r.workload,
+                    "per_step_median": r.per_step,
+                    "ratio": r.ratio(),
+                    "goal": r.goal(),
+                })
+            })
+            .collect();
         json!({
             "build": if cfg!(debug_assertions) { "debug" } else { "release" },
             "steps": self.steps,
             "rounds": self.rounds,
             "columns": columns,
             "ratios": ratios,
+            "workload_step_ratios": step_ratios,
             "backlogs": self.backlogs,
             "soaks": self.soaks,
             "galera": self.galera,
@@ -289,6 +357,36 @@ impl Report {
             (Some(ours), Some(theirs)) => pair_rounds(ours, theirs),
             _ => Vec::new(),
         }
+    }
+
+    /// Each workload of each column against that column's claim + succeed,
+    /// for each worker count both measured: their medians (taken in
+    /// different sections of the run, so not paired round by round).
+    pub fn step_ratios(&self) -> Vec<StepRatio> {
+        let mut out = Vec::new();
+        for column in &self.columns {
+            let Ok(steps) = &column.throughput else {
+                continue;
+            };
+            for workload in &column.workloads {
+                let Ok(rounds) = &workload.rounds else {
+                    continue;
+                };
+                for r in rounds {
+                    let Some(step) = steps.iter().find(|s| s.workers == r.workers) else {
+                        continue;
+                    };
+                    out.push(StepRatio {
+                        column: column.label.clone(),
+                        title: workload.title,
+                        workers: r.workers,
+                        workload: r.median(),
+                        per_step: step.median(),
+                    });
+                }
+            }
+        }
+        out
     }
 
     /// [`Report::paired_rounds`] as one line per worker count, with the
@@ -724,6 +822,45 @@ mod tests {
         assert_eq!(json["ratios"][0]["workload"], json!(TITLE));
         assert_eq!(json["ratios"][0]["rounds"], json!([0.3, 0.5]));
         assert_eq!(json["galera"]["nodes"], json!(3));
+    }
+
+    #[test]
+    fn workloads_are_set_against_the_step_rate_of_their_column() {
+        const LEASES: &str = "run leases batched: claim_runs(32) + finish, runs/s";
+        let report = Report {
+            steps: 10,
+            rounds: 1,
+            columns: vec![
+                Column {
+                    workloads: vec![Workload {
+                        title: LEASES,
+                        rounds: Ok(vec![rounds(&[90.0])]),
+                    }],
+                    ..Column::rounds("postgres", Ok(vec![rounds(&[100.0])]))
+                },
+                Column {
+                    workloads: vec![Workload {
+                        title: LEASES,
+                        rounds: Ok(vec![rounds(&[50.0])]),
+                    }],
+                    ..Column::rounds("mysql", Ok(Vec::new()))
+                },
+            ],
+            pairs: Vec::new(),
+            backlogs: Vec::new(),
+            soaks: Vec::new(),
+            workload_pairs: Vec::new(),
+            galera: None,
+        };
+        let ratios = report.step_ratios();
+        assert_eq!(ratios.len(), 1, "mysql measured no per-step rounds");
+        assert_eq!(
+            ratios[0].line(),
+            "postgres run leases batched / per step, 8 workers, medians 90 / 100: 0.90x (goal: at least 0.80x)"
+        );
+        let json = report.to_json();
+        assert_eq!(json["workload_step_ratios"][0]["ratio"], json!(0.9));
+        assert_eq!(json["workload_step_ratios"][0]["goal"], json!(0.8));
     }
 
     #[test]

@@ -3,12 +3,18 @@
 //! `BEGIN` and `COMMIT` count: the server answers each.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use flowstate_core::ports::{RunStore, StepStore};
-use flowstate_core::{NewRun, NewStep, RetryPolicy, RunId, StepTransition};
+use flowstate_core::ports::{RunLeaseStore, RunStore, StepStore};
+use flowstate_core::{NewRun, NewStep, RetryPolicy, RunId, RunOutcome, StepTransition};
 use flowstate_store_diesel::{Dialect, DieselStore, StatementLog, StoreConfig};
 use serde_json::json;
+
+use super::workloads::LEASE_BATCH;
+
+/// The counted leases' length: far longer than the count.
+const LEASE: Duration = Duration::from_secs(300);
 
 /// One operation's count, with the SQL it sent.
 #[derive(Clone, Debug)]
@@ -19,8 +25,10 @@ pub struct Counted {
     pub statements: Vec<String>,
 }
 
-/// The operations measured, in the order they print.
-pub const OPERATIONS: [&str; 9] = [
+/// The operations measured, in the order they print. The lease rows give
+/// a run's cost: `claim_run` + `finish`, or a batched claim of
+/// [`LEASE_BATCH`] runs over that many, + `finish`.
+pub const OPERATIONS: [&str; 12] = [
     "create_run",
     "insert_step",
     "claim (win)",
@@ -30,16 +38,22 @@ pub const OPERATIONS: [&str; 9] = [
     "get_step",
     "list_steps",
     "write_state",
+    "claim_run",
+    CLAIM_RUNS,
+    "finish",
 ];
+
+/// The batched lease claim's row, of [`LEASE_BATCH`] runs.
+const CLAIM_RUNS: &str = "claim_runs (32 runs)";
 
 /// What each of [`OPERATIONS`] sends on each dialect, as the store-diesel
 /// budget tests hold it: `cargo xtask bench --smoke` (run by CI) fails on any
 /// other count, so the table the bench prints cannot drift from the budgets.
-pub fn expected(dialect: Dialect) -> [usize; 9] {
+pub fn expected(dialect: Dialect) -> [usize; 12] {
     match dialect {
-        Dialect::Postgres => [1, 1, 1, 1, 1, 1, 1, 1, 1],
-        Dialect::Mysql => [1, 5, 2, 2, 2, 1, 1, 1, 1],
-        Dialect::Sqlite => [1, 4, 4, 4, 4, 4, 1, 1, 1],
+        Dialect::Postgres => [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1],
+        Dialect::Mysql => [1, 5, 2, 2, 2, 1, 1, 1, 1, 6, 6, 1],
+        Dialect::Sqlite => [1, 4, 4, 4, 4, 4, 1, 1, 1, 4, 4, 1],
     }
 }
 
@@ -135,6 +149,31 @@ pub async fn measure(url: &str) -> Result<Vec<Counted>> {
         .await;
     wrote?;
     count("write_state", sql);
+    // Runs enough for a full batch after the one `claim_run` takes (the
+    // bench database may hold more: the oldest are taken, same statements).
+    for _ in 0..=LEASE_BATCH {
+        store
+            .create_run(NewRun::new("bench.count", json!({})))
+            .await?;
+    }
+    let (lease, sql) = log.capture(store.claim_run("bench-count", LEASE)).await;
+    let Some(lease) = lease? else {
+        anyhow::bail!("a claim_run with runnable runs must lease one");
+    };
+    count("claim_run", sql);
+    let (batch, sql) = log
+        .capture(store.claim_runs("bench-count", LEASE_BATCH, LEASE))
+        .await;
+    anyhow::ensure!(
+        batch?.len() == LEASE_BATCH as usize,
+        "claim_runs must lease a full batch of {LEASE_BATCH}"
+    );
+    count(CLAIM_RUNS, sql);
+    let (finished, sql) = log
+        .capture(store.finish(lease.run.id, lease.token, RunOutcome::Completed))
+        .await;
+    finished?;
+    count("finish", sql);
     debug_assert!(counted.iter().map(|c| c.operation).eq(OPERATIONS));
     Ok(counted)
 }
@@ -143,7 +182,12 @@ pub async fn measure(url: &str) -> Result<Vec<Counted>> {
 mod tests {
     use super::*;
 
-    fn counted(counts: [usize; 9]) -> Vec<Counted> {
+    #[test]
+    fn the_batched_claim_row_names_its_batch() {
+        assert!(CLAIM_RUNS.contains(&format!("({LEASE_BATCH} runs)")));
+    }
+
+    fn counted(counts: [usize; 12]) -> Vec<Counted> {
         OPERATIONS
             .iter()
             .zip(counts)
