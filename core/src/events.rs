@@ -344,6 +344,37 @@ pub struct PendingEvent {
     pub attempts: u32,
 }
 
+/// The most events one
+/// [`EventQueueStore::dispatch_next_batch`](crate::ports::EventQueueStore::dispatch_next_batch)
+/// takes: enough that a batch's fixed cost (its transaction, its pick, the
+/// read of its deliveries, its one mark) is small beside its runs, and few
+/// enough that the events' ids bound in one statement stay far from any
+/// placeholder limit and a batch holds its locks briefly.
+pub const MAX_DISPATCH_BATCH: u32 = 500;
+
+/// Checks the size of a batched dispatch: from 1 to
+/// [`MAX_DISPATCH_BATCH`] events, else [`InvalidInput::OutOfRange`]
+/// (`dispatch batch`). Refused rather than clamped, as a run claim's batch
+/// is, so a caller asking for nothing or for more than one transaction
+/// should hold learns it at once, the same way on every backend.
+///
+/// [`InvalidInput::OutOfRange`]: crate::error::InvalidInput::OutOfRange
+pub fn check_dispatch_batch(n: u32) -> Result<(), Error> {
+    if n == 0 || n > MAX_DISPATCH_BATCH {
+        return Err(Error::InvalidInput(
+            crate::error::InvalidInput::OutOfRange {
+                field: DISPATCH_BATCH,
+                detail: format!("{n} is not between 1 and {MAX_DISPATCH_BATCH}"),
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// The field a refused batch size names (`field.rs` holds the labels of
+/// the records' own fields; this one is an argument's).
+const DISPATCH_BATCH: &str = "dispatch batch";
+
 /// What [`EventQueueStore::dispatch_next`](crate::ports::EventQueueStore::dispatch_next)
 /// did: took no event, dispatched one, or took one whose dispatch failed.
 #[derive(Debug)]
@@ -572,6 +603,30 @@ mod tests {
     fn event() -> Event {
         NewEvent::new("app", "scope", "app.tick", json!({}))
             .into_event(EventId::generate(), Timestamp::EPOCH)
+    }
+
+    #[test]
+    fn dispatch_batch_sizes() {
+        let rows = [
+            (0, false),
+            (1, true),
+            (64, true),
+            (MAX_DISPATCH_BATCH, true),
+            (MAX_DISPATCH_BATCH + 1, false),
+            (u32::MAX, false),
+        ];
+        for (n, accepted) in rows {
+            match check_dispatch_batch(n) {
+                Ok(()) => assert!(accepted, "{n} accepted"),
+                Err(Error::InvalidInput(crate::error::InvalidInput::OutOfRange {
+                    field, ..
+                })) => {
+                    assert!(!accepted, "{n} refused");
+                    assert_eq!(field, "dispatch batch");
+                }
+                Err(other) => panic!("{n}: {other:?}"),
+            }
+        }
     }
 
     type Tweak = fn(&mut Workflow, &mut Activation, &mut Event);

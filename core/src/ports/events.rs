@@ -17,6 +17,7 @@ use crate::backoff::EventDispatchOutcome;
 use crate::error::Result;
 use crate::events::{
     Dispatch, Emission, Event, EventFilter, NewEvent, NextDispatch, PendingEvent, RunCause,
+    check_dispatch_batch,
 };
 use crate::ids::{EventId, RunId};
 // Named by the docs' links only; imported in every build, not under
@@ -142,4 +143,63 @@ pub trait EventQueueStore: EventStore {
     /// the event, and answers [`NextDispatch::Failed`] with the attempts it
     /// had; a failure before (no connection, say) is an `Err`.
     fn dispatch_next(&self) -> impl Future<Output = Result<NextDispatch>> + Send;
+
+    /// Takes up to `n` pending events that no other dispatcher holds, the
+    /// longest due first, and dispatches them all in one transaction: the
+    /// batched form of [`EventQueueStore::dispatch_next`], as
+    /// [`BatchStepStore::claim_batch`](crate::ports::BatchStepStore::claim_batch)
+    /// is of a claim, so the transaction, the pick, the read of the
+    /// deliveries and the mark are paid once per batch rather than once per
+    /// event.
+    ///
+    /// Answers one [`NextDispatch`] per event taken, in the taking order,
+    /// never [`NextDispatch::Idle`]; no event free is an empty `Vec`, and
+    /// fewer than `n` free answers those. The guarantees are
+    /// `dispatch_next`'s, however many dispatchers race with either method
+    /// or [`EventStore::dispatch_event`]: each event is taken by one of them
+    /// at a time and dispatched once, and each delivery gets exactly one
+    /// run.
+    ///
+    /// A failure rolls back the runs, never the event, and never takes the
+    /// other events of the batch down with it: when the batch's
+    /// transaction fails after it took its events, the backend dispatches
+    /// them again one at a time, each in its own transaction, so a bad
+    /// event answers [`NextDispatch::Failed`] with the attempts it had and
+    /// the others are dispatched (one another dispatcher took meanwhile is
+    /// left out of the answer). A failure before any event was taken (no
+    /// connection, say) is an `Err`.
+    ///
+    /// `n` from 1 to [`MAX_DISPATCH_BATCH`](crate::events::MAX_DISPATCH_BATCH); anything else is refused with
+    /// [`InvalidInput::OutOfRange`](crate::error::InvalidInput::OutOfRange)
+    /// before anything is taken ([`check_dispatch_batch`]).
+    ///
+    /// The default body calls `dispatch_next` up to `n` times, each its
+    /// own transaction, stopping at the first [`NextDispatch::Idle`] or
+    /// [`NextDispatch::Failed`] (a failed event is still pending, so a
+    /// further call could take it again before its failure is recorded):
+    /// correct, not batched. A backend overrides it to batch.
+    fn dispatch_next_batch(
+        &self,
+        n: u32,
+    ) -> impl Future<Output = Result<Vec<NextDispatch>>> + Send {
+        async move {
+            check_dispatch_batch(n)?;
+            let mut answers = Vec::new();
+            for _ in 0..n {
+                match self.dispatch_next().await {
+                    Ok(NextDispatch::Idle) => break,
+                    Ok(failed @ NextDispatch::Failed { .. }) => {
+                        answers.push(failed);
+                        break;
+                    }
+                    Ok(dispatched) => answers.push(dispatched),
+                    // What was dispatched stays dispatched: answer it, and
+                    // let the next call meet the failure afresh.
+                    Err(error) if answers.is_empty() => return Err(error),
+                    Err(_) => break,
+                }
+            }
+            Ok(answers)
+        }
+    }
 }
