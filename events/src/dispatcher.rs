@@ -169,10 +169,11 @@ impl<S: EventStore + 'static> Dispatcher<S> {
 }
 
 impl<S: EventQueueStore + 'static> Dispatcher<S> {
-    /// The same dispatcher, taking each event with
-    /// [`EventQueueStore::dispatch_next`] ([`dispatch_queued`]) instead of
-    /// listing first: the mode for several dispatchers over one store,
-    /// which then take disjoint events rather than all trying the oldest.
+    /// The same dispatcher, taking its events in batches with
+    /// [`EventQueueStore::dispatch_next_batch`] ([`dispatch_queued`])
+    /// instead of listing first: the mode for several dispatchers over one
+    /// store, which then take disjoint events rather than all trying the
+    /// oldest, many per transaction.
     #[must_use]
     pub fn queued(mut self) -> Self {
         self.pass = queued::<S>;

@@ -11,11 +11,14 @@
 //! without colliding) when it likes; one that wants a loop spawns a
 //! [`Dispatcher`].
 //!
-//! Each event is dispatched in its own transaction, so an event whose runs
-//! cannot be materialised does not take the rest of the batch down, and its
-//! failure is recorded on the event (attempts, last error, next due time),
-//! never rolled back with it: an event that failed and said nothing is how
-//! schedules silently stop firing.
+//! An event whose runs cannot be materialised never takes the others down
+//! with it: [`dispatch_pending`] dispatches each event in its own
+//! transaction, and [`dispatch_queued`]'s batches (many events in one
+//! transaction) are taken again one event at a time by the store when
+//! their transaction fails. Its failure is recorded on the event
+//! (attempts, last error, next due time), never rolled back with it: an
+//! event that failed and said nothing is how schedules silently stop
+//! firing.
 
 mod dispatcher;
 
@@ -70,14 +73,24 @@ pub async fn dispatch_pending<S: EventStore>(
     Ok(report)
 }
 
+/// The most events [`dispatch_queued`] takes in one
+/// [`EventQueueStore::dispatch_next_batch`]: a batch's transaction, pick,
+/// read of deliveries and mark are paid once for this many events, while
+/// its locks are held no longer than this many events' runs take to write,
+/// and a dispatcher never holds far more of the queue than it is about to
+/// finish.
+pub const QUEUED_BATCH: u32 = 64;
+
 /// Dispatches up to `limit` pending events through
-/// [`EventQueueStore::dispatch_next`]: each call takes the next event no
-/// other dispatcher holds, so any number of dispatchers share the queue
-/// without trying one another's events. Stops early when none is free.
+/// [`EventQueueStore::dispatch_next_batch`], in batches of up to
+/// [`QUEUED_BATCH`]: each batch takes events no other dispatcher holds, so
+/// any number of dispatchers share the queue without trying one another's
+/// events. Stops early when a batch comes back short (the queue had no
+/// more free).
 ///
 /// Failures are recorded as [`dispatch_pending`] records them; nothing is
-/// ever skipped. Only a failure to take an event at all (no connection,
-/// say) or to record one is returned as an error.
+/// ever skipped. Only a failure to take events at all (no connection, say)
+/// or to record one is returned as an error.
 #[tracing::instrument(level = "debug", skip(store, backoff))]
 pub async fn dispatch_queued<S: EventQueueStore>(
     store: &S,
@@ -85,17 +98,28 @@ pub async fn dispatch_queued<S: EventQueueStore>(
     limit: u32,
 ) -> Result<DispatchReport> {
     let mut report = DispatchReport::default();
-    for _ in 0..limit {
-        match store.dispatch_next().await? {
-            NextDispatch::Idle => break,
-            NextDispatch::Dispatched { event, runs } => {
-                report.dispatched += 1;
-                tracing::debug!(%event, runs = runs.len(), "event dispatched");
-            }
-            NextDispatch::Failed { event, error } => {
-                record_failure(store, backoff, event, &error, &mut report).await?;
+    let mut left = limit;
+    while left > 0 {
+        let asked = left.min(QUEUED_BATCH);
+        let answers = store.dispatch_next_batch(asked).await?;
+        let taken = u32::try_from(answers.len()).unwrap_or(u32::MAX);
+        for answer in answers {
+            match answer {
+                // Not an answer of a batch; counted as nothing.
+                NextDispatch::Idle => {}
+                NextDispatch::Dispatched { event, runs } => {
+                    report.dispatched += 1;
+                    tracing::debug!(%event, runs = runs.len(), "event dispatched");
+                }
+                NextDispatch::Failed { event, error } => {
+                    record_failure(store, backoff, event, &error, &mut report).await?;
+                }
             }
         }
+        if taken < asked {
+            break;
+        }
+        left -= asked;
     }
     Ok(report)
 }

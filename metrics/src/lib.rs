@@ -49,7 +49,7 @@
 //! | `flowstate_claims_expired_total` | counter | | step claims that ran out and were taken back (`expire_step_claims`) |
 //! | `flowstate_events_emitted_total` | counter | | events recorded |
 //! | `flowstate_events_deduplicated_total` | counter | | emits of a key already recorded (`duplicate: true`) |
-//! | `flowstate_events_dispatched_total` | counter | | events materialised into their runs (at emit, `dispatch_event`, `dispatch_next`) |
+//! | `flowstate_events_dispatched_total` | counter | | events materialised into their runs (at emit, `dispatch_event`, `dispatch_next`, each of a `dispatch_next_batch`) |
 //! | `flowstate_events_failed_total` | counter | | failed dispatch attempts recorded (`record_dispatch_failure`) |
 //! | `flowstate_events_dead_lettered_total` | counter | | of those, the ones that dead-lettered their event |
 //! | `flowstate_events_redriven_total` | counter | | dead letters put back in line (`redrive`) |
@@ -60,6 +60,7 @@
 //! | `flowstate_transition_seconds` | histogram | | one step transition (`transition_step`, `transition_claimed`) |
 //! | `flowstate_batch_claim_seconds` | histogram | | one `claim_batch` |
 //! | `flowstate_flush_seconds` | histogram | | one `complete_batch` (a pool's group-commit flush) |
+//! | `flowstate_dispatch_batch_seconds` | histogram | | one `dispatch_next_batch` (a batch of `dispatch_queued`) |
 //!
 //! The virtual-user ports are not wrapped ([`Metered::inner`] reaches
 //! them).

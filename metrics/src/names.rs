@@ -66,7 +66,8 @@ pub const EVENTS_EMITTED: &str = "flowstate_events_emitted_total";
 pub const EVENTS_DEDUPLICATED: &str = "flowstate_events_deduplicated_total";
 
 /// Counter: events dispatched into their runs (`dispatch_event` answered
-/// runs, `dispatch_next` answered `Dispatched`).
+/// runs, `dispatch_next` answered `Dispatched`, and each `Dispatched` of a
+/// `dispatch_next_batch`).
 pub const EVENTS_DISPATCHED: &str = "flowstate_events_dispatched_total";
 
 /// Counter: failed dispatch attempts recorded (`record_dispatch_failure`
@@ -107,6 +108,11 @@ pub const BATCH_CLAIM_SECONDS: &str = "flowstate_batch_claim_seconds";
 /// Histogram, seconds: one flush of completions (`complete_batch`, what
 /// `flowstate-pool`'s group commit sends).
 pub const FLUSH_SECONDS: &str = "flowstate_flush_seconds";
+
+/// Histogram, seconds: one batched dispatch of events
+/// (`dispatch_next_batch`, a batch of `flowstate-events`'
+/// `dispatch_queued`).
+pub const DISPATCH_BATCH_SECONDS: &str = "flowstate_dispatch_batch_seconds";
 
 /// Label key: why (a claim's loss or refusal, a sweep's finding).
 pub const REASON: &str = "reason";

@@ -1,7 +1,8 @@
 //! [`EventStore`] and [`EventQueueStore`] for [`Metered`]: events emitted
 //! or deduplicated, dispatched, failed (as recorded), dead-lettered and
-//! redriven. Counted at the port, so `flowstate-events`' dispatchers over
-//! a `Metered` store are counted with no code of their own.
+//! redriven, and each batched dispatch timed. Counted at the port, so
+//! `flowstate-events`' dispatchers over a `Metered` store are counted with
+//! no code of their own.
 
 use flowstate_core::backoff::EventDispatchOutcome;
 use flowstate_core::ports::{EventQueueStore, EventStore};
@@ -12,7 +13,7 @@ use flowstate_core::{
 
 use super::Metered;
 use crate::names;
-use crate::record::count;
+use crate::record::{count, timed};
 
 impl<S: EventStore> EventStore for Metered<S> {
     async fn emit(&self, event: NewEvent, dispatch: Dispatch) -> Result<Emission> {
@@ -98,6 +99,22 @@ impl<S: EventQueueStore> EventQueueStore for Metered<S> {
         let answer = self.inner.dispatch_next().await;
         if let Ok(NextDispatch::Dispatched { .. }) = &answer {
             count(names::EVENTS_DISPATCHED, 1);
+        }
+        answer
+    }
+
+    async fn dispatch_next_batch(&self, n: u32) -> Result<Vec<NextDispatch>> {
+        let answer = timed(
+            names::DISPATCH_BATCH_SECONDS,
+            self.inner.dispatch_next_batch(n),
+        )
+        .await;
+        if let Ok(answers) = &answer {
+            let dispatched = answers
+                .iter()
+                .filter(|a| matches!(a, NextDispatch::Dispatched { .. }))
+                .count();
+            count(names::EVENTS_DISPATCHED, dispatched as u64);
         }
         answer
     }
