@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use flowstate_core::backoff::EventDispatchOutcome;
+use flowstate_core::events::check_dispatch_batch;
 use flowstate_core::limits::checked;
 use flowstate_core::ports::{EventQueueStore, EventStore, checks};
 use flowstate_core::{
@@ -300,5 +301,46 @@ impl EventQueueStore for MemoryStore {
         }
         let runs = tables.dispatch(id, now);
         Ok(NextDispatch::Dispatched { event: id, runs })
+    }
+
+    /// Under the one lock, as `dispatch_next`: the first `n` pending
+    /// events, the longest due first, dispatched together. A batch that
+    /// meets an abort after its pick ([`Pick::Events`]) dispatches nothing
+    /// together and takes each event again on its own, as a SQL backend
+    /// whose batch transaction failed does.
+    async fn dispatch_next_batch(&self, n: u32) -> Result<Vec<NextDispatch>> {
+        check_dispatch_batch(n)?;
+        let now = self.now();
+        let mut tables = self.lock();
+        let taken: Vec<PendingEvent> = tables
+            .events
+            .pending(now)
+            .into_iter()
+            .take(n as usize)
+            .map(|e| PendingEvent {
+                id: e.id,
+                attempts: e.attempts,
+            })
+            .collect();
+        if taken.is_empty() {
+            return Ok(Vec::new());
+        }
+        let together = tables
+            .strike_after_pick(Pick::Events, "dispatch_next_batch")
+            .is_ok();
+        let mut answers = Vec::with_capacity(taken.len());
+        for event in taken {
+            if !together && let Err(error) = tables.strike_after_pick(Pick::Events, "dispatch_next")
+            {
+                answers.push(NextDispatch::Failed { event, error });
+                continue;
+            }
+            let runs = tables.dispatch(event.id, now);
+            answers.push(NextDispatch::Dispatched {
+                event: event.id,
+                runs,
+            });
+        }
+        Ok(answers)
     }
 }

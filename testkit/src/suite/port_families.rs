@@ -184,10 +184,18 @@ macro_rules! __port_family {
                     dispatch_next_race_16_over_200_events,
                     queued_dispatcher_runs_until_shut_down,
                 }
+                batches {
+                    dispatch_next_batch_takes_the_longest_due_once,
+                    dispatch_next_batch_refuses_a_size_out_of_range,
+                    dispatch_next_batch_leaves_what_is_not_pending,
+                    dispatch_next_batch_race_12_over_150_events,
+                    dispatch_queued_records_the_failed_event_of_a_batch,
+                }
             }
             hooked {
                 aborts {
                     a_dispatch_aborted_after_its_lock_dispatches_once,
+                    a_batch_aborted_after_its_lock_dispatches_once,
                 }
             }
         }

@@ -4,7 +4,13 @@
 //! another node's commit aborts it: the dispatch answers a retryable
 //! error (`dispatch_next`: the event, failed) and leaves the event pending
 //! with no run, or (run again by the store) dispatches it; either way
-//! each event ends dispatched once, with one run.
+//! each event ends dispatched once, with one run. A batch
+//! (`dispatch_next_batch`) aborted so answers each of its events
+//! dispatched or failed (taken again on its own), or a retryable error,
+//! and ends the same way.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
 
 use flowstate_core::ports::{EventQueueStore, EventStore, RunStore};
 use flowstate_core::{Dispatch, EventId, NextDispatch, RunQuery};
@@ -107,4 +113,62 @@ where
     for n in [1, 2] {
         assert!(listed.iter().any(|r| r.input == json!({"n": n})));
     }
+}
+
+/// Three deferred events, each matching one activation. A batch aborted
+/// after its lock answers a retryable error, or each event it took
+/// dispatched with its run or failed (retryable, with the attempts it had,
+/// still pending); once the fault ends, batches dispatch what is left.
+/// Each event ends dispatched once, on its first attempt, with one run.
+pub async fn a_batch_aborted_after_its_lock_dispatches_once<H: Hooks>(h: &H)
+where
+    H::Store: EventQueueBackend,
+{
+    let store = h.store();
+    listening(h, "app", "s", "wf").await;
+    let mut emitted = BTreeSet::new();
+    for n in 0..3 {
+        let event = emit(h, tick("app", "s", json!({"n": n})), Dispatch::Deferred).await;
+        emitted.insert(event.event);
+        h.clock().advance(Duration::from_millis(1));
+    }
+    h.abort_after_pick(Some(Pick::Events)).await;
+    let aborted = store.dispatch_next_batch(10).await;
+    h.abort_after_pick(None).await;
+    let mut done = BTreeSet::new();
+    let mut take = |answers: Vec<NextDispatch>, what: &str| {
+        for answer in answers {
+            match answer {
+                NextDispatch::Dispatched { event, runs } => {
+                    assert_eq!(runs.len(), 1, "{what}: one run per delivery");
+                    assert!(done.insert(event), "{what}: {event} dispatched twice");
+                }
+                NextDispatch::Failed { event, error } => {
+                    assert_eq!(event.attempts, 0, "{what}: {event:?}");
+                    assert!(
+                        error.is_retryable(),
+                        "{what}, aborted after its lock, failed for good: {error:?}"
+                    );
+                }
+                NextDispatch::Idle => panic!("{what} answered Idle inside a batch"),
+            }
+        }
+    };
+    if let Some(answers) = after_abort("dispatch_next_batch", aborted) {
+        take(answers, "the aborted batch");
+    }
+    loop {
+        let answers = store.dispatch_next_batch(10).await.expect("a batch");
+        if answers.is_empty() {
+            break;
+        }
+        take(answers, "a batch after the fault");
+    }
+    assert_eq!(done, emitted, "every event dispatched");
+    for event in &emitted {
+        let stored = store.get_event(*event).await.unwrap();
+        assert_eq!(stored.attempts, 1, "dispatched on its first attempt");
+    }
+    let listed = store.list_runs(&RunQuery::default()).await.unwrap().items;
+    assert_eq!(listed.len(), 3, "one run per event: {listed:?}");
 }
