@@ -22,6 +22,11 @@
 //! back and runs again, so a lease is never handed out twice and never
 //! answered half-written. On one server the lock holds and the guards
 //! always match: the statements are the ones they were.
+//!
+//! On a node with a slot (`mysql/spread.rs`) a pick that reads the windows
+//! before its own reads them without a lock and then locks only the runs
+//! it takes: a lock on a run it read and left would be brute-force aborted
+//! by another node's claim of that run.
 
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -243,22 +248,67 @@ fn guarded<'a>(
 /// The picks without and with a cancel requested.
 static PICKS: LazyLock<[String; 2]> = LazyLock::new(|| [pick_sql(0), pick_sql(1)]);
 
+/// The pick of runs without a cancel requested, reading without a lock: a
+/// spread pick's candidates ([`Spread::reads_beyond_its_rows`]).
+static PEEK: LazyLock<String> = LazyLock::new(|| {
+    pick_sql(0)
+        .strip_suffix(" FOR UPDATE SKIP LOCKED")
+        .unwrap_or_else(|| unreachable!("the pick locks"))
+        .to_owned()
+});
+
+/// The lock of `n` runs a spread pick took, by primary key, where they
+/// are still runnable, skipping those another claim of this node holds.
+/// Binds: the lease clock offset (twice), the ids.
+fn lock_taken_sql(n: usize) -> String {
+    format!(
+        "SELECT id, lease_token FROM flowstate_runs WHERE {} AND id IN ({}) \
+         ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
+        pick_where(0),
+        vec!["?"; n].join(", ")
+    )
+}
+
 /// Up to `n` runnable runs with (or without) a cancel requested, locked,
-/// taken where `spread` says out of those the pick answered.
+/// taken where `spread` says out of those the pick answered. A spread pick
+/// that reads beyond the rows it takes reads without locking, then locks
+/// only those; when a claimer of this node holds every one of them, the
+/// claim lost the race (it runs again, from a random start).
 async fn pick(
     conn: &mut AsyncMysqlConnection,
     claim: &Claim<'_>,
     spread: Spread,
     cancel: bool,
 ) -> QueryResult<Vec<Picked>> {
-    diesel::sql_query(PICKS[usize::from(cancel)].as_str())
+    let peek = !cancel && spread.reads_beyond_its_rows();
+    let sql = if peek {
+        PEEK.as_str()
+    } else {
+        PICKS[usize::from(cancel)].as_str()
+    };
+    let picked = diesel::sql_query(sql)
         .bind::<BigInt, _>(claim.offset)
         .bind::<BigInt, _>(claim.offset)
         .bind::<BigInt, _>(spread.limit())
         .cached()
         .load(conn)
         .await
-        .map(|picked| spread.take(picked))
+        .map(|picked| spread.take(picked))?;
+    if !peek || picked.is_empty() {
+        return Ok(picked);
+    }
+    let mut lock = diesel::sql_query(lock_taken_sql(picked.len()))
+        .into_boxed()
+        .bind::<BigInt, _>(claim.offset)
+        .bind::<BigInt, _>(claim.offset);
+    for p in &picked {
+        lock = lock.bind::<Text, _>(p.id.clone());
+    }
+    let locked: Vec<Picked> = lock.load(conn).await?;
+    if locked.is_empty() {
+        return Err(lost_race("claim_run"));
+    }
+    Ok(locked)
 }
 
 /// Test support: work run inside a run claim between its statements, on
@@ -331,5 +381,16 @@ mod tests {
             assert!(pick.ends_with("ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED"));
             assert_eq!(pick.matches("UTC_TIMESTAMP(6)) + ?").count(), 2, "{pick}");
         }
+        assert_eq!(
+            format!("{} FOR UPDATE SKIP LOCKED", *PEEK),
+            PICKS[0],
+            "the spread pick's read is the pick without its lock"
+        );
+        let lock = lock_taken_sql(2);
+        assert!(lock.contains(&pick_where(0)), "{lock}");
+        assert!(
+            lock.ends_with("AND id IN (?, ?) ORDER BY created_at, id FOR UPDATE SKIP LOCKED"),
+            "{lock}"
+        );
     }
 }
