@@ -1,20 +1,23 @@
-//! A Galera node killed under load (issue 35): three nodes, workers on
-//! each (a store per node whose URL lists every node, its own first),
-//! per-step claims and completions, batched claims and `claim_run` leases
-//! over the same work; one node SIGKILLed mid-load and rejoined (IST).
-//! Then one recovery pass past every deadline and the drain (as every
-//! step scenario ends, `faults/src/recovery.rs`), and the verdict read
-//! with SQL on a node that stayed: every step executed exactly once (the
-//! ledger, primary key `(step, attempt)`), none lost, none stuck, every
-//! fencing token issued once, no conflict surfaced to a caller. Prints
-//! the table row (scenario, load, fault, lost, doubled, stuck, conflicts
-//! retried, surfaced, time to heal: how long the killed node's workers
-//! went without a successful call).
+//! A Galera node lost under load (issue 35): three nodes, workers on each
+//! (a store per node whose URL lists every node, its own first), per-step
+//! claims and completions, batched claims and `claim_run` leases over the
+//! same work; one node taken away mid-load, two ways ([`Fault`]):
+//! SIGKILLed and rejoined (IST), or drained by its operator
+//! (`wsrep_reject_queries = ALL`: it answers every statement but `SET` and
+//! `SHOW` with 1047, "WSREP has not yet prepared node for application
+//! use") and then let back. Then one recovery pass past every deadline and
+//! the drain (as every step scenario ends, `faults/src/recovery.rs`), and
+//! the verdict read with SQL on a node that stayed: every step executed
+//! exactly once (the ledger, primary key `(step, attempt)`), none lost,
+//! none stuck, every fencing token issued once, no conflict surfaced to a
+//! caller. Prints the table row (scenario, load, fault, lost, doubled,
+//! stuck, conflicts retried, surfaced, time to heal: how long the lost
+//! node's workers went without a successful call).
 //!
 //! The per-step stores keep to their own node while it answers
-//! (`load_balance_hosts=disable`), so "the killed node's workers" are the
+//! (`load_balance_hosts=disable`), so "the lost node's workers" are the
 //! workers of one store; the batch and lease stores spread over the nodes
-//! (the default). Needs `galera-4`; about 45 s here.
+//! (the default). Needs `galera-4`; about 45 s a scenario here.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -30,7 +33,9 @@ use flowstate_faults::load::{Crew, CrewOptions, CrewReport, FUNCTION, StepRef, r
 use flowstate_faults::recovery::{recover_and_drain, store_past_deadlines};
 use flowstate_faults::sql::RawConn;
 use flowstate_faults::{Heal, Scenario, Verdict};
-use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig, conflict_retries};
+use flowstate_store_diesel::{
+    Dialect, DieselStore, StoreConfig, conflict_retries, not_ready_retries,
+};
 
 /// Runs seeded, of [`STEPS_PER_RUN`] steps each.
 const RUNS: usize = 80;
@@ -38,10 +43,43 @@ const RUNS: usize = 80;
 const STEPS_PER_RUN: usize = 10;
 /// Per-step workers per node.
 const WORKERS_PER_NODE: usize = 3;
-/// The node killed.
+/// The node taken away.
 const VICTIM: usize = 2;
-/// The node the ledger, the recovery and the verdict use (never killed).
+/// The node the ledger, the recovery and the verdict use (never taken).
 const WITNESS: usize = 0;
+/// How long a drained node refuses statements.
+const DRAINED_FOR: Duration = Duration::from_secs(4);
+
+/// How the victim node is taken away mid-load.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// SIGKILL, then a rejoin by IST.
+    Kill,
+    /// `SET GLOBAL wsrep_reject_queries = ALL` for [`DRAINED_FOR`], then
+    /// `NONE`: the node stays in the cluster, applies every write set and
+    /// keeps its client connections open, but refuses their statements
+    /// with 1047.
+    Drain,
+}
+
+impl Fault {
+    /// The scenario's name and its fault column.
+    fn describe(self) -> (&'static str, String) {
+        match self {
+            Self::Kill => (
+                "Galera node killed under load",
+                format!("SIGKILL of node {VICTIM}, rejoined by IST"),
+            ),
+            Self::Drain => (
+                "Galera node drained under load",
+                format!(
+                    "node {VICTIM} answers 1047 (wsrep_reject_queries = ALL) for {} s, then NONE",
+                    DRAINED_FOR.as_secs()
+                ),
+            ),
+        }
+    }
+}
 
 /// `future`, or a panic naming `what` if it takes longer than `limit`.
 async fn bounded<T>(what: &str, limit: Duration, future: impl Future<Output = T>) -> T {
@@ -212,6 +250,24 @@ async fn lease_worker(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_node_killed_under_load_loses_and_doubles_nothing() {
+    a_node_lost_under_load(Fault::Kill).await;
+}
+
+/// The 1047 path: a node that refuses statements (an operator draining it)
+/// is left by every store within seconds, each refused call runs again on
+/// another node, and the node is taken back once it serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_drained_under_load_loses_and_doubles_nothing() {
+    a_node_lost_under_load(Fault::Drain).await;
+}
+
+/// One scenario at a time: each starts a cluster of its own, and two at
+/// once on two cores would measure each other.
+static ONE_CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The scenario, with the victim node taken away by `fault`.
+async fn a_node_lost_under_load(fault: Fault) {
+    let _alone = ONE_CLUSTER.lock().await;
     let started = Instant::now();
     let mut cluster = Galera::start().await.expect("a 3-node Galera cluster");
     println!("galera: 3 nodes Synced in {:?}", cluster.started_in());
@@ -245,6 +301,7 @@ async fn a_node_killed_under_load_loses_and_doubles_nothing() {
     let seeded_in = started.elapsed();
 
     let (retries_before, surfaced_before) = conflict_retries();
+    let not_ready_before = not_ready_retries();
     let options = CrewOptions {
         workers: WORKERS_PER_NODE,
         hold: Duration::from_millis(100),
@@ -283,39 +340,66 @@ async fn a_node_killed_under_load_loses_and_doubles_nothing() {
         )));
     }
 
-    let kill_at = (RUNS * STEPS_PER_RUN / 5) as u64;
+    let fault_at = (RUNS * STEPS_PER_RUN / 5) as u64;
     bounded("the load under way", Duration::from_secs(30), async {
-        while crews.iter().map(|c| c.progress.completed()).sum::<u64>() < kill_at {
+        while crews.iter().map(|c| c.progress.completed()).sum::<u64>() < fault_at {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await;
     let done_before = crews.iter().map(|c| c.progress.completed()).sum::<u64>();
-    cluster.kill(VICTIM).await;
-    // Time to heal counts from the kill, for every crew: the killed
+    let mut drainer = match fault {
+        Fault::Kill => {
+            cluster.kill(VICTIM).await;
+            None
+        }
+        Fault::Drain => {
+            let mut conn = RawConn::connect(&urls[VICTIM])
+                .await
+                .expect("connect to the node drained");
+            conn.run_sql("SET GLOBAL wsrep_reject_queries = ALL")
+                .await
+                .expect("drain the node");
+            Some(conn)
+        }
+    };
+    // Time to heal counts from the fault, for every crew: the victim
     // node's workers move to another node; everyone waits while the
     // others find the node gone (Galera's suspect timeout).
     for crew in &crews {
         crew.progress.fault_over();
     }
-    let killed = Instant::now();
-    let left_in = bounded(
-        "the others to see it leave",
-        Duration::from_secs(30),
-        cluster.wait_synced(Duration::from_secs(25)),
-    )
-    .await
-    .expect("two nodes synced");
-    let rejoined_in = bounded(
-        "the rejoin",
-        Duration::from_secs(70),
-        cluster.rejoin(VICTIM),
-    )
-    .await
-    .unwrap_or_else(|err| panic!("rejoin: {err:#}\n{}", cluster.log_tail(VICTIM, 20)));
-    let back_after = killed.elapsed();
+    let faulted = Instant::now();
+    let taken = match (fault, drainer.as_mut()) {
+        (Fault::Drain, Some(conn)) => {
+            tokio::time::sleep(DRAINED_FOR).await;
+            conn.run_sql("SET GLOBAL wsrep_reject_queries = NONE")
+                .await
+                .expect("let the node serve again");
+            format!("drained for {DRAINED_FOR:?}")
+        }
+        _ => {
+            let left_in = bounded(
+                "the others to see it leave",
+                Duration::from_secs(30),
+                cluster.wait_synced(Duration::from_secs(25)),
+            )
+            .await
+            .expect("two nodes synced");
+            let rejoined_in = bounded(
+                "the rejoin",
+                Duration::from_secs(70),
+                cluster.rejoin(VICTIM),
+            )
+            .await
+            .unwrap_or_else(|err| panic!("rejoin: {err:#}\n{}", cluster.log_tail(VICTIM, 20)));
+            format!("the others saw it leave in {left_in:?}; rejoined in {rejoined_in:?}")
+        }
+    };
+    drop(drainer);
+    let back_after = faulted.elapsed();
 
-    // The killed node's store comes back to it (listed first, kept to
+    // The victim node's store comes back to it (listed first, kept to
     // while it answers): its connections show on the node again.
     let back = Instant::now();
     let mut on_victim = 0;
@@ -323,11 +407,11 @@ async fn a_node_killed_under_load_loses_and_doubles_nothing() {
     while on_victim == 0 {
         let calls = (0..4).map(|_| own[VICTIM].get_run(probe_run));
         for answer in futures_util::future::join_all(calls).await {
-            answer.expect("a read on the killed node's store");
+            answer.expect("a read on the victim node's store");
         }
         let mut conn = RawConn::connect(&urls[VICTIM])
             .await
-            .expect("the rejoined node");
+            .expect("the victim node, back");
         // Its sessions in the database, this one excluded.
         on_victim = conn
             .count(
@@ -338,7 +422,7 @@ async fn a_node_killed_under_load_loses_and_doubles_nothing() {
             .expect("the processlist");
         assert!(
             back.elapsed() < Duration::from_secs(15),
-            "the killed node's store did not come back to it"
+            "the victim node's store did not come back to it"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -360,6 +444,7 @@ async fn a_node_killed_under_load_loses_and_doubles_nothing() {
     }
     let (retries, surfaced) = conflict_retries();
     let (retried, surfaced) = (retries - retries_before, surfaced - surfaced_before);
+    let not_ready = not_ready_retries() - not_ready_before;
 
     // Every node has applied everything before the witness judges.
     for url in &urls {
@@ -375,14 +460,15 @@ async fn a_node_killed_under_load_loses_and_doubles_nothing() {
     )
     .await
     .expect("the recovery pass");
+    let (name, fault_column) = fault.describe();
     let mut scenario = Scenario::new(
-        "Galera node killed under load",
+        name,
         Dialect::Mysql,
         format!(
             "{} steps, {WORKERS_PER_NODE} per-step workers + 1 batch + 1 lease worker per node, 3 nodes",
             RUNS * STEPS_PER_RUN
         ),
-        format!("SIGKILL of node {VICTIM}, rejoined by IST"),
+        fault_column,
     );
     let victim = &reports[VICTIM];
     Verdict::judge(&mut scenario, &urls[WITNESS], Some(victim), &recovery)
@@ -426,11 +512,11 @@ async fn a_node_killed_under_load_loses_and_doubles_nothing() {
          | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n{row}"
     );
     println!(
-        "galera node kill: seeded in {seeded_in:?}; {done_before} steps done before the kill; \
-         the others saw it leave in {left_in:?}; rejoined in {rejoined_in:?} ({back_after:?} after \
-         the kill); the killed node's store back on it {returned_in:?} after the rejoin; \
-         time to heal by crew, from the kill: {}; batches completed {}, leases {} ({} tokens \
-         twice), side calls retried {}; wrong {}{}; whole test {:?}",
+        "{name}: seeded in {seeded_in:?}; {done_before} steps done before the fault; \
+         {taken} ({back_after:?} after the fault); the victim node's store back on it \
+         {returned_in:?} after; time to heal by crew, from the fault: {}; batches completed {}, \
+         leases {} ({} tokens twice), side calls retried {}; {not_ready} calls run again on \
+         another node after a 1047; wrong {}{}; whole test {:?}",
         heals.join(", "),
         side.batched.load(Ordering::SeqCst),
         side.leases.load(Ordering::SeqCst),
@@ -452,9 +538,15 @@ async fn a_node_killed_under_load_loses_and_doubles_nothing() {
         scenario.row()
     );
     assert_eq!(surfaced, 0, "a conflict reached a caller");
+    if matches!(fault, Fault::Drain) {
+        assert!(
+            not_ready > 0,
+            "no call met the drained node's 1047: the scenario did not test the path"
+        );
+    }
     assert!(
         matches!(heal, Heal::Healed(took) if took < Duration::from_secs(10)),
-        "the killed node's workers were not served again within 10 s: {heal}"
+        "the victim node's workers were not served again within 10 s: {heal}"
     );
     assert!(side.leases.load(Ordering::SeqCst) > 0 && side.batched.load(Ordering::SeqCst) > 0);
 }

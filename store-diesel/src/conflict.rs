@@ -35,6 +35,9 @@ const MAX_BACK_OFF: Duration = Duration::from_millis(250);
 static RETRIES: AtomicU64 = AtomicU64::new(0);
 /// Conflicts let through in this process so far (the budget spent).
 static SURFACED: AtomicU64 = AtomicU64::new(0);
+/// Of the retries, those run again on another connection because a
+/// Galera node was not ready (1047).
+static NOT_READY: AtomicU64 = AtomicU64::new(0);
 
 /// Conflict retries in this process so far, and conflicts that reached a
 /// caller because the budget was spent: for tests and benches that report
@@ -47,9 +50,23 @@ pub fn retries() -> (u64, u64) {
     )
 }
 
+/// Of the conflict retries in this process so far, those that ran again
+/// on another connection because a Galera node answered 1047 (not ready,
+/// or drained by `wsrep_reject_queries`): for the fault tests that take a
+/// node away.
+#[cfg(feature = "test-support")]
+pub fn not_ready_retries() -> u64 {
+    NOT_READY.load(Ordering::Relaxed)
+}
+
 /// Counts one retry.
 pub(crate) fn count_retry() {
     RETRIES.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts one retry on another connection after a node was not ready.
+pub(crate) fn count_not_ready() {
+    NOT_READY.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Counts one conflict let through.
@@ -207,6 +224,7 @@ macro_rules! retry_conflicts {
                     tracing::debug!(operation = $op, conflicts, %err, "conflict, running again");
                     slept += $crate::conflict::back_off(conflicts).await;
                     if $crate::conflict::MaybeConflict::needs_new_connection(&err) {
+                        $crate::conflict::count_not_ready();
                         $renew
                     }
                 }

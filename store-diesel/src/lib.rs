@@ -144,6 +144,8 @@ pub use store::DieselStore;
 pub use url::DatabaseUrl;
 
 #[cfg(feature = "test-support")]
+pub use conflict::not_ready_retries;
+#[cfg(feature = "test-support")]
 pub use conflict::retries as conflict_retries;
 #[cfg(feature = "test-support")]
 pub use lease_clock::LeaseClockOffset;

@@ -4,8 +4,10 @@
 //! - A new connection goes to a node that answers and, on a Galera node
 //!   (`wsrep_on`), says `wsrep_ready = ON` and `Synced`: asked once per
 //!   new connection, before the statement log or the pool's watch see it,
-//!   so no budget counts it. A server that is not a Galera node is asked
-//!   once (`SHOW GLOBAL VARIABLES LIKE 'wsrep_on'`) and then believed.
+//!   so no budget counts it; a node whose operator set
+//!   `wsrep_reject_queries` (draining it) is not ready either. A server
+//!   that is not a Galera node is asked once (`SHOW GLOBAL VARIABLES`,
+//!   `wsrep_on`) and then believed.
 //! - A connection to a Galera node sets its session's `wsrep_sync_wait`
 //!   ([`StoreConfig::galera_sync_wait`](crate::StoreConfig::galera_sync_wait),
 //!   7 unless set): Galera is synchronous for commits but not for reads,
@@ -286,7 +288,9 @@ impl Nodes {
 
     /// Whether node `i`, reached by `conn`, may serve: unless it is known
     /// not to be a Galera node, `wsrep_on`, and on a Galera node
-    /// `wsrep_ready = ON` and `wsrep_local_state_comment = Synced`.
+    /// `wsrep_reject_queries = NONE`, `wsrep_ready = ON` and
+    /// `wsrep_local_state_comment = Synced`; then its session's
+    /// `wsrep_sync_wait` is set.
     async fn check(&self, i: usize, conn: &mut AsyncMysqlConnection) -> Result<(), Refusal> {
         let node = &self.list[i];
         if node.kind.load(Ordering::Acquire) == PLAIN {
@@ -294,17 +298,31 @@ impl Nodes {
         }
         let asked =
             |err: diesel::result::Error| Refusal::NotReady(format!("asked its state: {err}"));
-        let on: Vec<Setting> = diesel_async::RunQueryDsl::load(
-            diesel::sql_query("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'"),
+        let settings: Vec<Setting> = diesel_async::RunQueryDsl::load(
+            diesel::sql_query(
+                "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_on', 'wsrep_reject_queries')",
+            ),
             conn,
         )
         .await
         .map_err(asked)?;
-        if !on.iter().any(|row| row.value.eq_ignore_ascii_case("ON")) {
+        let setting = |name: &str| {
+            settings
+                .iter()
+                .find(|row| row.name.eq_ignore_ascii_case(name))
+                .map_or("", |row| row.value.as_str())
+        };
+        if !setting("wsrep_on").eq_ignore_ascii_case("ON") {
             node.kind.store(PLAIN, Ordering::Release);
             return Ok(());
         }
         node.kind.store(GALERA, Ordering::Release);
+        // An operator draining the node for maintenance: it answers `SHOW`
+        // and `SET` but refuses every other statement with 1047.
+        let rejects = setting("wsrep_reject_queries");
+        if !rejects.is_empty() && !rejects.eq_ignore_ascii_case("NONE") {
+            return Err(Refusal::NotReady(format!("wsrep_reject_queries {rejects}")));
+        }
         let status: Vec<Setting> = diesel_async::RunQueryDsl::load(
             diesel::sql_query(
                 "SHOW GLOBAL STATUS WHERE Variable_name IN \
