@@ -290,12 +290,15 @@ pub(crate) trait Connection: Watched + AsyncConnection {
         now: i64,
     ) -> impl Future<Output = QueryResult<Option<EventRow>>> + Send;
 
-    /// Locks the longest-due event pending at `now` that no other
-    /// dispatcher holds; `None` if there is none.
+    /// Locks up to `limit` of the events pending at `now` that no other
+    /// dispatcher holds, the longest due first; none if there is none.
+    /// The same statement for one event (`dispatch_next`) and for a batch
+    /// (`dispatch_next_batch`): the limit is bound, not spliced.
     fn lock_next_pending(
         &mut self,
         now: i64,
-    ) -> impl Future<Output = QueryResult<Option<EventRow>>> + Send;
+        limit: i64,
+    ) -> impl Future<Output = QueryResult<Vec<EventRow>>> + Send;
 
     /// Inserts run `row` unless its idempotency key is taken: the one
     /// shape `create_run` and the materialisation of events (inside their

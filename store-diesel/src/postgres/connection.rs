@@ -34,15 +34,17 @@ impl Connection for AsyncPgConnection {
             .optional()
     }
 
-    async fn lock_next_pending(&mut self, now: i64) -> QueryResult<Option<EventRow>> {
+    /// `LIMIT n FOR UPDATE SKIP LOCKED`: concurrent dispatchers each lock
+    /// a different set and none waits on another's.
+    async fn lock_next_pending(&mut self, now: i64, limit: i64) -> QueryResult<Vec<EventRow>> {
         pending(now)
             .order(DUE_ORDER)
             .select(EventRow::as_select())
+            .limit(limit)
             .for_update()
             .skip_locked()
-            .first(self)
+            .load(self)
             .await
-            .optional()
     }
 
     crate::sql::returning::returning_writes!();

@@ -35,13 +35,16 @@ impl Connection for SqliteConn {
             .optional()
     }
 
-    async fn lock_next_pending(&mut self, now: i64) -> QueryResult<Option<EventRow>> {
+    /// No row locks, as [`Self::lock_pending`]: the dispatch's `BEGIN
+    /// IMMEDIATE` makes it the only writer, so the oldest `limit` pending
+    /// events are its own until it commits.
+    async fn lock_next_pending(&mut self, now: i64, limit: i64) -> QueryResult<Vec<EventRow>> {
         pending(now)
             .order(DUE_ORDER)
             .select(EventRow::as_select())
-            .first(self)
+            .limit(limit)
+            .load(self)
             .await
-            .optional()
     }
 
     /// `BEGIN IMMEDIATE`: the writer takes the write lock up front and

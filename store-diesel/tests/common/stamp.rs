@@ -60,6 +60,7 @@ macro_rules! dialect_tests {
                 events_rollback: [
                     a_failed_dispatch_keeps_the_event,
                     a_failed_queued_dispatch_names_the_event,
+                    a_failed_event_of_a_batch_fails_alone,
                 ]
                 large_batches: [
                     a_batch_over_many_chunks_moves_every_step,

@@ -1,7 +1,10 @@
-//! `dispatch_next`'s pick on MySQL/MariaDB, on 100k pending events: the
-//! pending index read in the taking order, nothing sorted. A sort would
+//! `dispatch_next`'s pick on MySQL/MariaDB, on 100k pending events, and
+//! `dispatch_next_batch`'s (the same statement, 64 events): the pending
+//! index read in the taking order, nothing sorted. A sort would
 //! read, and under `FOR UPDATE` lock, every pending event for the one it
 //! takes, and the other dispatchers would find them all held.
+
+use flowstate_core::ports::EventQueueStore;
 
 use crate::common::records::pick_of_dispatch_next;
 use crate::explain::{assert_indexed, plan};
@@ -30,6 +33,28 @@ async fn dispatch_next_takes_from_the_pending_index_without_sorting() {
     let rows = plan(&mut conn, pick, &["0".into(), "1000000".into(), "1".into()]).await;
     assert_indexed(
         "dispatch_next",
+        &rows,
+        Some("flowstate_events_pending"),
+        true,
+    );
+
+    // A batch's pick is the same statement with a larger bound limit, and
+    // reads the same index for its 64.
+    let (answers, sent) = log.capture(store.dispatch_next_batch(64)).await;
+    assert_eq!(answers.unwrap().len(), 64);
+    let batch_pick = sent
+        .iter()
+        .find(|s| s.contains("FOR UPDATE SKIP LOCKED"))
+        .expect("the batch's pick");
+    assert_eq!(batch_pick, pick, "one statement for one event and a batch");
+    let rows = plan(
+        &mut conn,
+        batch_pick,
+        &["0".into(), "1000000".into(), "64".into()],
+    )
+    .await;
+    assert_indexed(
+        "dispatch_next_batch",
         &rows,
         Some("flowstate_events_pending"),
         true,

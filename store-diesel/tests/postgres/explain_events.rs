@@ -3,10 +3,11 @@
 //! their tables through their indexes, never a `Seq Scan` (the SQL is the
 //! store's own, taken from its `StatementLog`, as in `explain.rs`); and
 //! `dispatch_next`'s pick, on 100k pending events, walks the pending index
-//! in the taking order and sorts nothing.
+//! in the taking order and sorts nothing, as `dispatch_next_batch`'s (the
+//! same statement) does for 64.
 
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
-use flowstate_core::ports::EventStore;
+use flowstate_core::ports::{EventQueueStore, EventStore};
 use flowstate_core::{Dispatch, NewEvent, RunId};
 
 use crate::common::records::pick_of_dispatch_next;
@@ -90,5 +91,26 @@ async fn dispatch_next_takes_from_the_pending_index_without_sorting() {
     assert!(
         !p.contains("Sort"),
         "dispatch_next sorts the pending events:\n{p}"
+    );
+
+    // A batch's pick is the same statement with a larger bound limit, and
+    // walks the same index for its 64.
+    let (answers, sent) = log.capture(store.dispatch_next_batch(64)).await;
+    assert_eq!(answers.unwrap().len(), 64);
+    let batch_pick = sent
+        .iter()
+        .find(|s| s.contains("FOR UPDATE SKIP LOCKED"))
+        .expect("the batch's pick");
+    assert_eq!(batch_pick, pick, "one statement for one event and a batch");
+    let p = plan(
+        &mut conn,
+        batch_pick,
+        &["0".into(), "1000000".into(), "64".into()],
+    )
+    .await;
+    assert_indexed("dispatch_next_batch", &p, &["flowstate_events_pending_idx"]);
+    assert!(
+        !p.contains("Sort"),
+        "dispatch_next_batch sorts the pending events:\n{p}"
     );
 }

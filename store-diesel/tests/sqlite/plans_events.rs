@@ -1,6 +1,6 @@
-//! Query plans of the pending-event picks on SQLite: `pending_events` and
-//! `dispatch_next`'s pick walk the pending index in the taking order, with
-//! no sort of the pending events.
+//! Query plans of the pending-event picks on SQLite: `pending_events`,
+//! `dispatch_next`'s pick and `dispatch_next_batch`'s walk the pending
+//! index in the taking order, with no sort of the pending events.
 
 use diesel::sql_types::Text;
 use diesel::{Connection, QueryableByName, RunQueryDsl, SqliteConnection, sql_query};
@@ -29,13 +29,19 @@ async fn the_pending_picks_walk_their_index_in_order() {
     store.pending_events(10).await.unwrap();
     let next = store.dispatch_next().await.unwrap();
     assert!(matches!(next, NextDispatch::Dispatched { .. }), "{next:?}");
+    let batch = store.dispatch_next_batch(10).await.unwrap();
+    assert_eq!(batch.len(), 2, "{batch:?}");
 
     let picks: Vec<String> = log
         .statements()
         .into_iter()
         .filter(|sql| sql.starts_with("SELECT") && sql.contains("ORDER BY `flowstate_events`"))
         .collect();
-    assert_eq!(picks.len(), 2, "the listing and the pick: {picks:#?}");
+    assert_eq!(
+        picks.len(),
+        3,
+        "the listing, the pick and the batch's: {picks:#?}"
+    );
     let mut conn = SqliteConnection::establish(&db.target()).unwrap();
     for sql in picks {
         let plan: Vec<String> = sql_query(format!("EXPLAIN QUERY PLAN {sql}"))

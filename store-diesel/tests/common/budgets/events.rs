@@ -5,8 +5,11 @@
 //! budget: "record an event + pin its deliveries: 1 transaction".
 //!
 //! `dispatch_pending` of one event is `pending_events` (the scan) then
-//! `dispatch_event` (its transaction); `dispatch_queued`'s is one
-//! `dispatch_next`, the same transaction with the pick as its lock.
+//! `dispatch_event` (its transaction); `dispatch_next` is the same
+//! transaction with the pick as its lock; `dispatch_queued` sends
+//! `dispatch_next_batch`, one transaction for many events, whose pick, read
+//! of deliveries and mark are paid once: per event, only its runs'
+//! inserts.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,6 +80,22 @@ async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     );
     let idle = capture!("dispatch_next idle", store.dispatch_next());
     assert!(matches!(idle, NextDispatch::Idle), "{idle:?}");
+    for _ in 0..3 {
+        store.emit(tick(), Dispatch::Deferred).await.expect("emit");
+    }
+    let batch = capture!(
+        "dispatch_next_batch, 3 events of 2 deliveries",
+        store.dispatch_next_batch(10)
+    );
+    assert_eq!(batch.len(), 3, "{batch:?}");
+    assert!(
+        batch
+            .iter()
+            .all(|next| matches!(next, NextDispatch::Dispatched { runs, .. } if runs.len() == 2)),
+        "{batch:?}"
+    );
+    let idle = capture!("dispatch_next_batch idle", store.dispatch_next_batch(10));
+    assert!(idle.is_empty(), "{idle:?}");
     capture!("get_event", store.get_event(failing.event));
     capture!("run_cause", store.run_cause(first.runs[0]));
     let started = capture!("event_runs, 2 runs", store.event_runs(first.event));

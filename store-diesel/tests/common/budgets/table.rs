@@ -275,6 +275,17 @@ pub const EVENTS: Table = Table {
             ],
         ),
         ("dispatch_next idle", &["BEGIN", "SELECT", "COMMIT"]),
+        // The pick of all three, their deliveries in one read, a run per
+        // delivery, one mark of all three: 11 statements where three
+        // `dispatch_next` send 21.
+        (
+            "dispatch_next_batch, 3 events of 2 deliveries",
+            &[
+                "BEGIN", "SELECT", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT", "INSERT",
+                "INSERT", "UPDATE", "COMMIT",
+            ],
+        ),
+        ("dispatch_next_batch idle", &["BEGIN", "SELECT", "COMMIT"]),
         ("get_event", &["SELECT"]),
         ("run_cause", &["SELECT"]),
         // A second read only when no run is found: is the event known?
