@@ -131,26 +131,57 @@ pub(crate) trait MaybeConflict: std::fmt::Display {
     fn is_conflict(&self) -> bool;
 
     /// Whether it must run again on another connection
-    /// ([`needs_new_connection`]).
+    /// ([`needs_new_connection`], or a broken transaction manager).
     fn needs_new_connection(&self) -> bool;
+
+    /// Whether it failed because its node was not ready
+    /// ([`needs_new_connection`] itself: Galera's 1047).
+    fn node_not_ready(&self) -> bool;
+}
+
+/// Whether a unit of work that failed with `err` may run again, on a new
+/// connection: a conflict ([`is_conflict`]), or a connection whose
+/// transaction manager a conflict left broken. On Galera a transaction
+/// that lost a race between its statements may be brute-force aborted
+/// before its `ROLLBACK`, which then fails with the abort's 1213: diesel
+/// marks the connection's transaction manager broken, the work (rolled
+/// back by the server) is retried as a conflict, and its next `BEGIN` on
+/// that connection answers `BrokenTransactionManager`. Nothing of the
+/// work ran (a failed `ROLLBACK` never commits), so it runs again on a
+/// new connection; the pool drops the broken one (`is_broken`).
+fn may_run_again(err: &DieselError) -> bool {
+    is_conflict(err) || matches!(err, DieselError::BrokenTransactionManager)
+}
+
+/// Whether `err` ([`may_run_again`]) must run again on another connection.
+fn wants_new_connection(err: &DieselError) -> bool {
+    needs_new_connection(err) || matches!(err, DieselError::BrokenTransactionManager)
 }
 
 impl MaybeConflict for DieselError {
     fn is_conflict(&self) -> bool {
-        is_conflict(self)
+        may_run_again(self)
     }
 
     fn needs_new_connection(&self) -> bool {
+        wants_new_connection(self)
+    }
+
+    fn node_not_ready(&self) -> bool {
         needs_new_connection(self)
     }
 }
 
 impl MaybeConflict for crate::error::TxError {
     fn is_conflict(&self) -> bool {
-        matches!(self, Self::Db(err) if is_conflict(err))
+        matches!(self, Self::Db(err) if may_run_again(err))
     }
 
     fn needs_new_connection(&self) -> bool {
+        matches!(self, Self::Db(err) if wants_new_connection(err))
+    }
+
+    fn node_not_ready(&self) -> bool {
         matches!(self, Self::Db(err) if needs_new_connection(err))
     }
 }
@@ -224,7 +255,9 @@ macro_rules! retry_conflicts {
                     tracing::debug!(operation = $op, conflicts, %err, "conflict, running again");
                     slept += $crate::conflict::back_off(conflicts).await;
                     if $crate::conflict::MaybeConflict::needs_new_connection(&err) {
-                        $crate::conflict::count_not_ready();
+                        if $crate::conflict::MaybeConflict::node_not_ready(&err) {
+                            $crate::conflict::count_not_ready();
+                        }
                         $renew
                     }
                 }
@@ -316,6 +349,17 @@ mod tests {
             "WSREP has not yet prepared node for application use"
         )));
         assert!(is_conflict(&lost_race("claim_run")));
+        let broken = DieselError::BrokenTransactionManager;
+        assert!(!is_conflict(&broken), "not a conflict itself");
+        assert!(
+            MaybeConflict::is_conflict(&broken) && MaybeConflict::needs_new_connection(&broken),
+            "but the work runs again, on a new connection"
+        );
+        let deadlock = db_error(
+            DatabaseErrorKind::Unknown,
+            "Deadlock found when trying to get lock; try restarting transaction",
+        );
+        assert!(!MaybeConflict::needs_new_connection(&deadlock));
     }
 
     #[test]
