@@ -35,7 +35,9 @@
 //! replication; Galera's usual setting), a single server commonly 1 (a log
 //! flush per commit); both are in the JSON (`galera.settings`).
 //! `FLOWSTATE_GALERA_FLUSH_LOG_AT_TRX_COMMIT=1` gives the nodes the single
-//! server's, for a like-for-like ratio.
+//! server's, for a like-for-like ratio. `FLOWSTATE_GALERA_WORKS=leases,events`
+//! measures only the kinds named (`per-step`, `batched`, `leases`,
+//! `events`).
 //!
 //! The cluster is stopped however the bench ends: dropped at the end of
 //! the section, and a reaper (`sh` on a pipe from this process, in a
@@ -316,6 +318,19 @@ enum Work {
 impl Work {
     /// All four, in the order they are measured.
     const ALL: [Self; 4] = [Self::PerStep, Self::Batched, Self::Leases, Self::Events];
+
+    /// The kinds `FLOWSTATE_GALERA_WORKS` names (comma-separated names,
+    /// as [`Work::name`]), or all four: a run that measures one kind
+    /// again need not wait for the others.
+    fn chosen() -> Vec<Self> {
+        let Ok(names) = std::env::var("FLOWSTATE_GALERA_WORKS") else {
+            return Self::ALL.to_vec();
+        };
+        Self::ALL
+            .into_iter()
+            .filter(|work| names.split(',').any(|name| name.trim() == work.name()))
+            .collect()
+    }
 
     /// Its name in the JSON and the lines printed.
     fn name(self) -> &'static str {
@@ -629,7 +644,7 @@ pub async fn section(single_url: &str, options: &Options) -> Result<Found> {
     });
     let costs: Mutex<BTreeMap<(&'static str, usize, usize), Cost>> = Mutex::new(BTreeMap::new());
     let mut results = Vec::new();
-    for work in Work::ALL {
+    for work in Work::chosen() {
         let labels = match work {
             Work::Batched => [BATCH_LABEL, SINGLE_BATCH],
             _ => [LABEL, SINGLE],
