@@ -370,31 +370,28 @@ async fn a_node_lost_under_load(fault: Fault) {
         crew.progress.fault_over();
     }
     let faulted = Instant::now();
-    let taken = match (fault, drainer.as_mut()) {
-        (Fault::Drain, Some(conn)) => {
-            tokio::time::sleep(DRAINED_FOR).await;
-            conn.run_sql("SET GLOBAL wsrep_reject_queries = NONE")
-                .await
-                .expect("let the node serve again");
-            format!("drained for {DRAINED_FOR:?}")
-        }
-        _ => {
-            let left_in = bounded(
-                "the others to see it leave",
-                Duration::from_secs(30),
-                cluster.wait_synced(Duration::from_secs(25)),
-            )
+    let taken = if let Some(conn) = drainer.as_mut() {
+        tokio::time::sleep(DRAINED_FOR).await;
+        conn.run_sql("SET GLOBAL wsrep_reject_queries = NONE")
             .await
-            .expect("two nodes synced");
-            let rejoined_in = bounded(
-                "the rejoin",
-                Duration::from_secs(70),
-                cluster.rejoin(VICTIM),
-            )
-            .await
-            .unwrap_or_else(|err| panic!("rejoin: {err:#}\n{}", cluster.log_tail(VICTIM, 20)));
-            format!("the others saw it leave in {left_in:?}; rejoined in {rejoined_in:?}")
-        }
+            .expect("let the node serve again");
+        format!("drained for {DRAINED_FOR:?}")
+    } else {
+        let left_in = bounded(
+            "the others to see it leave",
+            Duration::from_secs(30),
+            cluster.wait_synced(Duration::from_secs(25)),
+        )
+        .await
+        .expect("two nodes synced");
+        let rejoined_in = bounded(
+            "the rejoin",
+            Duration::from_secs(70),
+            cluster.rejoin(VICTIM),
+        )
+        .await
+        .unwrap_or_else(|err| panic!("rejoin: {err:#}\n{}", cluster.log_tail(VICTIM, 20)));
+        format!("the others saw it leave in {left_in:?}; rejoined in {rejoined_in:?}")
     };
     drop(drainer);
     let back_after = faulted.elapsed();
