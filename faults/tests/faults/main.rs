@@ -8,6 +8,7 @@
 //! the scenarios that only call the API use databases of their own on the
 //! shared servers.
 
+mod events_restart;
 mod hostile_input;
 mod past_one_server;
 mod pool_exhaustion;
