@@ -69,10 +69,10 @@ const CONNECTIONS: usize = 34;
 /// Connections of each store a case opens beside its own.
 const SKEWED_CONNECTIONS: usize = 4;
 
-/// `wsrep_sync_wait` on the harness's own sessions: 1 (reads, and the
-/// start of a transaction) + 2 (updates and deletes) + 4 (inserts and
-/// replaces), as the stores set it on theirs.
-const SYNC_WAIT: u8 = 7;
+/// `wsrep_sync_wait` on the harness's own sessions: the stores' default
+/// (1 reads, and the start of a transaction, + 2 updates and deletes + 4
+/// inserts and replaces), so the harness reads as the stores do.
+const SYNC_WAIT: u8 = flowstate_store_diesel::DEFAULT_GALERA_SYNC_WAIT;
 
 /// `FLOWSTATE_GALERA_SYNC_WAIT`, to see which cases need the wait: when
 /// set, every store's setting and every node's global one (0: no session

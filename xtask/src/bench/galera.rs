@@ -98,7 +98,7 @@ pub const DEFAULT_WORKERS: usize = 12;
 
 /// `wsrep_sync_wait` on every node unless `FLOWSTATE_GALERA_SYNC_WAIT`
 /// says otherwise: 1 (reads) + 2 (updates, deletes) + 4 (inserts).
-const SYNC_WAIT: u8 = 7;
+const SYNC_WAIT: u8 = flowstate_store_diesel::DEFAULT_GALERA_SYNC_WAIT;
 
 /// The most resident memory a node may reach: past it the watchdog
 /// ([`Watchdog`]) kills the cluster. A node runs in about 200 MB (128 MB
