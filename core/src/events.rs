@@ -23,6 +23,10 @@ use crate::limits::{Dismantle, InputLimits, dismantle_json};
 use crate::records::NewRun;
 use crate::time::Timestamp;
 
+mod emit_batch;
+
+pub use emit_batch::{MAX_EMIT_BATCH, check_emit_batch, encode_emit_batch, first_of_key};
+
 /// A workflow definition to create, unique by (app, scope, name).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewWorkflow {

@@ -1,5 +1,5 @@
 //! The ports of events: [`EventStore`] (record
-//! an event once, pin its deliveries, materialise them into runs, and the
+//! an event once, or a batch of them in one transaction, pin its deliveries, materialise them into runs, and the
 //! dispatch bookkeeping `flowstate-events` drives), and [`EventQueueStore`]
 //! (take the next free pending event and dispatch it, for many dispatchers
 //! at once). Their definitions are
@@ -17,14 +17,17 @@ use crate::backoff::EventDispatchOutcome;
 use crate::error::Result;
 use crate::events::{
     Dispatch, Emission, Event, EventFilter, NewEvent, NextDispatch, PendingEvent, RunCause,
-    check_dispatch_batch,
+    check_dispatch_batch, check_emit_batch,
 };
 use crate::ids::{EventId, RunId};
+use crate::limits::Dismantle;
 // Named by the docs' links only; imported in every build, not under
 // `cfg(doc)`, so the links still resolve where another crate's docs show
 // these methods (an implementor's page).
 #[allow(unused_imports)]
 use crate::error::Error;
+#[allow(unused_imports)]
+use crate::events::{encode_emit_batch, first_of_key};
 
 /// Events: recorded once, their deliveries pinned, materialised into runs
 /// exactly once.
@@ -55,6 +58,69 @@ pub trait EventStore: Send + Sync {
         event: NewEvent,
         dispatch: Dispatch,
     ) -> impl Future<Output = Result<Emission>> + Send;
+
+    /// Records `events` in one transaction, each with exactly
+    /// [`EventStore::emit`]'s guarantees, all with `dispatch`: the batched
+    /// form of `emit`, as
+    /// [`EventQueueStore::dispatch_next_batch`] is of a dispatch, so the
+    /// transaction, the read of the matching activations and the inserts
+    /// of the events and of their deliveries are paid once per batch
+    /// rather than once per event.
+    ///
+    /// Answers one [`Emission`] per event, in input order. Each event is
+    /// deduplicated by (app, scope, type, dedupe key) against the stored
+    /// events, however many emits race, and within the batch: an event
+    /// whose key an earlier event of the batch carries records nothing and
+    /// answers that event (or the stored one it repeats) with its runs,
+    /// `duplicate: true` ([`first_of_key`]). Each recorded event's
+    /// deliveries are the activations that match it now, pinned; one that
+    /// matched nothing is marked dispatched at once; with
+    /// [`Dispatch::Now`] the runs of each recorded event are materialised
+    /// in the same transaction and answered in delivery order.
+    ///
+    /// The whole batch is checked before anything is written: its size (at
+    /// most [`MAX_EMIT_BATCH`](crate::events::MAX_EMIT_BATCH), else
+    /// [`InvalidInput::OutOfRange`](crate::error::InvalidInput::OutOfRange),
+    /// [`check_emit_batch`]) and then every event as `emit` checks one, so
+    /// one bad event (JSON too large or too deep, a hostile key) refuses
+    /// the batch with the error `emit` gives for it, and no event of the
+    /// batch is recorded ([`encode_emit_batch`]). A failure of the
+    /// transaction records none of them. An empty batch answers an empty
+    /// `Vec` and sends nothing.
+    ///
+    /// The default body checks the size and then calls `emit` once per
+    /// event, each its own transaction, stopping at the first error, which
+    /// it answers: each event still has `emit`'s guarantees (a key repeated
+    /// in the batch answers the event recorded just before), but the batch
+    /// is neither one transaction nor all or nothing, since the backend's
+    /// limits are not known here: the events before a refused one stay
+    /// recorded. Correct, not batched; a backend overrides it for both,
+    /// and a wrapper forwards it.
+    fn emit_batch(
+        &self,
+        events: Vec<NewEvent>,
+        dispatch: Dispatch,
+    ) -> impl Future<Output = Result<Vec<Emission>>> + Send {
+        async move {
+            if let Err(error) = check_emit_batch(events.len()) {
+                events.dismantle();
+                return Err(error);
+            }
+            let mut answers = Vec::with_capacity(events.len());
+            let mut rest = events.into_iter();
+            while let Some(event) = rest.next() {
+                match self.emit(event, dispatch).await {
+                    Ok(answer) => answers.push(answer),
+                    Err(error) => {
+                        // Unchecked, so dropped without recursion.
+                        rest.for_each(Dismantle::dismantle);
+                        return Err(error);
+                    }
+                }
+            }
+            Ok(answers)
+        }
+    }
 
     /// Reads one event; an unknown id is [`Error::EventNotFound`].
     fn get_event(&self, id: EventId) -> impl Future<Output = Result<Event>> + Send;
