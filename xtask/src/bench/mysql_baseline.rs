@@ -36,16 +36,22 @@
 //!   Aria table on disk (`Created_tmp_disk_tables` rose by one per
 //!   success).
 //!
-//! Neither claim needs anything back: the worker addresses its success by
-//! `(run_id, name)`, the unique key the claim itself found the step by
-//! (PostgreSQL's baseline reads back only the id, to address its success
-//! by the primary key). `SELECT ... FOR UPDATE SKIP LOCKED` and an `UPDATE`
-//! in a transaction is the form for a queue's pick of the next step; this
-//! work claims a named step, so it would be four round trips (`BEGIN`, the
-//! locking read, the `UPDATE`, `COMMIT`) for what one statement does. So:
-//! two statements per step, where flowstate sends three (the claim's
-//! `UPDATE`, whose trigger writes the history row, and a read of the
-//! claimed step; the transition's `UPDATE`, whose trigger writes it too).
+//! A worker needs the step it claimed (its id, input and attempt), so the
+//! trigger form reads it back after its claim, by `(run_id, name)`, the
+//! unique key the claim found it by, and addresses its success by the
+//! primary key it read (PostgreSQL's baseline reads the id back in its
+//! claim's `RETURNING`). `SELECT ... FOR UPDATE SKIP LOCKED` and an
+//! `UPDATE` in a transaction is the form for a queue's pick of the next
+//! step; this work claims a named step, so it would be four round trips
+//! (`BEGIN`, the locking read, the `UPDATE`, `COMMIT`) for what one
+//! statement does. So: three statements per step, as flowstate sends (the
+//! claim's `UPDATE`, whose trigger writes the history row, and a read of
+//! the claimed step, which flowstate joins to its run's status; the
+//! transition's `UPDATE`, whose trigger writes it too). An earlier
+//! baseline read nothing back (two statements a step), which no worker
+//! could do: it never learned the step's input. The multi-table form
+//! still reads nothing back: it is kept to show what MariaDB's
+//! multi-table `UPDATE` costs, not as the bar.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -102,12 +108,17 @@ const TRIGGER_CLAIM: &str = "\
 UPDATE flowstate_steps SET move_history_id = ?, status = 'running', updated_at = ?
 WHERE run_id = ? AND name = ? AND status IN ('pending', 'scheduled')";
 
-/// Succeeds a running step by (run, name), stamping `move_history_id`:
-/// the trigger of [`TRIGGER_SCHEMA`] writes the history row. Binds:
-/// history id, result, now, run, name.
+/// Reads the step a claim took, by (run, name): what a worker needs to
+/// run it. Binds: run, name.
+const TRIGGER_READ: &str = "\
+SELECT id, input, current_attempt FROM flowstate_steps WHERE run_id = ? AND name = ?";
+
+/// Succeeds a running step by its id (read back after the claim),
+/// stamping `move_history_id`: the trigger of [`TRIGGER_SCHEMA`] writes
+/// the history row. Binds: history id, result, now, id.
 const TRIGGER_SUCCEED: &str = "\
 UPDATE flowstate_steps SET move_history_id = ?, status = 'succeeded', result = ?, updated_at = ?
-WHERE run_id = ? AND name = ? AND status = 'running'";
+WHERE id = ? AND status = 'running'";
 
 /// What the trigger form's database changes in flowstate's schema: in the
 /// place of flowstate's move trigger, one of its own on the same column
@@ -142,15 +153,24 @@ pub fn statements(trigger: bool) -> Vec<Counted> {
         operation,
         statements: vec![sql.to_owned()],
     };
-    let (claim, succeed) = if trigger {
-        (TRIGGER_CLAIM, TRIGGER_SUCCEED)
-    } else {
-        (CLAIM, SUCCEED)
-    };
+    if trigger {
+        let claim = || Counted {
+            operation: "claim (win)",
+            statements: vec![TRIGGER_CLAIM.to_owned(), TRIGGER_READ.to_owned()],
+        };
+        return vec![
+            claim(),
+            Counted {
+                operation: "claim (lose)",
+                ..claim()
+            },
+            one("transition", TRIGGER_SUCCEED),
+        ];
+    }
     vec![
-        one("claim (win)", claim),
-        one("claim (lose)", claim),
-        one("transition", succeed),
+        one("claim (win)", CLAIM),
+        one("claim (lose)", CLAIM),
+        one("transition", SUCCEED),
     ]
 }
 
@@ -287,8 +307,20 @@ async fn by_join(
     Ok((claimed, done))
 }
 
-/// One step's claim and success as single-table `UPDATE`s whose triggers
-/// write the history rows: the rows each moved.
+/// The step a claim read back: what a worker needs to run it.
+#[derive(diesel::QueryableByName)]
+struct Claimed {
+    #[diesel(sql_type = Text)]
+    id: String,
+    #[diesel(sql_type = Text)]
+    input: String,
+    #[diesel(sql_type = BigInt)]
+    current_attempt: i64,
+}
+
+/// One step's claim, its read-back and its success as single-table
+/// `UPDATE`s whose triggers write the history rows: the rows each
+/// `UPDATE` moved.
 async fn by_trigger(
     conn: &mut AsyncMysqlConnection,
     run: &str,
@@ -304,13 +336,24 @@ async fn by_trigger(
     )
     .execute(conn)
     .await?;
+    let step: Claimed = Prepared(
+        diesel::sql_query(TRIGGER_READ)
+            .bind::<Text, _>(run)
+            .bind::<Text, _>(name),
+    )
+    .get_result(conn)
+    .await?;
+    ensure!(
+        step.current_attempt >= 1 && !step.input.is_empty(),
+        "the claimed step {} read back without its input or attempt",
+        step.id
+    );
     let done = Prepared(
         diesel::sql_query(TRIGGER_SUCCEED)
             .bind::<Text, _>(HistoryId::generate().to_string())
             .bind::<Text, _>(result)
             .bind::<BigInt, _>(now_micros())
-            .bind::<Text, _>(run)
-            .bind::<Text, _>(name),
+            .bind::<Text, _>(&step.id),
     )
     .execute(conn)
     .await?;
