@@ -39,9 +39,13 @@
 //! section after the other, the same code differed by a quarter on a 2-core
 //! machine.
 //!
-//! `--backlog N` adds per-step and batched rounds on a second database
-//! holding a backlog of `N` queued steps, runs and history rows, each round
-//! in turn with the same work on a database without one ([`backlog`]).
+//! On SQLite the per-step rounds are taken in turn with the same work on
+//! a file without the batch claim's two partial indexes, and the ratio of
+//! the pair is what they cost a per-step claim ([`index_cost`]).
+//! `--backlog N` adds per-step, batched, run lease and event rounds on a
+//! second database holding a backlog of `N` queued steps, held runs,
+//! history rows and dispatched events, each round in turn with the same
+//! work on a database without one ([`backlog`]).
 //! `--soak MINUTES` runs batched work with retention on for that long and
 //! prints the rate and the tables' and indexes' size every minute
 //! ([`soak`]). `--only SECTIONS` measures some sections only (see
@@ -70,6 +74,8 @@ mod batched;
 mod contention;
 #[cfg(feature = "mysql")]
 mod galera;
+#[cfg(feature = "sqlite")]
+mod index_cost;
 #[cfg(feature = "mysql")]
 mod mysql_baseline;
 mod peer;
@@ -132,8 +138,9 @@ pub struct Options {
     /// Steps per round on the cluster; `None` means `steps`, at most
     /// 5,000.
     pub galera_steps: Option<usize>,
-    /// Per-step and batched beside a backlog of this many queued steps,
-    /// runs and history rows ([`backlog`]).
+    /// Per-step, batched, run leases and events beside a backlog of this
+    /// many queued steps, held runs, history rows and dispatched events
+    /// ([`backlog`]).
     pub backlog: Option<usize>,
     /// Batched work with retention on for this many minutes ([`soak`]).
     pub soak: Option<u32>,
@@ -610,9 +617,10 @@ async fn workloads_section(
 }
 
 /// Seeds a backlog of `n` beside `url` ([`backlog::seed`]), then measures
-/// per-step and batched there, each round in turn with the same work on
-/// `url`: what was seeded, and the four columns (each pair added to
-/// `pairs`).
+/// per-step and batched, run leases (one run a claim, then
+/// [`workloads::LEASE_BATCH`] a claim) and events there, each round in turn
+/// with the same work on `url`, at the sizes [`workloads_section`] takes:
+/// what was seeded, and two columns a work (each pair added to `pairs`).
 async fn backlog_section(
     dialect: Dialect,
     url: &str,
@@ -631,7 +639,7 @@ async fn backlog_section(
     backlog::refresh(dialect, url).await?;
     println!("  {name}: seeded in {:.1} s", seeded.elapsed.as_secs_f64());
     let mut columns = Vec::new();
-    for work in ["", " batch"] {
+    for work in backlog::WORKS {
         let (without, with) = (backlog::label(name, work, 0), backlog::label(name, work, n));
         let [alone, backlogged] = interleaved(
             [without.as_str(), with.as_str()],
@@ -639,13 +647,7 @@ async fn backlog_section(
             options,
             async |index, workers, label| {
                 let target = if index == 0 { url } else { beside.as_str() };
-                if work.is_empty() {
-                    throughput::measure(target, workers, options.steps, label).await
-                } else {
-                    batched::measure(target, workers, options.steps, label)
-                        .await
-                        .map(|round| round.throughput)
-                }
+                backlog_work(work, target, workers, options, label).await
             },
         )
         .await;
@@ -654,6 +656,29 @@ async fn backlog_section(
         pairs.push((with, without));
     }
     Ok((seeded, columns))
+}
+
+/// One round of the backlog section's `work` (one of [`backlog::WORKS`])
+/// on `url`.
+async fn backlog_work(
+    work: &str,
+    url: &str,
+    workers: usize,
+    options: &Options,
+    label: &str,
+) -> Result<throughput::Throughput> {
+    match work {
+        "" => throughput::measure(url, workers, options.steps, label).await,
+        " batch" => batched::measure(url, workers, options.steps, label)
+            .await
+            .map(|round| round.throughput),
+        " leases" => workloads::leases(url, workers, options.steps / 2).await,
+        " leases batched" => {
+            workloads::leases_batched(url, workers, options.steps / 2, workloads::LEASE_BATCH).await
+        }
+        " events" => workloads::events(url, workers, options.steps / 4).await,
+        other => bail!("no backlog work {other:?}"),
+    }
 }
 
 /// Measures every worker count in `concurrency`, `options.rounds` times
@@ -841,6 +866,33 @@ async fn per_step(
             })
             .collect();
         return (ours_rounds, hand, None);
+    }
+    #[cfg(feature = "sqlite")]
+    if dialect == Dialect::Sqlite && !options.smoke {
+        // The same work on a file without the batch claim's indexes,
+        // taken in turn with flowstate's: what they cost a per-step claim
+        // (see `index_cost`).
+        let beside = index_cost::prepare_database(url).await;
+        let mut all = interleaved_all(
+            &[name, index_cost::LABEL],
+            concurrency,
+            options,
+            async |index, workers, label| match (index, &beside) {
+                (0, _) => ours(workers, label).await,
+                (_, Ok(beside)) => throughput::measure(beside, workers, options.steps, label).await,
+                (_, Err(err)) => Err(anyhow::anyhow!("{err:#}")),
+            },
+        )
+        .await;
+        let without = all
+            .pop()
+            .map(|rounds| Column::rounds(index_cost::LABEL, rounds))
+            .into_iter()
+            .collect();
+        let ours = all
+            .pop()
+            .unwrap_or_else(|| unreachable!("one result per label"));
+        return (ours, without, None);
     }
     let _ = pooled;
     (
