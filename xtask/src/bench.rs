@@ -635,11 +635,12 @@ async fn backlog_section(
         "  {name}: seeding a backlog of {n} in {}",
         backend::redact(&beside)
     );
+    let works = backlog::works()?;
     let seeded = backlog::seed(dialect, &beside, n).await?;
     backlog::refresh(dialect, url).await?;
     println!("  {name}: seeded in {:.1} s", seeded.elapsed.as_secs_f64());
     let mut columns = Vec::new();
-    for work in backlog::WORKS {
+    for work in works {
         let (without, with) = (backlog::label(name, work, 0), backlog::label(name, work, n));
         let [alone, backlogged] = interleaved(
             [without.as_str(), with.as_str()],
