@@ -21,7 +21,9 @@
 //! write that needs `RETURNING` or `ON CONFLICT (target)` (the keyed-run
 //! and effect inserts, the signal, state and schedule upserts, taking a
 //! signal, a run's move, a release, `lease_run`, a step claim's renewal,
-//! a tally add). The shared bodies see only a connection, so these live
+//! a tally add), and the multi-row inserts of a batched emit (its events
+//! and their deliveries; SQLite's in a blocking hop, where diesel writes
+//! one statement). The shared bodies see only a connection, so these live
 //! on it: a shared query reads a dialect fact off its connection's type
 //! (the relay's claimable test, `CLAIMABLE_COLUMN`), not off the store's
 //! `Dialect`. The placeholders are each dialect's own, chosen in its
@@ -77,7 +79,7 @@ use crate::guard::{Guarded, Inserting};
 use crate::health::Watched;
 use crate::pool::ConnectionPool;
 use crate::rows::effects::EffectRow;
-use crate::rows::events::EventRow;
+use crate::rows::events::{BatchEventRow, DeliveryRow, EventRow};
 use crate::rows::leases::{Leased, LeasedRunRow};
 use crate::rows::signals::SignalRow;
 use crate::rows::virtual_users::ScheduleRow;
@@ -299,6 +301,26 @@ pub(crate) trait Connection: Watched + AsyncConnection {
         now: i64,
         limit: i64,
     ) -> impl Future<Output = QueryResult<Vec<EventRow>>> + Send;
+
+    /// Inserts event `rows` in one multi-row statement, skipping each whose
+    /// (app, scope, type, dedupe key) is taken (`ON CONFLICT DO NOTHING`,
+    /// MySQL's `INSERT IGNORE`, which on this table, with no foreign key,
+    /// hides nothing but the taken key): `emit_batch`'s insert. Answers the
+    /// affected rows, which tell the skips only where
+    /// [`Self::INSERTS_TELL_SKIPS`]. The caller bounds `rows`
+    /// ([`MAX_EMIT_BATCH`](flowstate_core::events::MAX_EMIT_BATCH)).
+    fn insert_events(
+        &mut self,
+        rows: &[BatchEventRow],
+    ) -> impl Future<Output = QueryResult<usize>> + Send;
+
+    /// Inserts delivery `rows` in one multi-row statement: `emit_batch`'s
+    /// pins, of events the same transaction has just recorded. The caller
+    /// bounds `rows`.
+    fn insert_deliveries(
+        &mut self,
+        rows: &[DeliveryRow],
+    ) -> impl Future<Output = QueryResult<usize>> + Send;
 
     /// Inserts run `row` unless its idempotency key is taken: the one
     /// shape `create_run` and the materialisation of events (inside their

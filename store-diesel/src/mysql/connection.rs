@@ -15,15 +15,15 @@ use crate::cached::CacheExt;
 use crate::dialect::{Connection, Fence, Held, LeaseRelease, RunLeasing, RunMove, TallyAdd};
 use crate::health::Watched;
 use crate::rows::effects::EffectRow;
-use crate::rows::events::EventRow;
+use crate::rows::events::{BatchEventRow, DeliveryRow, EventRow};
 use crate::rows::leases::{Leased, LeasedRunRow};
 use crate::rows::signals::SignalRow;
 use crate::rows::virtual_users::{ScheduleRow, schedule_replaced, tally_add};
 use crate::rows::{RunRow, StateRow};
 use crate::schema::{
-    JsonText, flowstate_effects as effects, flowstate_events as events,
-    flowstate_run_signals as signals, flowstate_run_state as state, flowstate_runs as runs,
-    flowstate_steps as steps, flowstate_virtual_user_runs as vu_runs,
+    JsonText, flowstate_effects as effects, flowstate_event_deliveries as deliveries,
+    flowstate_events as events, flowstate_run_signals as signals, flowstate_run_state as state,
+    flowstate_runs as runs, flowstate_steps as steps, flowstate_virtual_user_runs as vu_runs,
     flowstate_virtual_user_schedules as schedules,
 };
 use crate::sql::Upsert;
@@ -70,6 +70,23 @@ impl Connection for AsyncMysqlConnection {
             .for_update()
             .skip_locked()
             .load(self)
+            .await
+    }
+
+    /// One multi-row `INSERT IGNORE`: no foreign key on the events table, so it hides nothing but the taken key; a skipped row still counts.
+    async fn insert_events(&mut self, rows: &[BatchEventRow]) -> QueryResult<usize> {
+        diesel::insert_into(events::table)
+            .values(rows)
+            .on_conflict_do_nothing()
+            .execute(self)
+            .await
+    }
+
+    /// One multi-row `INSERT`.
+    async fn insert_deliveries(&mut self, rows: &[DeliveryRow]) -> QueryResult<usize> {
+        diesel::insert_into(deliveries::table)
+            .values(rows)
+            .execute(self)
             .await
     }
 

@@ -3,7 +3,9 @@
 //! runs), a dispatch another (lock the event, create its runs, mark it).
 //!
 //! [`EventQueueStore`](flowstate_core::ports::EventQueueStore) (`event_queue.rs`)
-//! takes the same transaction with the next free event's lock in front.
+//! takes the same transaction with the next free event's lock in front, and
+//! `emit_batch` (`emit_batch.rs`) records many events in one transaction of
+//! multi-row inserts.
 //!
 //! Only the lock differs per dialect
 //! ([`Connection::lock_pending`](crate::dialect::Connection::lock_pending),
@@ -226,6 +228,11 @@ impl EventStore for DieselStore {
                 })
             }
         }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(events = events.len()))]
+    async fn emit_batch(&self, events: Vec<NewEvent>, dispatch: Dispatch) -> Result<Vec<Emission>> {
+        self.record_batch(events, dispatch).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(event = %id))]

@@ -17,6 +17,7 @@ mod batch;
 mod children;
 mod definitions;
 mod effects;
+mod emit_batch;
 mod event_queue;
 mod events;
 mod fenced;

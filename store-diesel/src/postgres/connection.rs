@@ -6,8 +6,8 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::dialect::Connection;
 use crate::health::Watched;
-use crate::rows::events::EventRow;
-use crate::schema::flowstate_events as events;
+use crate::rows::events::{BatchEventRow, DeliveryRow, EventRow};
+use crate::schema::{flowstate_event_deliveries as deliveries, flowstate_events as events};
 use crate::sql::Upsert;
 use crate::sql::typed::{DUE_ORDER, pending};
 
@@ -44,6 +44,23 @@ impl Connection for AsyncPgConnection {
             .for_update()
             .skip_locked()
             .load(self)
+            .await
+    }
+
+    /// One multi-row `ON CONFLICT DO NOTHING`.
+    async fn insert_events(&mut self, rows: &[BatchEventRow]) -> QueryResult<usize> {
+        diesel::insert_into(events::table)
+            .values(rows)
+            .on_conflict_do_nothing()
+            .execute(self)
+            .await
+    }
+
+    /// One multi-row `INSERT`.
+    async fn insert_deliveries(&mut self, rows: &[DeliveryRow]) -> QueryResult<usize> {
+        diesel::insert_into(deliveries::table)
+            .values(rows)
+            .execute(self)
             .await
     }
 

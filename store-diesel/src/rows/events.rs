@@ -152,6 +152,56 @@ impl EventRow {
     }
 }
 
+/// An [`EventRow`] for a multi-row insert (`emit_batch`): the same
+/// columns, with a `None` bound as `NULL` rather than sent as `DEFAULT`.
+/// diesel writes a multi-row insert on SQLite as one statement only when
+/// no value is `DEFAULT` (SQLite takes no `DEFAULT` in `VALUES`), and every
+/// nullable column of the table defaults to `NULL`, so the rows are the
+/// same; `emit`'s one-row insert keeps [`EventRow`].
+#[derive(Clone, Debug, Insertable)]
+#[diesel(table_name = flowstate_events, treat_none_as_default_value = false)]
+pub(crate) struct BatchEventRow {
+    pub id: String,
+    pub app_id: String,
+    pub scope_id: String,
+    pub event_type: String,
+    pub data: JsonText,
+    pub context: JsonText,
+    pub authorization_snapshot: JsonText,
+    pub target_workflow_id: Option<String>,
+    pub dedupe_key: Option<String>,
+    pub occurred_at: i64,
+    pub matched: i64,
+    pub dispatched_at: Option<i64>,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub dispatch_after: i64,
+    pub dead_lettered_at: Option<i64>,
+}
+
+impl From<EventRow> for BatchEventRow {
+    fn from(row: EventRow) -> Self {
+        Self {
+            id: row.id,
+            app_id: row.app_id,
+            scope_id: row.scope_id,
+            event_type: row.event_type,
+            data: row.data,
+            context: row.context,
+            authorization_snapshot: row.authorization_snapshot,
+            target_workflow_id: row.target_workflow_id,
+            dedupe_key: row.dedupe_key,
+            occurred_at: row.occurred_at,
+            matched: row.matched,
+            dispatched_at: row.dispatched_at,
+            attempts: row.attempts,
+            last_error: row.last_error,
+            dispatch_after: row.dispatch_after,
+            dead_lettered_at: row.dead_lettered_at,
+        }
+    }
+}
+
 impl TryFrom<EventRow> for Event {
     type Error = Error;
 
@@ -185,9 +235,11 @@ impl TryFrom<EventRow> for Event {
     }
 }
 
-/// A row of `flowstate_event_deliveries`.
+/// A row of `flowstate_event_deliveries`. No column is ever `DEFAULT`, so
+/// diesel writes a multi-row insert of them on SQLite as one statement
+/// (`emit_batch`), not one a row under a savepoint.
 #[derive(Clone, Debug, Queryable, Selectable, Insertable)]
-#[diesel(table_name = flowstate_event_deliveries)]
+#[diesel(table_name = flowstate_event_deliveries, treat_none_as_default_value = false)]
 pub(crate) struct DeliveryRow {
     pub event_id: String,
     pub activation_id: String,

@@ -7,8 +7,8 @@ use diesel_async::RunQueryDsl;
 use super::SqliteConn;
 use crate::dialect::{Connection, TxWork};
 use crate::health::Watched;
-use crate::rows::events::EventRow;
-use crate::schema::flowstate_events as events;
+use crate::rows::events::{BatchEventRow, DeliveryRow, EventRow};
+use crate::schema::{flowstate_event_deliveries as deliveries, flowstate_events as events};
 use crate::sql::Upsert;
 use crate::sql::typed::{DUE_ORDER, LeaseClock, pending};
 
@@ -45,6 +45,34 @@ impl Connection for SqliteConn {
             .limit(limit)
             .load(self)
             .await
+    }
+
+    /// One multi-row `INSERT ... ON CONFLICT DO NOTHING`, sent from the
+    /// blocking hop: diesel writes a multi-row insert on SQLite only
+    /// through the plain connection (the async wrapper has no batch
+    /// insert), and as one statement since no value is `DEFAULT`
+    /// ([`BatchEventRow`]). Inside the caller's `BEGIN IMMEDIATE`
+    /// transaction, on the same connection.
+    async fn insert_events(&mut self, rows: &[BatchEventRow]) -> QueryResult<usize> {
+        let rows = rows.to_vec();
+        self.spawn_blocking(move |conn| {
+            let insert = diesel::insert_into(events::table)
+                .values(&rows)
+                .on_conflict_do_nothing();
+            diesel::RunQueryDsl::execute(insert, conn)
+        })
+        .await
+    }
+
+    /// One multi-row `INSERT`, from the blocking hop as
+    /// [`Self::insert_events`].
+    async fn insert_deliveries(&mut self, rows: &[DeliveryRow]) -> QueryResult<usize> {
+        let rows = rows.to_vec();
+        self.spawn_blocking(move |conn| {
+            let insert = diesel::insert_into(deliveries::table).values(&rows);
+            diesel::RunQueryDsl::execute(insert, conn)
+        })
+        .await
     }
 
     /// `BEGIN IMMEDIATE`: the writer takes the write lock up front and

@@ -9,7 +9,10 @@
 //! transaction with the pick as its lock; `dispatch_queued` sends
 //! `dispatch_next_batch`, one transaction for many events, whose pick, read
 //! of deliveries and mark are paid once: per event, only its runs'
-//! inserts.
+//! inserts. `emit_batch` is the same for the emit: one transaction of
+//! multi-row inserts, whose statements do not grow with the batch but for
+//! the runs `Now` creates; a read of the holders only when a key may have
+//! been taken; nothing for an empty or refused batch.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,5 +105,49 @@ async fn scenario(store: &DieselStore, log: &Arc<StatementLog>) -> Sent {
     assert_eq!(started.len(), 2);
     let none = capture!("event_runs, none", store.event_runs(failing.event));
     assert!(none.is_empty());
+    emit_batches(store, log, &mut sent).await;
     sent
+}
+
+/// `emit_batch`'s budgets, on the scenario's store (two activations of
+/// `app.tick`): three deferred events, two keyed `Now` events and a repeat
+/// of the first key, then two of those keys again with a new one, an empty
+/// batch and a refused one.
+async fn emit_batches(store: &DieselStore, log: &Arc<StatementLog>, sent: &mut Sent) {
+    recorder!($, sent, log);
+    let tick = |n: u32| NewEvent::new("app", "s", "app.tick", json!({"n": n}));
+    let keyed = |key: &str| tick(0).with_dedupe_key(key);
+    let deferred = capture!(
+        "emit_batch deferred, 3 events of 2 deliveries",
+        store.emit_batch((0..3).map(tick).collect(), Dispatch::Deferred)
+    );
+    assert!(deferred.iter().all(|e| !e.duplicate && e.runs.is_empty()));
+    let batch = vec![keyed("b1"), keyed("b2"), keyed("b1")];
+    let now = capture!(
+        "emit_batch now keyed, 2 events of 2 deliveries and a repeat",
+        store.emit_batch(batch, Dispatch::Now)
+    );
+    let dups: Vec<bool> = now.iter().map(|e| e.duplicate).collect();
+    assert_eq!(dups, [false, false, true]);
+    assert!(now.iter().all(|e| e.runs.len() == 2), "{now:?}");
+    let batch = vec![keyed("b1"), keyed("b2"), keyed("b3")];
+    let again = capture!(
+        "emit_batch now keyed, 2 stored duplicates and 1 new",
+        store.emit_batch(batch, Dispatch::Now)
+    );
+    let dups: Vec<bool> = again.iter().map(|e| e.duplicate).collect();
+    assert_eq!(dups, [true, true, false]);
+    assert_eq!(
+        (again[0].event, &again[0].runs),
+        (now[0].event, &now[0].runs)
+    );
+    let empty = capture!(
+        "emit_batch empty",
+        store.emit_batch(Vec::new(), Dispatch::Now)
+    );
+    assert!(empty.is_empty());
+    refused!(
+        "emit_batch refused",
+        store.emit_batch(vec![keyed("b4"), keyed("")], Dispatch::Now)
+    );
 }

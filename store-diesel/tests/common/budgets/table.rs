@@ -291,16 +291,53 @@ pub const EVENTS: Table = Table {
         // A second read only when no run is found: is the event known?
         ("event_runs, 2 runs", &["SELECT"]),
         ("event_runs, none", &["SELECT", "SELECT"]),
+        // The activations read once, the events in one insert, their
+        // deliveries in another: 5 statements where three `emit` send 18.
+        (
+            "emit_batch deferred, 3 events of 2 deliveries",
+            &["BEGIN", "SELECT", "INSERT", "INSERT", "COMMIT"],
+        ),
+        // The repeat is not sent; every row written, so no read; a run per
+        // delivery: 9 where three `emit` send 21 (two keyed, a duplicate).
+        (
+            "emit_batch now keyed, 2 events of 2 deliveries and a repeat",
+            &[
+                "BEGIN", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT", "INSERT", "INSERT",
+                "COMMIT",
+            ],
+        ),
+        // Two rows skipped: the holders of the keys read once, the new
+        // event's deliveries and runs written: 8 where three `emit` send 18.
+        (
+            "emit_batch now keyed, 2 stored duplicates and 1 new",
+            &[
+                "BEGIN", "SELECT", "INSERT", "SELECT", "INSERT", "INSERT", "INSERT", "COMMIT",
+            ],
+        ),
+        ("emit_batch empty", &[]),
+        // Checked whole before anything is sent.
+        ("emit_batch refused", &[]),
     ],
     overrides: &[(
         Dialect::Mysql,
-        &[(
-            "emit now keyed, 2 matches",
-            &[
-                "BEGIN", "SELECT", "INSERT", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT",
-                "COMMIT",
-            ],
-        )],
+        &[
+            (
+                "emit now keyed, 2 matches",
+                &[
+                    "BEGIN", "SELECT", "INSERT", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT",
+                    "COMMIT",
+                ],
+            ),
+            // `INSERT IGNORE` counts a skipped row: a keyed batch reads the
+            // holders whatever it wrote.
+            (
+                "emit_batch now keyed, 2 events of 2 deliveries and a repeat",
+                &[
+                    "BEGIN", "SELECT", "INSERT", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT",
+                    "INSERT", "COMMIT",
+                ],
+            ),
+        ],
     )],
 };
 
