@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use flowstate_core::backoff::EventDispatchOutcome;
-use flowstate_core::events::check_dispatch_batch;
+use flowstate_core::events::{check_dispatch_batch, encode_emit_batch};
 use flowstate_core::limits::checked;
 use flowstate_core::ports::{EventQueueStore, EventStore, checks};
 use flowstate_core::{
@@ -54,6 +54,68 @@ impl EventTables {
 }
 
 impl Tables {
+    /// Records checked `event` at `now` as [`EventStore::emit`] does, or
+    /// answers the event already holding its dedupe key.
+    fn emit(&mut self, event: NewEvent, dispatch: Dispatch, now: Timestamp) -> Emission {
+        let dedupe = event.dedupe_key.clone().map(|key| {
+            (
+                event.app_id.clone(),
+                event.scope_id.clone(),
+                event.event_type.clone(),
+                key,
+            )
+        });
+        if let Some(first) = dedupe
+            .as_ref()
+            .and_then(|k| self.events.event_by_dedupe.get(k))
+        {
+            let first = *first;
+            return Emission {
+                event: first,
+                runs: self.runs_of(first),
+                duplicate: true,
+            };
+        }
+        let mut stored = event.into_event(EventId::generate(), now);
+        let t = &mut self.events;
+        let mut deliveries: Vec<Delivery> = t
+            .activations
+            .values()
+            .filter(|a| a.matches(&t.workflows[&a.workflow], &stored))
+            .map(|a| Delivery {
+                event: stored.id,
+                activation: a.id,
+                workflow: a.workflow,
+                workflow_name: t.workflows[&a.workflow].name.clone(),
+                version: a.version,
+                version_hash: t.versions[&a.version].hash.clone(),
+                authorization: a.authorization.clone(),
+                run: RunId::generate(),
+            })
+            .collect();
+        deliveries.sort_by_key(|d| d.activation);
+        let now_dispatch = stored.stamp_emitted(deliveries.len(), dispatch, now);
+        let id = stored.id;
+        for d in &deliveries {
+            t.delivery_of_run.insert(d.run, (id, d.activation));
+        }
+        t.deliveries.insert(id, deliveries);
+        t.events.insert(id, stored);
+        if let Some(key) = dedupe {
+            t.event_by_dedupe.insert(key, id);
+        }
+        let runs = if now_dispatch {
+            self.materialise(id, now)
+        } else {
+            Vec::new()
+        };
+        Emission {
+            event: id,
+            runs,
+            duplicate: false,
+        }
+    }
+
     /// Materialises pending event `id` and marks it dispatched.
     fn dispatch(&mut self, id: EventId, now: Timestamp) -> Vec<RunId> {
         let runs = self.materialise(id, now);
@@ -92,64 +154,20 @@ impl EventStore for MemoryStore {
     async fn emit(&self, event: NewEvent, dispatch: Dispatch) -> Result<Emission> {
         let (event, _) = checked(event, |event| checks::emit(&self.limits, event))?;
         let now = self.now();
+        Ok(self.lock().emit(event, dispatch, now))
+    }
+
+    /// Every event checked first, then all recorded under the one lock, in
+    /// input order: a key repeated in the batch meets the event recorded
+    /// just before it, as a SQL batch's first of the key.
+    async fn emit_batch(&self, events: Vec<NewEvent>, dispatch: Dispatch) -> Result<Vec<Emission>> {
+        let (events, _) = checked(events, |events| encode_emit_batch(&self.limits, events))?;
+        let now = self.now();
         let mut tables = self.lock();
-        let dedupe = event.dedupe_key.clone().map(|key| {
-            (
-                event.app_id.clone(),
-                event.scope_id.clone(),
-                event.event_type.clone(),
-                key,
-            )
-        });
-        if let Some(first) = dedupe
-            .as_ref()
-            .and_then(|k| tables.events.event_by_dedupe.get(k))
-        {
-            let first = *first;
-            return Ok(Emission {
-                event: first,
-                runs: tables.runs_of(first),
-                duplicate: true,
-            });
-        }
-        let mut stored = event.into_event(EventId::generate(), now);
-        let t = &mut tables.events;
-        let mut deliveries: Vec<Delivery> = t
-            .activations
-            .values()
-            .filter(|a| a.matches(&t.workflows[&a.workflow], &stored))
-            .map(|a| Delivery {
-                event: stored.id,
-                activation: a.id,
-                workflow: a.workflow,
-                workflow_name: t.workflows[&a.workflow].name.clone(),
-                version: a.version,
-                version_hash: t.versions[&a.version].hash.clone(),
-                authorization: a.authorization.clone(),
-                run: RunId::generate(),
-            })
-            .collect();
-        deliveries.sort_by_key(|d| d.activation);
-        let now_dispatch = stored.stamp_emitted(deliveries.len(), dispatch, now);
-        let id = stored.id;
-        for d in &deliveries {
-            t.delivery_of_run.insert(d.run, (id, d.activation));
-        }
-        t.deliveries.insert(id, deliveries);
-        t.events.insert(id, stored);
-        if let Some(key) = dedupe {
-            t.event_by_dedupe.insert(key, id);
-        }
-        let runs = if now_dispatch {
-            tables.materialise(id, now)
-        } else {
-            Vec::new()
-        };
-        Ok(Emission {
-            event: id,
-            runs,
-            duplicate: false,
-        })
+        Ok(events
+            .into_iter()
+            .map(|event| tables.emit(event, dispatch, now))
+            .collect())
     }
 
     async fn get_event(&self, id: EventId) -> Result<Event> {

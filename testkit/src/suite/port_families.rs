@@ -191,6 +191,15 @@ macro_rules! __port_family {
                     dispatch_next_batch_race_12_over_150_events,
                     dispatch_queued_records_the_failed_event_of_a_batch,
                 }
+                emit_batches {
+                    emit_batch_answers_in_input_order,
+                    emit_batch_matching_nothing_is_dispatched_at_once,
+                    emit_batch_now_materialises_the_runs,
+                    emit_batch_dedupes_against_stored_and_within,
+                    emit_batch_refuses_a_size_out_of_range,
+                    emit_batch_with_a_bad_event_writes_nothing,
+                    emit_batch_race_8_overlapping_keys,
+                }
             }
             hooked {
                 aborts {
