@@ -1,6 +1,6 @@
 //! The workloads beside steps: run leasing (`claim_run` + `finish`, runs
 //! per second; and batched, `claim_runs` of [`LEASE_BATCH`] + `finish`
-//! each) and events (`emit` deferred, then `dispatch_queued` until
+//! each) and events (`emit_batch` deferred, then `dispatch_queued` until
 //! drained, events per second, each event starting one run), with N
 //! workers on N connections. Each event dispatcher takes the next free
 //! event; with `dispatch_pending` they would all list and try the same
@@ -208,10 +208,15 @@ fn exactly_once(created: &[RunId], finished: &[RunId]) -> Result<()> {
     Ok(())
 }
 
+/// How many events a bench emitter records a call
+/// ([`EventStore::emit_batch`]), as a dispatcher takes up to 64 a
+/// transaction.
+const EMIT_BATCH: usize = 64;
+
 /// Defines one workflow listening for [`EVENT_TYPE`] (not timed), then
 /// times `workers` emitters recording `events` events for a later
-/// dispatch, then `workers` dispatchers draining them; each event starts
-/// exactly one run.
+/// dispatch, [`EMIT_BATCH`] a transaction, then `workers` dispatchers
+/// draining them; each event starts exactly one run.
 pub async fn events(url: &str, workers: usize, events: usize) -> Result<Throughput> {
     let store = open(url, workers).await?;
     // A scope of its own, so an event of an earlier round never matches.
@@ -246,15 +251,29 @@ pub async fn events(url: &str, workers: usize, events: usize) -> Result<Throughp
         let (store, scope) = (Arc::clone(&store), scope.clone());
         let mine = events / workers + usize::from(w < events % workers);
         set.spawn(async move {
-            for i in 0..mine {
-                let event =
-                    NewEvent::new("bench", scope.as_str(), EVENT_TYPE, json!({"w": w, "i": i}));
-                store.emit(event, Dispatch::Deferred).await?;
+            let (mut i, mut recorded) = (0, 0);
+            while i < mine {
+                let n = EMIT_BATCH.min(mine - i);
+                let batch = (i..i + n)
+                    .map(|i| {
+                        NewEvent::new("bench", scope.as_str(), EVENT_TYPE, json!({"w": w, "i": i}))
+                    })
+                    .collect();
+                let answers = store.emit_batch(batch, Dispatch::Deferred).await?;
+                recorded += answers
+                    .iter()
+                    .filter(|a| !a.duplicate && a.runs.is_empty())
+                    .count();
+                i += n;
             }
-            Ok(())
+            Ok(recorded)
         });
     }
-    join_all(set, "emitter").await?;
+    let recorded: usize = join_all(set, "emitter").await?.into_iter().sum();
+    ensure!(
+        recorded == events,
+        "the emitters recorded {recorded} of {events} events (each must be recorded once, deferred)"
+    );
     let dispatched = Arc::new(AtomicUsize::new(0));
     let mut set = JoinSet::new();
     for _ in 0..workers {
