@@ -72,6 +72,13 @@ mod tests {
         assert_eq!(url_beside("bench"), "bench-without-batch-indexes");
     }
 
+    /// An index's name, as `sqlite_master` lists it.
+    #[derive(diesel::QueryableByName)]
+    struct Named {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        name: String,
+    }
+
     #[tokio::test]
     async fn the_file_has_no_batch_index_and_keeps_the_others() -> Result<()> {
         let dir = std::env::temp_dir().join(format!("flowstate-index-cost-{}", std::process::id()));
@@ -79,11 +86,6 @@ mod tests {
         let url = format!("sqlite://{}", dir.join("bench.db").display());
         let beside = prepare_database(&url).await?;
         let mut conn = SqliteConnection::establish(&crate::backend::parse_url(&beside)?.target)?;
-        #[derive(diesel::QueryableByName)]
-        struct Named {
-            #[diesel(sql_type = diesel::sql_types::Text)]
-            name: String,
-        }
         let names: Vec<String> = diesel::RunQueryDsl::load::<Named>(
             diesel::sql_query(
                 "SELECT name FROM sqlite_master WHERE type = 'index' \
