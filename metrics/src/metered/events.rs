@@ -1,5 +1,5 @@
 //! [`EventStore`] and [`EventQueueStore`] for [`Metered`]: events emitted
-//! or deduplicated, dispatched, failed (as recorded), dead-lettered and
+//! (one at a time or in a batch) or deduplicated, dispatched, failed (as recorded), dead-lettered and
 //! redriven, and each batched dispatch timed. Counted at the port, so
 //! `flowstate-events`' dispatchers over a `Metered` store are counted with
 //! no code of their own.
@@ -28,6 +28,25 @@ impl<S: EventStore> EventStore for Metered<S> {
                     count(names::EVENTS_DISPATCHED, 1);
                 }
             }
+        }
+        answer
+    }
+
+    async fn emit_batch(&self, events: Vec<NewEvent>, dispatch: Dispatch) -> Result<Vec<Emission>> {
+        // Forwarded, so the inner store's batch (one transaction, all or
+        // nothing) is what runs, never the port's default body; each
+        // emission counted as `emit` counts one.
+        let answer = self.inner.emit_batch(events, dispatch).await;
+        if let Ok(emissions) = &answer {
+            let duplicates = emissions.iter().filter(|e| e.duplicate).count() as u64;
+            let recorded = emissions.len() as u64 - duplicates;
+            let dispatched = emissions
+                .iter()
+                .filter(|e| !e.duplicate && dispatch == Dispatch::Now && !e.runs.is_empty())
+                .count() as u64;
+            count(names::EVENTS_DEDUPLICATED, duplicates);
+            count(names::EVENTS_EMITTED, recorded);
+            count(names::EVENTS_DISPATCHED, dispatched);
         }
         answer
     }
