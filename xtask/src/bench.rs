@@ -559,7 +559,7 @@ const LEASES_TITLE: &str = "run leases: claim_run + finish, runs/s";
 const LEASES_BATCHED_TITLE: &str = "run leases batched: claim_runs(32) + finish, runs/s";
 
 /// The events' workload title (its rows in the table).
-const EVENTS_TITLE: &str = "events: emit deferred + dispatch, events/s";
+const EVENTS_TITLE: &str = "events: emit_batch(64) deferred + dispatch(64), events/s";
 
 /// The label the Galera section's columns start with, whose ratios have a
 /// goal.

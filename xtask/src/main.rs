@@ -159,9 +159,11 @@ struct BenchArgs {
     /// 5,000).
     #[arg(long, value_name = "N", value_parser = positive)]
     galera_steps: Option<usize>,
-    /// Also measure per-step and batched beside a backlog of N queued steps,
-    /// N runs and 2N history rows, seeded in a second database, each round
-    /// in turn with the same work without it.
+    /// Also measure per-step, batched, run leases and events beside a
+    /// backlog of N queued steps, N runs held under a live lease, 2N
+    /// history rows and N dispatched events, seeded in a second database,
+    /// each round in turn with the same work without it
+    /// (FLOWSTATE_BACKLOG_WORKS names the works to measure).
     #[arg(long, value_name = "N", value_parser = positive)]
     backlog: Option<usize>,
     /// Also run batched work with retention on for MINUTES, printing the

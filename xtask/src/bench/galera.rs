@@ -15,7 +15,7 @@
 //!   the handlers split between them; on the single server the same three
 //!   pools; steps/s;
 //! - run leases: `claim_run` + `finish` ([`workloads::leases`]), runs/s;
-//! - events: emit deferred + dispatch ([`workloads::events`]), events/s.
+//! - events: emit_batch(64) deferred + dispatch(64) ([`workloads::events`]), events/s.
 //!
 //! Where the workers are: per step, leases and events use one store whose
 //! URL lists all three nodes (`mysql://root@a,b,c/db`): it opens its
