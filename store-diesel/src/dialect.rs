@@ -79,7 +79,7 @@ use crate::guard::{Guarded, Inserting};
 use crate::health::Watched;
 use crate::pool::ConnectionPool;
 use crate::rows::effects::EffectRow;
-use crate::rows::events::{BatchEventRow, DeliveryRow, EventRow};
+use crate::rows::events::{DeliveryRow, EventRow};
 use crate::rows::leases::{Leased, LeasedRunRow};
 use crate::rows::signals::SignalRow;
 use crate::rows::virtual_users::ScheduleRow;
@@ -311,7 +311,7 @@ pub(crate) trait Connection: Watched + AsyncConnection {
     /// ([`MAX_EMIT_BATCH`](flowstate_core::events::MAX_EMIT_BATCH)).
     fn insert_events(
         &mut self,
-        rows: &[BatchEventRow],
+        rows: &[EventRow],
     ) -> impl Future<Output = QueryResult<usize>> + Send;
 
     /// Inserts delivery `rows` in one multi-row statement: `emit_batch`'s

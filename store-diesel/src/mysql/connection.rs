@@ -15,7 +15,7 @@ use crate::cached::CacheExt;
 use crate::dialect::{Connection, Fence, Held, LeaseRelease, RunLeasing, RunMove, TallyAdd};
 use crate::health::Watched;
 use crate::rows::effects::EffectRow;
-use crate::rows::events::{BatchEventRow, DeliveryRow, EventRow};
+use crate::rows::events::{DeliveryRow, EventRow};
 use crate::rows::leases::{Leased, LeasedRunRow};
 use crate::rows::signals::SignalRow;
 use crate::rows::virtual_users::{ScheduleRow, schedule_replaced, tally_add};
@@ -74,7 +74,7 @@ impl Connection for AsyncMysqlConnection {
     }
 
     /// One multi-row `INSERT IGNORE`: no foreign key on the events table, so it hides nothing but the taken key; a skipped row still counts.
-    async fn insert_events(&mut self, rows: &[BatchEventRow]) -> QueryResult<usize> {
+    async fn insert_events(&mut self, rows: &[EventRow]) -> QueryResult<usize> {
         diesel::insert_into(events::table)
             .values(rows)
             .on_conflict_do_nothing()

@@ -36,7 +36,7 @@ use super::events::{materialise, run_row};
 use crate::backend::in_transaction;
 use crate::dialect::Connection;
 use crate::error::TxError;
-use crate::rows::events::{BatchEventRow, DeliveryRow, EventRow};
+use crate::rows::events::{DeliveryRow, EventRow};
 use crate::rows::parse_id;
 use crate::schema::{
     JsonText, flowstate_activations as activations, flowstate_event_deliveries as deliveries,
@@ -211,12 +211,12 @@ impl DieselStore {
                 .load(conn)
                 .await?;
             let mut batch: Vec<Sent> = Vec::with_capacity(sent.len());
-            let mut rows: Vec<BatchEventRow> = Vec::with_capacity(sent.len());
+            let mut rows: Vec<EventRow> = Vec::with_capacity(sent.len());
             for &i in &sent {
                 let mut record = bases[i].clone();
                 let pinned = pin(&record, &found);
                 let now_dispatch = record.stamp_emitted(pinned.len(), dispatch, now);
-                rows.push(EventRow::new(&record, encoded[i].clone()).into());
+                rows.push(EventRow::new(&record, encoded[i].clone()));
                 batch.push(Sent {
                     record,
                     now_dispatch,

@@ -6,7 +6,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::dialect::Connection;
 use crate::health::Watched;
-use crate::rows::events::{BatchEventRow, DeliveryRow, EventRow};
+use crate::rows::events::{DeliveryRow, EventRow};
 use crate::schema::{flowstate_event_deliveries as deliveries, flowstate_events as events};
 use crate::sql::Upsert;
 use crate::sql::typed::{DUE_ORDER, pending};
@@ -48,7 +48,7 @@ impl Connection for AsyncPgConnection {
     }
 
     /// One multi-row `ON CONFLICT DO NOTHING`.
-    async fn insert_events(&mut self, rows: &[BatchEventRow]) -> QueryResult<usize> {
+    async fn insert_events(&mut self, rows: &[EventRow]) -> QueryResult<usize> {
         diesel::insert_into(events::table)
             .values(rows)
             .on_conflict_do_nothing()

@@ -104,9 +104,13 @@ impl TryFrom<ActivationRow> for Activation {
     }
 }
 
-/// A row of `flowstate_events`.
+/// A row of `flowstate_events`. A `None` is bound as `NULL`, not sent as
+/// `DEFAULT` (every nullable column defaults to `NULL`, so the row is the
+/// same): diesel writes a multi-row insert (`emit_batch`'s) on SQLite as
+/// one statement only when no value is `DEFAULT`, SQLite taking no
+/// `DEFAULT` in `VALUES`.
 #[derive(Clone, Debug, Queryable, Selectable, Insertable)]
-#[diesel(table_name = flowstate_events)]
+#[diesel(table_name = flowstate_events, treat_none_as_default_value = false)]
 pub(crate) struct EventRow {
     pub id: String,
     pub app_id: String,
@@ -148,56 +152,6 @@ impl EventRow {
             last_error: event.last_error.clone(),
             dispatch_after: event.dispatch_after.as_micros(),
             dead_lettered_at: ts(event.dead_lettered_at),
-        }
-    }
-}
-
-/// An [`EventRow`] for a multi-row insert (`emit_batch`): the same
-/// columns, with a `None` bound as `NULL` rather than sent as `DEFAULT`.
-/// diesel writes a multi-row insert on SQLite as one statement only when
-/// no value is `DEFAULT` (SQLite takes no `DEFAULT` in `VALUES`), and every
-/// nullable column of the table defaults to `NULL`, so the rows are the
-/// same; `emit`'s one-row insert keeps [`EventRow`].
-#[derive(Clone, Debug, Insertable)]
-#[diesel(table_name = flowstate_events, treat_none_as_default_value = false)]
-pub(crate) struct BatchEventRow {
-    pub id: String,
-    pub app_id: String,
-    pub scope_id: String,
-    pub event_type: String,
-    pub data: JsonText,
-    pub context: JsonText,
-    pub authorization_snapshot: JsonText,
-    pub target_workflow_id: Option<String>,
-    pub dedupe_key: Option<String>,
-    pub occurred_at: i64,
-    pub matched: i64,
-    pub dispatched_at: Option<i64>,
-    pub attempts: i64,
-    pub last_error: Option<String>,
-    pub dispatch_after: i64,
-    pub dead_lettered_at: Option<i64>,
-}
-
-impl From<EventRow> for BatchEventRow {
-    fn from(row: EventRow) -> Self {
-        Self {
-            id: row.id,
-            app_id: row.app_id,
-            scope_id: row.scope_id,
-            event_type: row.event_type,
-            data: row.data,
-            context: row.context,
-            authorization_snapshot: row.authorization_snapshot,
-            target_workflow_id: row.target_workflow_id,
-            dedupe_key: row.dedupe_key,
-            occurred_at: row.occurred_at,
-            matched: row.matched,
-            dispatched_at: row.dispatched_at,
-            attempts: row.attempts,
-            last_error: row.last_error,
-            dispatch_after: row.dispatch_after,
-            dead_lettered_at: row.dead_lettered_at,
         }
     }
 }

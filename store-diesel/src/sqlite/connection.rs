@@ -7,7 +7,7 @@ use diesel_async::RunQueryDsl;
 use super::SqliteConn;
 use crate::dialect::{Connection, TxWork};
 use crate::health::Watched;
-use crate::rows::events::{BatchEventRow, DeliveryRow, EventRow};
+use crate::rows::events::{DeliveryRow, EventRow};
 use crate::schema::{flowstate_event_deliveries as deliveries, flowstate_events as events};
 use crate::sql::Upsert;
 use crate::sql::typed::{DUE_ORDER, LeaseClock, pending};
@@ -51,9 +51,9 @@ impl Connection for SqliteConn {
     /// blocking hop: diesel writes a multi-row insert on SQLite only
     /// through the plain connection (the async wrapper has no batch
     /// insert), and as one statement since no value is `DEFAULT`
-    /// ([`BatchEventRow`]). Inside the caller's `BEGIN IMMEDIATE`
+    /// ([`EventRow`]). Inside the caller's `BEGIN IMMEDIATE`
     /// transaction, on the same connection.
-    async fn insert_events(&mut self, rows: &[BatchEventRow]) -> QueryResult<usize> {
+    async fn insert_events(&mut self, rows: &[EventRow]) -> QueryResult<usize> {
         let rows = rows.to_vec();
         self.spawn_blocking(move |conn| {
             let insert = diesel::insert_into(events::table)
