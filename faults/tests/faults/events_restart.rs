@@ -19,13 +19,13 @@ use flowstate_core::ports::{DefinitionStore, EventStore};
 use flowstate_core::{
     Dispatch, EventDispatchBackoff, NewActivation, NewEvent, NewPublishedVersion, NewWorkflow,
 };
+use flowstate_faults::Scenario;
 use flowstate_faults::report::Heal;
 use flowstate_faults::sql::RawConn;
-use flowstate_faults::{Scenario, Throwaway};
 use flowstate_store_diesel::{Dialect, DieselStore};
 use serde_json::json;
 
-use crate::support::{bounded, store};
+use crate::support::{bounded, migrated_server, store};
 
 /// Events emitted before the drain.
 const EVENTS: u64 = 1_500;
@@ -107,13 +107,7 @@ async fn counts(url: &str) -> [u64; 5] {
 }
 
 async fn events_through_a_server_restart(dialect: Dialect) {
-    let mut server = Throwaway::start(dialect)
-        .await
-        .expect("a throw-away server");
-    let url = server
-        .migrated_database("flowstate")
-        .await
-        .expect("the scenario's database");
+    let (mut server, url) = migrated_server(dialect).await;
     let setup = store(&url, 4).await;
     for name in LISTENERS {
         listen(&setup, name).await;

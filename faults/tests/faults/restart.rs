@@ -7,20 +7,14 @@
 
 use std::time::Duration;
 
+use flowstate_faults::Scenario;
 use flowstate_faults::load::CrewOptions;
-use flowstate_faults::{Scenario, Throwaway};
 use flowstate_store_diesel::Dialect;
 
-use crate::support::{StepRun, bounded, store};
+use crate::support::{StepRun, bounded, migrated_server, store};
 
 async fn server_restart_under_load(dialect: Dialect) {
-    let mut server = Throwaway::start(dialect)
-        .await
-        .expect("a throw-away server");
-    let url = server
-        .migrated_database("flowstate")
-        .await
-        .expect("the scenario's database");
+    let (mut server, url) = migrated_server(dialect).await;
     let options = CrewOptions::default();
     let run = StepRun::start(store(&url, 8).await, &url, 40, 10, options).await;
     bounded(

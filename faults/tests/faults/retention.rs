@@ -15,16 +15,16 @@ use std::time::{Duration, Instant};
 
 use flowstate_core::ports::{RunStore, StepStore};
 use flowstate_core::{NewRun, NewStep, RunStatus};
+use flowstate_faults::Scenario;
 use flowstate_faults::clock::SkewedClock;
 use flowstate_faults::load::CrewOptions;
 use flowstate_faults::report::Heal;
 use flowstate_faults::sql::RawConn;
-use flowstate_faults::{Scenario, Throwaway};
 use flowstate_recovery::{Pruner, RetentionPolicy};
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use serde_json::json;
 
-use crate::support::{StepRun, bounded, store};
+use crate::support::{StepRun, bounded, migrated_server, store};
 
 /// Runs settled ten days ago, for the pruner.
 const OLD_RUNS: u64 = 1_200;
@@ -104,13 +104,7 @@ async fn old_rows(url: &str) -> (u64, u64, u64) {
 }
 
 async fn prune_through_a_server_restart(dialect: Dialect) {
-    let mut server = Throwaway::start(dialect)
-        .await
-        .expect("a throw-away server");
-    let url = server
-        .migrated_database("flowstate")
-        .await
-        .expect("the scenario's database");
+    let (mut server, url) = migrated_server(dialect).await;
     bounded(
         "seeding the old runs",
         Duration::from_secs(90),

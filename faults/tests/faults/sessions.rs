@@ -8,10 +8,10 @@
 use std::time::Duration;
 
 use flowstate_faults::load::CrewOptions;
-use flowstate_faults::{FaultProxy, Scenario, Throwaway};
+use flowstate_faults::{FaultProxy, Scenario};
 use flowstate_store_diesel::Dialect;
 
-use crate::support::{StepRun, bounded, store};
+use crate::support::{StepRun, bounded, migrated_server, store};
 
 /// How the sessions die.
 #[derive(Clone, Copy)]
@@ -23,13 +23,7 @@ enum Cut {
 }
 
 async fn all_sessions_killed(dialect: Dialect, cut: Cut) {
-    let server = Throwaway::start(dialect)
-        .await
-        .expect("a throw-away server");
-    let url = server
-        .migrated_database("flowstate")
-        .await
-        .expect("the scenario's database");
+    let (server, url) = migrated_server(dialect).await;
     let proxy = FaultProxy::to_local(server.port())
         .await
         .expect("the proxy");

@@ -5,12 +5,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flowstate_faults::Scenario;
 use flowstate_faults::Verdict;
 use flowstate_faults::ledger::Ledger;
 use flowstate_faults::load::{Crew, CrewOptions, CrewReport, StepRef, probe_heal, seed};
 use flowstate_faults::recovery::{recover_and_drain, store_past_deadlines};
-use flowstate_store_diesel::{DieselStore, StoreConfig};
+use flowstate_faults::{Scenario, Throwaway};
+use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 
 /// How long after a fault the store has to serve every caller again
 /// before it counts as never healed.
@@ -32,6 +32,19 @@ pub async fn store(url: &str, size: usize) -> Arc<DieselStore> {
             .await
             .unwrap_or_else(|err| panic!("open {url}: {err} ({err:?})")),
     )
+}
+
+/// A throw-away server of `dialect` (stopped when dropped) and the URL of
+/// the scenario's database, migrated on it.
+pub async fn migrated_server(dialect: Dialect) -> (Throwaway, String) {
+    let server = Throwaway::start(dialect)
+        .await
+        .expect("a throw-away server");
+    let url = server
+        .migrated_database("flowstate")
+        .await
+        .expect("the scenario's database");
+    (server, url)
 }
 
 /// `future`, or a panic naming `what` if it takes longer than `limit`.
