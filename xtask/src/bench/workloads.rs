@@ -270,6 +270,7 @@ pub async fn events(url: &str, workers: usize, events: usize) -> Result<Throughp
         });
     }
     let recorded: usize = join_all(set, "emitter").await?.into_iter().sum();
+    let emitting = started.elapsed();
     ensure!(
         recorded == events,
         "the emitters recorded {recorded} of {events} events (each must be recorded once, deferred)"
@@ -297,8 +298,30 @@ pub async fn events(url: &str, workers: usize, events: usize) -> Result<Throughp
         dispatched == events,
         "the dispatchers dispatched {dispatched} of {events} events (each must be dispatched exactly once)"
     );
+    println!(
+        "{}",
+        phases_line(events, emitting, elapsed.saturating_sub(emitting))
+    );
     Ok(Throughput {
         steps: events,
         elapsed,
     })
+}
+
+/// The line saying where an events round's time went: the emit phase
+/// (every emitter's `emit_batch` calls, until the last returns) against
+/// the dispatch phase (from then until the last dispatcher found the
+/// queue empty), each as its own rate, so a round shows which of the two
+/// bounds the events/s figure.
+fn phases_line(events: usize, emitting: Duration, dispatching: Duration) -> String {
+    let rate = |d: Duration| events as f64 / d.as_secs_f64().max(1e-9);
+    let share = emitting.as_secs_f64() / (emitting + dispatching).as_secs_f64().max(1e-9);
+    format!(
+        "    events: emit {:.2} s ({:.0}/s), dispatch {:.2} s ({:.0}/s); {:.0}% of the round emitting",
+        emitting.as_secs_f64(),
+        rate(emitting),
+        dispatching.as_secs_f64(),
+        rate(dispatching),
+        share * 100.0
+    )
 }
