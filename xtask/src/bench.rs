@@ -577,6 +577,64 @@ async fn workloads_section(
     concurrency: &[usize],
     options: &Options,
 ) -> Vec<Workload> {
+    let (leases, events) = match chosen_workloads() {
+        Ok(chosen) => chosen,
+        Err(err) => {
+            return vec![Workload {
+                title: EVENTS_TITLE,
+                rounds: Err(err),
+            }];
+        }
+    };
+    let mut measured = Vec::new();
+    if leases {
+        measured.extend(leases_workloads(name, url, concurrency, options).await);
+    }
+    if events {
+        measured.push(Workload {
+            title: EVENTS_TITLE,
+            rounds: rounds(
+                &format!("{name} events"),
+                concurrency,
+                options,
+                async |workers, _| workloads::events(url, workers, options.steps / 4).await,
+            )
+            .await,
+        });
+    }
+    measured
+}
+
+/// The variable naming the workloads [`workloads_section`] measures,
+/// comma-separated: `leases` (one run a claim and batched, taken in turn)
+/// and `events`; both without it. Profiling one workload need not wait
+/// for the other's rounds.
+const WORKLOADS_VARIABLE: &str = "FLOWSTATE_BENCH_WORKLOADS";
+
+/// Whether [`WORKLOADS_VARIABLE`] asks for (leases, events).
+fn chosen_workloads() -> Result<(bool, bool)> {
+    let Ok(names) = std::env::var(WORKLOADS_VARIABLE) else {
+        return Ok((true, true));
+    };
+    let (mut leases, mut events) = (false, false);
+    for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match name {
+            "leases" => leases = true,
+            "events" => events = true,
+            other => bail!("{WORKLOADS_VARIABLE}: no workload {other:?} (leases, events)"),
+        }
+    }
+    Ok((leases, events))
+}
+
+/// Run leases, one run a claim and [`workloads::LEASE_BATCH`] a claim,
+/// their rounds taken in turn, on `url`.
+async fn leases_workloads(
+    name: &str,
+    url: &str,
+    concurrency: &[usize],
+    options: &Options,
+) -> [Workload; 2] {
     let runs = options.steps / 2;
     let [one, batched] = interleaved(
         [
@@ -594,7 +652,7 @@ async fn workloads_section(
         },
     )
     .await;
-    vec![
+    [
         Workload {
             title: LEASES_TITLE,
             rounds: one,
@@ -602,16 +660,6 @@ async fn workloads_section(
         Workload {
             title: LEASES_BATCHED_TITLE,
             rounds: batched,
-        },
-        Workload {
-            title: EVENTS_TITLE,
-            rounds: rounds(
-                &format!("{name} events"),
-                concurrency,
-                options,
-                async |workers, _| workloads::events(url, workers, options.steps / 4).await,
-            )
-            .await,
         },
     ]
 }
