@@ -4,8 +4,15 @@
 //! selects from in a subquery, so the runs are taken first:
 //! `SELECT id, lease_token ... FOR UPDATE SKIP LOCKED` over the runnable
 //! runs (forced onto `flowstate_runs_leasable`, on a virtual column of the
-//! leasable statuses, see [`pick_sql`]), which locks what it answers and
-//! skips what other claims hold; then the `UPDATE` of exactly those runs,
+//! leasable statuses and the lease's end, see [`pick_sql`]), which locks
+//! what it answers and skips what other claims hold. The runs to lease are
+//! two picks in one statement (`UNION ALL`): free runs, oldest first, and
+//! run-out leases, first run out first, each a range of the index that no
+//! run under a live lease is in, so the pick reads and locks no held run
+//! however many there are (one range of every unsettled run made it lock
+//! all of them: at 1,000,000 held, lock heaps filled the buffer pool and
+//! InnoDB aborted the server); the oldest `n` of the two are taken. Then
+//! the `UPDATE` of exactly those runs,
 //! and the runs read back, in the same transaction. Runs with a cancel
 //! requested are taken and settled the same way, before. Sleeping and
 //! waiting runs are left out by [`crate::sql::waits::awake`]. The time is
@@ -161,21 +168,49 @@ fn pick_where(cancel: u8) -> String {
 }
 
 /// The pick of up to `n` runnable runs with (`1`) or without (`0`) a
-/// cancel requested, locked, with the token each holds. Binds: the lease
-/// clock offset (twice), how many.
+/// cancel requested, locked, with the token each holds.
 ///
-/// `FORCE INDEX` names `flowstate_runs_leasable` (migration
-/// `2026-12-01-000007_lease_claim`, on the virtual column `leasable`, 1 for
-/// the leasable statuses): otherwise MariaDB walks `flowstate_runs_created`,
-/// the `ORDER BY`'s own index, and reads and locks every settled run older
-/// than the first runnable one (SCHEMA.md, Decisions, "MySQL's run claim
-/// index"). The DSL
-/// has no index hint, so this pick is written out.
+/// With a cancel requested: one range, oldest first. Binds: the lease
+/// clock offset (twice), how many. Without: the free runs (no lease),
+/// oldest first, and the run-out leases, first run out first, each its own
+/// range of the index, `UNION ALL`, the oldest `n` of both. Binds: the
+/// offset, how many; the offset (twice), how many; how many. The runs a
+/// part locked and the `LIMIT` left out stay locked until the claim
+/// commits (at most `n` more).
+///
+/// `FORCE INDEX` names `flowstate_runs_leasable` (migrations
+/// `2026-12-01-000007_lease_claim` and `2026-12-06-000020_free_runs_claim`:
+/// the virtual column `leasable`, 1 for the leasable statuses, the cancel
+/// flag, the lease's end, then creation order): otherwise MariaDB walks
+/// `flowstate_runs_created`, the `ORDER BY`'s own index, and reads and
+/// locks every settled run older than the first runnable one (SCHEMA.md,
+/// Decisions, "MySQL's run claim index"). The DSL has no index hint, so
+/// this pick is written out.
 fn pick_sql(cancel: u8) -> String {
+    let now = <AsyncMysqlConnection as Connection>::NOW_US;
+    let at = format!("{now} + ?");
+    let part = |wher: &str, order: &str| {
+        format!(
+            "SELECT id, lease_token, created_at FROM flowstate_runs \
+             FORCE INDEX (flowstate_runs_leasable) WHERE {wher} ORDER BY {order} LIMIT ? \
+             FOR UPDATE SKIP LOCKED"
+        )
+    };
+    if cancel == 1 {
+        return part(&pick_where(1), "created_at, id");
+    }
+    let free = format!(
+        "leasable = 1 AND cancel_requested = 0 AND {}",
+        crate::sql::waits::free_sql(&at)
+    );
+    let run_out = format!(
+        "leasable = 1 AND cancel_requested = 0 AND {}",
+        crate::sql::waits::run_out_sql(&at)
+    );
     format!(
-        "SELECT id, lease_token FROM flowstate_runs FORCE INDEX (flowstate_runs_leasable) \
-         WHERE {} ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
-        pick_where(cancel)
+        "({}) UNION ALL ({}) ORDER BY created_at, id LIMIT ?",
+        part(&free, "created_at, id"),
+        part(&run_out, "lease_expires_at, created_at, id"),
     )
 }
 
@@ -250,12 +285,8 @@ static PICKS: LazyLock<[String; 2]> = LazyLock::new(|| [pick_sql(0), pick_sql(1)
 
 /// The pick of runs without a cancel requested, reading without a lock: a
 /// spread pick's candidates ([`Spread::reads_beyond_its_rows`]).
-static PEEK: LazyLock<String> = LazyLock::new(|| {
-    pick_sql(0)
-        .strip_suffix(" FOR UPDATE SKIP LOCKED")
-        .unwrap_or_else(|| unreachable!("the pick locks"))
-        .to_owned()
-});
+static PEEK: LazyLock<String> =
+    LazyLock::new(|| pick_sql(0).replace(" FOR UPDATE SKIP LOCKED", ""));
 
 /// The lock of `n` runs a spread pick took, by primary key, where they
 /// are still runnable, skipping those another claim of this node holds.
@@ -286,14 +317,27 @@ async fn pick(
     } else {
         PICKS[usize::from(cancel)].as_str()
     };
-    let picked = diesel::sql_query(sql)
-        .bind::<BigInt, _>(claim.offset)
-        .bind::<BigInt, _>(claim.offset)
-        .bind::<BigInt, _>(spread.limit())
-        .cached()
-        .load(conn)
-        .await
-        .map(|picked| spread.take(picked))?;
+    let picked: Vec<Picked> = if cancel {
+        diesel::sql_query(sql)
+            .bind::<BigInt, _>(claim.offset)
+            .bind::<BigInt, _>(claim.offset)
+            .bind::<BigInt, _>(spread.limit())
+            .cached()
+            .load(conn)
+            .await?
+    } else {
+        diesel::sql_query(sql)
+            .bind::<BigInt, _>(claim.offset)
+            .bind::<BigInt, _>(spread.limit())
+            .bind::<BigInt, _>(claim.offset)
+            .bind::<BigInt, _>(claim.offset)
+            .bind::<BigInt, _>(spread.limit())
+            .bind::<BigInt, _>(spread.limit())
+            .cached()
+            .load(conn)
+            .await?
+    };
+    let picked = spread.take(picked);
     if !peek || picked.is_empty() {
         return Ok(picked);
     }
@@ -373,19 +417,48 @@ mod tests {
 
     #[test]
     fn the_pick_names_its_index_and_skips_locked_runs() {
-        for (cancel, pick) in PICKS.iter().enumerate() {
-            assert!(pick.starts_with(&format!(
-                "SELECT id, lease_token FROM flowstate_runs FORCE INDEX (flowstate_runs_leasable) \
-                 WHERE leasable = 1 AND cancel_requested = {cancel} AND status IN ("
-            )));
-            assert!(pick.ends_with("ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED"));
-            assert_eq!(pick.matches("UTC_TIMESTAMP(6)) + ?").count(), 2, "{pick}");
-        }
+        let cancels = &PICKS[1];
+        assert!(cancels.starts_with(
+            "SELECT id, lease_token, created_at FROM flowstate_runs \
+             FORCE INDEX (flowstate_runs_leasable) \
+             WHERE leasable = 1 AND cancel_requested = 1 AND status IN ("
+        ));
+        assert!(cancels.ends_with("ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED"));
         assert_eq!(
-            format!("{} FOR UPDATE SKIP LOCKED", *PEEK),
-            PICKS[0],
-            "the spread pick's read is the pick without its lock"
+            cancels.matches("UTC_TIMESTAMP(6)) + ?").count(),
+            2,
+            "{cancels}"
         );
+
+        let leases = &PICKS[0];
+        let (free, run_out) = leases.split_once(") UNION ALL (").expect("two parts");
+        assert!(free.starts_with(
+            "(SELECT id, lease_token, created_at FROM flowstate_runs \
+             FORCE INDEX (flowstate_runs_leasable) \
+             WHERE leasable = 1 AND cancel_requested = 0 AND status IN ("
+        ));
+        assert!(free.contains("AND lease_expires_at IS NULL AND"), "{free}");
+        assert!(free.ends_with("ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED"));
+        assert_eq!(free.matches("UTC_TIMESTAMP(6)) + ?").count(), 1, "{free}");
+        assert!(
+            run_out.contains("AND lease_expires_at <= TIMESTAMPDIFF("),
+            "{run_out}"
+        );
+        assert!(run_out.ends_with(
+            "ORDER BY lease_expires_at, created_at, id LIMIT ? FOR UPDATE SKIP LOCKED) \
+             ORDER BY created_at, id LIMIT ?"
+        ));
+        assert_eq!(
+            run_out.matches("UTC_TIMESTAMP(6)) + ?").count(),
+            2,
+            "{run_out}"
+        );
+        assert_eq!(
+            *PEEK,
+            PICKS[0].replace(" FOR UPDATE SKIP LOCKED", ""),
+            "the spread pick's read is the pick without its locks"
+        );
+        assert!(!PEEK.contains("FOR UPDATE"), "{}", *PEEK);
         let lock = lock_taken_sql(2);
         assert!(lock.contains(&pick_where(0)), "{lock}");
         assert!(

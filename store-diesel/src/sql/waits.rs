@@ -27,10 +27,37 @@ pub(crate) fn awake(now: &str) -> String {
 /// The condition, on a row of `flowstate_runs`, that the run may be leased
 /// at time `now` (an SQL expression, read twice): unsettled, its lease free
 /// or run out, and [`awake`]. The text of `store::runnable!`, for the
-/// hand-written run claims.
+/// hand-written run claims' guards; their picks read its two halves apart
+/// ([`free_sql`], [`run_out_sql`]), each from an index that holds no run
+/// under a live lease.
 pub(crate) fn runnable_sql(now: &str) -> String {
     format!(
         "{} AND (lease_expires_at IS NULL OR lease_expires_at <= {now}) AND {}",
+        status_in("status", &crate::sql::leasable_texts()),
+        awake(now)
+    )
+}
+
+/// The half of [`runnable_sql`] a claim reads first: the run is unsettled,
+/// holds no lease, and is [`awake`] at `now` (read once). The predicate of
+/// the free-runs index (`flowstate_runs_free_idx` on PostgreSQL and SQLite,
+/// the `lease_expires_at IS NULL` ref of `flowstate_runs_leasable` on
+/// MySQL), so a claim walks free runs only, oldest first.
+pub(crate) fn free_sql(now: &str) -> String {
+    format!(
+        "{} AND lease_expires_at IS NULL AND {}",
+        status_in("status", &crate::sql::leasable_texts()),
+        awake(now)
+    )
+}
+
+/// The other half of [`runnable_sql`]: the run is unsettled, its lease ran
+/// out at `now` (read twice: the lease, then [`awake`]). A range of the
+/// lease-expiry index that ends at the clock, so a claim reads no lease
+/// still held, however many there are.
+pub(crate) fn run_out_sql(now: &str) -> String {
+    format!(
+        "{} AND lease_expires_at IS NOT NULL AND lease_expires_at <= {now} AND {}",
         status_in("status", &crate::sql::leasable_texts()),
         awake(now)
     )

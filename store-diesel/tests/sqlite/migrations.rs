@@ -109,8 +109,8 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
         ),
         ("flowstate_runs_created", "(created_at, id)"),
         (
-            "flowstate_runs_claimable_idx",
-            "(created_at, id)\n    WHERE status IN ('running', 'suspended') AND cancel_requested = 0",
+            "flowstate_runs_free_idx",
+            "(created_at, id)\n    WHERE status IN ('running', 'suspended') AND cancel_requested = 0\n      AND lease_expires_at IS NULL",
         ),
         (
             "flowstate_runs_cancel_requested_idx",

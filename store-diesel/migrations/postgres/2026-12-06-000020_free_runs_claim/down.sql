@@ -1,0 +1,3 @@
+DROP INDEX flowstate_runs_free_idx;
+CREATE INDEX flowstate_runs_claimable_idx ON flowstate_runs (created_at, id)
+    WHERE status IN ('running', 'suspended') AND NOT cancel_requested;
