@@ -16,18 +16,18 @@ use crate::support;
 #[derive(Debug, diesel::QueryableByName)]
 pub(crate) struct PlanRow {
     #[diesel(sql_type = Nullable<Text>)]
-    table: Option<String>,
+    pub(crate) table: Option<String>,
     #[diesel(sql_type = Nullable<Text>, column_name = "type")]
     pub(crate) access: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
-    key: Option<String>,
+    pub(crate) key: Option<String>,
     #[diesel(sql_type = Nullable<Text>, column_name = "Extra")]
-    extra: Option<String>,
+    pub(crate) extra: Option<String>,
 }
 
 /// `sql` with its `?` placeholders replaced, in order, by `args` (SQL
 /// literals); the number of arguments must be the number of placeholders.
-fn bound(sql: &str, args: &[String]) -> String {
+pub(crate) fn bound(sql: &str, args: &[String]) -> String {
     let parts: Vec<&str> = sql.split('?').collect();
     assert_eq!(
         parts.len() - 1,

@@ -1,33 +1,101 @@
-//! The run claim's pick on MariaDB when settled runs outnumber runnable
-//! ones, as in any queue that has run for a while: it must walk
+//! The run claim's picks on MariaDB. When settled runs outnumber runnable
+//! ones, as in any queue that has run for a while, they must walk
 //! `flowstate_runs_leasable` from the first runnable run, not the
 //! creation-order index through every settled run before it (which the
 //! optimizer chose, at 77 ms a claim, until the pick named its index).
+//! When an engine holds many runs under live leases, the pick must read
+//! and lock none of them (one range of every unsettled run made it lock
+//! all of them: at 1,000,000 held, InnoDB aborted the server when lock
+//! heaps filled its buffer pool).
 
+use diesel::sql_types::BigInt;
+use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
 use flowstate_core::ports::RunLeaseStore;
 
-use crate::explain::{assert_indexed, plan};
+use crate::explain::{PlanRow, bound, plan};
 use crate::support;
 
-/// 20,000 completed runs, created first, then 4,000 running ones: the
-/// optimizer, taking runnable runs to be spread evenly, expects to meet one
-/// every six rows of the creation-order index.
-const SEED: &str = "
-INSERT INTO flowstate_runs (id, workflow, status, input, created_at, updated_at)
+/// Numbers 0..100,000 as `n(i)`, for seeds.
+const NUMBERS: &str = "
   WITH digit AS (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3
                  UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7
                  UNION ALL SELECT 8 UNION ALL SELECT 9),
        n AS (SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d AS i
-             FROM digit a, digit b, digit c, digit e, digit f)
-  SELECT CONCAT('00000000-0000-7000-8000-', LPAD(i, 12, '0')), 'wf',
-         IF(i < 20000, 'completed', 'running'), '{}', i, i
-  FROM n WHERE i < 24000;
-ANALYZE TABLE flowstate_runs;
-";
+             FROM digit a, digit b, digit c, digit e, digit f)";
+
+/// 20,000 completed runs, created first, then 4,000 running ones: the
+/// optimizer, taking runnable runs to be spread evenly, expects to meet one
+/// every six rows of the creation-order index.
+fn settled_seed() -> String {
+    format!(
+        "INSERT INTO flowstate_runs (id, workflow, status, input, created_at, updated_at)
+         {NUMBERS}
+         SELECT CONCAT('00000000-0000-7000-8000-', LPAD(i, 12, '0')), 'wf',
+                IF(i < 20000, 'completed', 'running'), '{{}}', i, i
+         FROM n WHERE i < 24000;
+         ANALYZE TABLE flowstate_runs;"
+    )
+}
+
+/// 20,000 running runs held by another worker until far in the future,
+/// then 10 whose lease ran out and 90 free, the newest: an engine with
+/// 20,000 runs in flight.
+fn held_seed() -> String {
+    format!(
+        "INSERT INTO flowstate_runs (id, workflow, status, input, created_at, updated_at,
+                                     lease_owner, lease_expires_at, lease_token)
+         {NUMBERS}
+         SELECT CONCAT('00000000-0000-7000-8000-', LPAD(i, 12, '0')), 'wf', 'running', '{{}}',
+                i, i, IF(i < 20010, 'other', NULL),
+                CASE WHEN i < 20000 THEN 9000000000000000 WHEN i < 20010 THEN 5 END, 1
+         FROM n WHERE i < 20100;
+         ANALYZE TABLE flowstate_runs;"
+    )
+}
+
+/// The two picks a claim sent: of runs with a cancel requested, then of
+/// runs to lease.
+fn picks(statements: &[String]) -> (String, String) {
+    let cancels: Vec<&String> = statements
+        .iter()
+        .filter(|s| s.starts_with("SELECT id, lease_token, created_at FROM flowstate_runs"))
+        .collect();
+    let leases: Vec<&String> = statements
+        .iter()
+        .filter(|s| s.starts_with("(SELECT id, lease_token, created_at FROM flowstate_runs"))
+        .collect();
+    assert_eq!(
+        (cancels.len(), leases.len()),
+        (1, 1),
+        "a pick of cancelled runs, then of runnable ones: {statements:#?}"
+    );
+    (cancels[0].clone(), leases[0].clone())
+}
+
+/// The lease pick's binds for `n` runs at the server's own time.
+fn lease_args(n: u32) -> Vec<String> {
+    let n = n.to_string();
+    ["0", &n, "0", "0", &n, &n].map(str::to_owned).to_vec()
+}
+
+/// A run a pick answered.
+#[derive(diesel::QueryableByName)]
+struct Picked {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    #[allow(dead_code, reason = "read to count the rows")]
+    id: String,
+}
+
+/// The plan's rows that read the runs table.
+fn reads(rows: &[PlanRow]) -> Vec<&PlanRow> {
+    rows.iter()
+        .filter(|r| r.table.as_deref() == Some("flowstate_runs"))
+        .collect()
+}
 
 #[tokio::test]
 async fn the_run_claim_walks_the_leasable_index_past_settled_runs() {
-    let (db, mut conn, log, store) = support::seeded(SEED).await;
+    let (db, mut conn, log, store) = support::seeded(&settled_seed()).await;
     let lease_for = std::time::Duration::from_secs(60);
     let (leased, statements) = log.capture(store.claim_runs("w", 2, lease_for)).await;
     let leased = leased.unwrap();
@@ -37,24 +105,85 @@ async fn the_run_claim_walks_the_leasable_index_past_settled_runs() {
         "00000000-0000-7000-8000-000000020000",
         "the oldest runnable run first"
     );
-    let picks: Vec<&String> = statements
+    let (cancels, leases) = picks(&statements);
+    let rows = plan(&mut conn, &cancels, &["0".into(), "0".into(), "2".into()]).await;
+    // The runs with a cancel requested (few) whose lease is free or ran
+    // out: a range of the index, sorted.
+    assert_eq!(
+        rows[0].key.as_deref(),
+        Some("flowstate_runs_leasable"),
+        "{rows:#?}"
+    );
+    assert!(
+        matches!(rows[0].access.as_deref(), Some("ref" | "range")),
+        "{rows:#?}"
+    );
+
+    let rows = plan(&mut conn, &leases, &lease_args(2)).await;
+    let runs = reads(&rows);
+    assert_eq!(runs.len(), 2, "a free part and a run-out part: {rows:#?}");
+    for (read, access) in runs.iter().zip(["ref", "range"]) {
+        assert_eq!(
+            read.key.as_deref(),
+            Some("flowstate_runs_leasable"),
+            "{rows:#?}"
+        );
+        assert_eq!(read.access.as_deref(), Some(access), "{rows:#?}");
+        let extra = read.extra.as_deref().unwrap_or_default();
+        assert!(!extra.contains("filesort"), "a part sorts: {rows:#?}");
+    }
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn the_run_claim_reads_and_locks_no_run_under_a_live_lease() {
+    let (db, mut conn, log, store) = support::seeded(&held_seed()).await;
+    let lease_for = std::time::Duration::from_secs(60);
+    let (leased, statements) = log.capture(store.claim_runs("w", 32, lease_for)).await;
+    let mut ids: Vec<String> = leased
+        .unwrap()
         .iter()
-        .filter(|s| s.starts_with("SELECT id, lease_token FROM flowstate_runs"))
+        .map(|l| l.run.id.to_string())
+        .collect();
+    ids.sort();
+    let oldest: Vec<String> = (20_000..20_032)
+        .map(|i| format!("00000000-0000-7000-8000-{i:012}"))
         .collect();
     assert_eq!(
-        picks.len(),
-        2,
-        "a pick of cancelled runs, then of runnable ones: {statements:#?}"
+        ids, oldest,
+        "the 10 run-out leases and the 22 oldest free runs"
     );
-    for pick in picks {
-        let rows = plan(&mut conn, pick, &["0".into(), "0".into(), "2".into()]).await;
-        assert_indexed(
-            "the run claim's pick",
-            &rows,
-            Some("flowstate_runs_leasable"),
-            true,
-        );
-        assert_eq!(rows[0].access.as_deref(), Some("ref"), "{rows:#?}");
-    }
+
+    // The pick again, in a transaction: the records it locked (68 free
+    // runs left, none run out) are what it read. InnoDB counts each index
+    // record it locks: a run's entry in the index, its row, and the next
+    // entry after each range, so a pick of 32 locks under 4 a run; a
+    // pick that read the held runs would lock 20,000 at least.
+    let (_, leases) = picks(&statements);
+    conn.batch_execute("BEGIN").await.unwrap();
+    let picked: Vec<Picked> = diesel::sql_query(bound(&leases, &lease_args(32)))
+        .load(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(picked.len(), 32);
+    let locked: i64 = diesel::select(diesel::dsl::sql::<BigInt>(
+        "(SELECT trx_rows_locked FROM information_schema.INNODB_TRX \
+          WHERE trx_mysql_thread_id = CONNECTION_ID())",
+    ))
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    conn.batch_execute("ROLLBACK").await.unwrap();
+    assert!(
+        (32..=128).contains(&locked),
+        "the pick locked {locked} rows for 32 runs (20,000 held)"
+    );
+    let held: i64 = diesel::select(diesel::dsl::sql::<BigInt>(
+        "(SELECT COUNT(*) FROM flowstate_runs WHERE lease_owner = 'other')",
+    ))
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(held, 20_000, "every live lease still held");
     db.drop_database().await;
 }

@@ -1,8 +1,9 @@
 //! The run claim's plan on 100k runs, 99% of them settled: the statement
 //! the store really sends (from its `StatementLog`) is prepared and
-//! `EXPLAIN EXECUTE`d, and both of its scans must walk their partial
-//! indexes in order: no `Seq Scan` of the runs, no `Sort` of the unsettled
-//! runs.
+//! `EXPLAIN EXECUTE`d, and each of its three picks must walk its partial
+//! index in order: no `Seq Scan` of the runs, no `Sort` but the merge of
+//! the two lease picks' few rows. Then the claim among 100k runs held
+//! under a live lease: `EXPLAIN ANALYZE` shows it reads none of them.
 
 use std::time::Duration;
 
@@ -54,46 +55,26 @@ async fn the_claim_walks_its_partial_indexes_on_100k_runs() {
     assert_eq!(sent.len(), 1, "{sent:?}");
     let (_, renew) = log.capture(store.renew(RunId::generate(), 1, lease)).await;
 
+    let claim_indexes = &[
+        "flowstate_runs_free_idx",
+        "flowstate_runs_lease_expiry_idx",
+        "flowstate_runs_cancel_requested_idx",
+    ][..];
     for (sql, args, indexes) in [
-        (
-            &sent[0],
-            "(0, 0, 1, 'w', 300000000)",
-            &[
-                "flowstate_runs_claimable_idx",
-                "flowstate_runs_cancel_requested_idx",
-            ][..],
-        ),
-        (
-            &sent[0],
-            "(0, 0, 100, 'w', 300000000)",
-            &[
-                "flowstate_runs_claimable_idx",
-                "flowstate_runs_cancel_requested_idx",
-            ][..],
-        ),
+        (&sent[0], "(0, 0, 1, 'w', 300000000)", claim_indexes),
+        (&sent[0], "(0, 0, 100, 'w', 300000000)", claim_indexes),
         (
             &renew[0],
             "(300000000, 'run-00000100', 1, '{running,suspended}', 0)",
             &["flowstate_runs_pkey"][..],
         ),
     ] {
-        conn.batch_execute("DEALLOCATE ALL").await.unwrap();
-        conn.batch_execute(&format!("PREPARE q AS {sql}"))
-            .await
-            .unwrap();
-        let lines: Vec<PlanLine> =
-            diesel::sql_query(format!("EXPLAIN (FORMAT TEXT) EXECUTE q{args}"))
-                .load(&mut conn)
-                .await
-                .unwrap();
-        let plan = lines
-            .into_iter()
-            .map(|l| l.line)
-            .collect::<Vec<_>>()
-            .join("\n");
-        if std::env::var_os("FLOWSTATE_PRINT_PLANS").is_some() {
-            eprintln!("{sql}\n{plan}\n");
-        }
+        let plan = explain(
+            &mut conn,
+            sql,
+            &format!("EXPLAIN (FORMAT TEXT) EXECUTE q{args}"),
+        )
+        .await;
         // The runs table is never scanned whole. The pending signals (taken
         // ones are deleted) may be read once into a hash when the planner
         // expects many waiting runs to check: its choice, by cost.
@@ -101,10 +82,14 @@ async fn the_claim_walks_its_partial_indexes_on_100k_runs() {
             !plan.contains("Seq Scan on flowstate_runs "),
             "a scan of the whole runs table:\n{plan}"
         );
-        assert!(
-            !plan.contains("Sort"),
-            "the unsettled runs are sorted:\n{plan}"
-        );
+        // The one sort allowed is the merge of the lease picks' rows (at
+        // most twice the claim's size), keyed on their CTEs.
+        for line in plan.lines().filter(|l| l.contains("Sort Key")) {
+            assert!(
+                line.contains("Sort Key: free.created_at"),
+                "the unsettled runs are sorted:\n{plan}"
+            );
+        }
         for index in indexes {
             assert!(
                 plan.contains(&format!("Index Scan using {index}"))
@@ -113,5 +98,101 @@ async fn the_claim_walks_its_partial_indexes_on_100k_runs() {
             );
         }
     }
+    support::drop_database(&url).await;
+}
+
+/// The plan of `sql` prepared as `q`, as `explain` (an `EXPLAIN ...
+/// EXECUTE q(...)`) prints it, in a transaction rolled back after (an
+/// `EXPLAIN ANALYZE` runs the claim).
+async fn explain(conn: &mut AsyncPgConnection, sql: &str, explain: &str) -> String {
+    conn.batch_execute("DEALLOCATE ALL; BEGIN").await.unwrap();
+    conn.batch_execute(&format!("PREPARE q AS {sql}"))
+        .await
+        .unwrap();
+    let lines: Vec<PlanLine> = diesel::sql_query(explain).load(conn).await.unwrap();
+    conn.batch_execute("ROLLBACK").await.unwrap();
+    let plan = lines
+        .into_iter()
+        .map(|l| l.line)
+        .collect::<Vec<_>>()
+        .join("\n");
+    if std::env::var_os("FLOWSTATE_PRINT_PLANS").is_some() {
+        eprintln!("{sql}\n{plan}\n");
+    }
+    plan
+}
+
+/// 100,000 running runs held by another worker until far in the future,
+/// then 10 whose lease ran out and 90 free, the newest: an engine with
+/// 100,000 runs in flight.
+const HELD: &str = "
+INSERT INTO flowstate_runs (id, workflow, status, input, created_at, updated_at,
+                            lease_owner, lease_expires_at, lease_token)
+SELECT '00000000-0000-7000-8000-' || lpad(g::text, 12, '0'), 'wf', 'running',
+       '{}'::jsonb, g, g,
+       CASE WHEN g <= 100010 THEN 'other' END,
+       CASE WHEN g <= 100000 THEN 9000000000000000 WHEN g <= 100010 THEN 5 END, 1
+FROM generate_series(1, 100100) AS g;
+ANALYZE;
+";
+
+/// What a scan of the plan read: the sum of its `Rows Removed by Filter`.
+fn removed_by_filters(plan: &str) -> u64 {
+    plan.lines()
+        .filter_map(|l| l.trim().strip_prefix("Rows Removed by Filter: "))
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum()
+}
+
+#[tokio::test]
+async fn the_claim_reads_no_run_under_a_live_lease() {
+    let (store, log, url) = support::logged_store().await;
+    let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+    conn.batch_execute(HELD).await.unwrap();
+
+    let lease = Duration::from_secs(300);
+    let (leased, sent) = log.capture(store.claim_runs("w", 32, lease)).await;
+    let leased = leased.unwrap();
+    // The 10 run-out leases are the oldest leasable runs, then 22 free.
+    let ids: Vec<String> = leased.iter().map(|l| l.run.id.to_string()).collect();
+    let expected: Vec<String> = (100_001..=100_032)
+        .map(|g| format!("00000000-0000-7000-8000-{g:012}"))
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(sorted, expected, "the oldest 32 leasable runs");
+
+    // The same claim again, analysed: 68 free runs left, none run out.
+    let plan = explain(
+        &mut conn,
+        &sent[0],
+        "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) EXECUTE q(0, 0, 32, 'w', 300000000)",
+    )
+    .await;
+    assert_eq!(
+        removed_by_filters(&plan),
+        0,
+        "the claim read runs it could not take:\n{plan}"
+    );
+    for index in ["flowstate_runs_free_idx", "flowstate_runs_lease_expiry_idx"] {
+        let scan = plan
+            .lines()
+            .find(|l| l.contains(&format!("Index Scan using {index}")))
+            .unwrap_or_else(|| panic!("{index} is not walked:\n{plan}"));
+        let rows: u64 = scan
+            .split("rows=")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|r| r.parse().ok())
+            .unwrap_or_else(|| panic!("no row count: {scan}"));
+        assert!(rows <= 32, "{index} read {rows} runs:\n{plan}");
+    }
+    let held: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+        "(SELECT count(*) FROM flowstate_runs WHERE lease_owner = 'other')",
+    ))
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(held, 100_000, "every live lease still held");
     support::drop_database(&url).await;
 }

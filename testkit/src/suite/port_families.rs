@@ -57,6 +57,7 @@ macro_rules! __port_family {
                     renew_keeps_the_lease,
                     finish_settles_the_run,
                     claim_runs_takes_a_batch,
+                    claim_runs_takes_run_out_and_free_runs_past_held_ones,
                     lease_calls_on_unknown_runs,
                     bad_lease_input_is_refused,
                 }

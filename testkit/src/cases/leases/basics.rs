@@ -217,6 +217,40 @@ pub async fn claim_runs_takes_a_batch<H: LeaseHarness>(h: &H) {
     assert_eq!(ids, runs[3..]);
 }
 
+/// A claim beside runs under live leases takes the run-out leases and the
+/// free runs, oldest first, and never a held one: an engine holds many
+/// runs in flight, and a store that picks by creation order alone must
+/// still step past them (on the databases they are in no range a claim
+/// reads).
+pub async fn claim_runs_takes_run_out_and_free_runs_past_held_ones<H: LeaseHarness>(h: &H) {
+    let mut runs = Vec::new();
+    for _ in 0..6 {
+        runs.push(new_run(h).await.id);
+        h.clock().advance(Duration::from_millis(1));
+    }
+    // runs[0] leased first; runs[1] and runs[2] two minutes later; at six
+    // minutes the first has run out and the others still hold.
+    assert_eq!(claim(h, "holder").await.run.id, runs[0]);
+    h.advance_lease_clock(Duration::from_secs(2 * 60)).await;
+    let held = h.store().claim_runs("holder", 2, LEASE).await.unwrap();
+    let held: Vec<RunId> = held.iter().map(|l| l.run.id).collect();
+    assert_eq!(held, runs[1..3]);
+    h.advance_lease_clock(Duration::from_secs(4 * 60)).await;
+
+    let batch = h.store().claim_runs("w", 3, LEASE).await.unwrap();
+    let ids: Vec<RunId> = batch.iter().map(|l| l.run.id).collect();
+    assert_eq!(ids, [runs[0], runs[3], runs[4]], "oldest first, none held");
+    assert_eq!(batch[0].token, 2, "the run-out lease taken over");
+    assert!(batch[1..].iter().all(|l| l.token == 1));
+    let rest = h.store().claim_runs("w", 5, LEASE).await.unwrap();
+    let ids: Vec<RunId> = rest.iter().map(|l| l.run.id).collect();
+    assert_eq!(ids, [runs[5]]);
+    for run in &runs[1..3] {
+        let state = h.store().lease_state(*run).await.unwrap();
+        assert_eq!((state.worker.as_deref(), state.token), (Some("holder"), 1));
+    }
+}
+
 /// Lease writes on a run that does not exist are [`Error::RunNotFound`].
 pub async fn lease_calls_on_unknown_runs<H: LeaseHarness>(h: &H) {
     let missing = RunId::generate();
