@@ -24,16 +24,21 @@ const SETUP: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
 async fn killed_sessions_heal_after_one_retryable_failure() {
     let healing = healing::killed_sessions_heal(Dialect::Mysql).await;
     // The driver does not see that a killed session's socket closed: the
-    // first call fails on its connection; the next checks the four the
-    // pool holds (that one included), drops them and opens one.
+    // first call fails on its connection; the next checks every one the
+    // pool holds, drops them and opens one. The pool holds four, that one
+    // included, unless the first call's write found the socket reset
+    // already (`Broken pipe`, as the kernel's timing has it): the driver
+    // then marks that connection broken and the pool drops it unchecked.
     assert_eq!(healing.failed(), 1, "{healing:?}");
-    assert_eq!(healing.checks(), 4, "{healing:?}");
+    let first = format!("{:?}", healing.first);
+    let held = if first.contains("Broken pipe") { 3 } else { 4 };
+    assert_eq!(healing.checks(), held, "{healing:?}");
     assert_eq!(
         healing.statements[1]
             .iter()
             .filter(|sql| sql.as_str() == healing::CHECK)
             .count(),
-        4,
+        held,
         "the second call checks them all: {healing:?}"
     );
     assert_eq!(
