@@ -31,9 +31,13 @@ use crate::schema::{
     flowstate_workflow_versions,
 };
 
-/// A row of `flowstate_runs`.
+/// A row of `flowstate_runs`. A `None` is bound as NULL, not sent as
+/// `DEFAULT` (every nullable column of the table defaults to NULL, so the
+/// row written is the same): diesel writes a multi-row insert of them on
+/// SQLite (the runs a dispatch batch materialises) as one statement only
+/// when no value is `DEFAULT`, and every insert of a run has one text.
 #[derive(Debug, Queryable, QueryableByName, Selectable, Insertable)]
-#[diesel(table_name = flowstate_runs)]
+#[diesel(table_name = flowstate_runs, treat_none_as_default_value = false)]
 pub(crate) struct RunRow {
     pub id: String,
     pub workflow: String,
