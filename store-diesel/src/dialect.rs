@@ -21,13 +21,16 @@
 //! write that needs `RETURNING` or `ON CONFLICT (target)` (the keyed-run
 //! and effect inserts, the signal, state and schedule upserts, taking a
 //! signal, a run's move, a release, `lease_run`, a step claim's renewal,
-//! a tally add), and the multi-row inserts of a batched emit (its events
+//! a tally add), the multi-row inserts of a batched emit (its events
 //! and their deliveries; SQLite's in a blocking hop, where diesel writes
-//! one statement). The shared bodies see only a connection, so these live
-//! on it: a shared query reads a dialect fact off its connection's type
-//! (the relay's claimable test, `CLAIMABLE_COLUMN`), not off the store's
-//! `Dialect`. The placeholders are each dialect's own, chosen in its
-//! `sql.rs` and handed to the shared scaffold of `crate::sql` as text.
+//! one statement), and the keyed insert of the runs a transaction
+//! materialises from events (one keyed-run insert a run by default,
+//! SQLite's one multi-row insert in a blocking hop). The shared bodies
+//! see only a connection, so these live on it: a shared query reads a
+//! dialect fact off its connection's type (the relay's claimable test,
+//! `CLAIMABLE_COLUMN`), not off the store's `Dialect`. The placeholders
+//! are each dialect's own, chosen in its `sql.rs` and handed to the
+//! shared scaffold of `crate::sql` as text.
 //! PostgreSQL and SQLite share one body for each of those writes
 //! (`crate::sql::returning`); MySQL's, which write and then read back in
 //! one transaction, or say `ON DUPLICATE KEY UPDATE`, are in
@@ -331,6 +334,24 @@ pub(crate) trait Connection: Watched + AsyncConnection {
         &mut self,
         row: &RunRow,
     ) -> impl Future<Output = QueryResult<Option<bool>>> + Send;
+
+    /// Inserts run `rows`, each unless its idempotency key is taken: the
+    /// runs one transaction materialises from events' deliveries (whose
+    /// ids the caller already holds, so nothing is answered). By default
+    /// one [`Self::insert_keyed_run`] a row, in order; SQLite sends them as
+    /// one multi-row insert from one blocking hop, where each typed
+    /// statement would be a hop of its own inside the write lock.
+    fn insert_keyed_runs(
+        &mut self,
+        rows: Vec<RunRow>,
+    ) -> impl Future<Output = QueryResult<()>> + Send {
+        async move {
+            for row in &rows {
+                self.insert_keyed_run(row).await?;
+            }
+            Ok(())
+        }
+    }
 
     /// Inserts effect `row` unless its `(run_id, effect_key)` is taken;
     /// the caller reads the row to learn who began it.

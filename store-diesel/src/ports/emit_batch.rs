@@ -13,8 +13,10 @@
 //! (the insert affected fewer rows than it was given, or MySQL, whose
 //! count cannot tell), one read of the holders of the batch's keys and
 //! their runs; the deliveries of the events recorded in one multi-row
-//! insert ([`Connection::insert_deliveries`]); and with `Now` a run per
-//! delivery, by the keyed insert `emit` sends. The events are inserted in
+//! insert ([`Connection::insert_deliveries`]); and with `Now` the runs
+//! of every delivery, by the keyed insert `emit` sends
+//! ([`Connection::insert_keyed_runs`]: one a run on PostgreSQL and MySQL,
+//! one multi-row insert on SQLite). The events are inserted in
 //! key order, so two batches sharing keys take the keys' locks in the
 //! same order.
 //!
@@ -32,7 +34,7 @@ use flowstate_core::{
     Dispatch, Emission, Error, Event, EventId, NewEvent, Result, RunId, Timestamp,
 };
 
-use super::events::{materialise, run_row};
+use super::events::pinned_runs;
 use crate::backend::in_transaction;
 use crate::dialect::Connection;
 use crate::error::TxError;
@@ -295,18 +297,21 @@ impl DieselStore {
                 conn.insert_deliveries(chunk).await?;
             }
             let mut recorded = recorded.into_iter();
+            let mut started = Vec::new();
             for outcome in &mut outcomes {
                 if outcome.is_some() {
                     continue;
                 }
                 let Some(one) = recorded.next() else { break };
                 let runs = if one.now_dispatch {
-                    materialise!(conn, limits, &one.pinned, &one.record, now)?
+                    pinned_runs(limits, &one.pinned, &one.record, now, &mut started)?
                 } else {
                     Vec::new()
                 };
                 *outcome = Some(Outcome::Recorded(runs));
             }
+            // Every `Now` event's runs in one insert, in the events' order.
+            conn.insert_keyed_runs(started).await?;
             Ok::<_, TxError>(outcomes)
         })?;
         let mut answers: Vec<Emission> = Vec::with_capacity(bases.len());

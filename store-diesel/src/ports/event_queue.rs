@@ -12,9 +12,11 @@
 //! transaction ([`dispatch_locked!`]); a batch reads the deliveries of all
 //! its events in one `SELECT` and marks them all dispatched in one
 //! `UPDATE`, so what it pays per event is its runs' inserts
-//! ([`dispatch_locked_batch!`]). A batch whose transaction fails is taken
-//! again one event at a time ([`DieselStore::dispatch_each`]), so a bad
-//! event fails alone.
+//! ([`dispatch_locked_batch!`]: one a run on PostgreSQL and MySQL, and on
+//! SQLite one multi-row insert for the whole batch, sent from one
+//! blocking hop, [`Connection::insert_keyed_runs`]). A batch whose
+//! transaction fails is taken again one event at a time
+//! ([`DieselStore::dispatch_each`]), so a bad event fails alone.
 
 use std::collections::HashMap;
 
@@ -25,12 +27,11 @@ use flowstate_core::events::check_dispatch_batch;
 use flowstate_core::ports::EventQueueStore;
 use flowstate_core::{Error, Event, NextDispatch, PendingEvent, Result, Timestamp};
 
-use super::events::{dispatch_locked, materialise, run_row};
+use super::events::{dispatch_locked, materialise, pinned_runs};
 use crate::backend::in_transaction;
 use crate::dialect::Connection;
 use crate::error::TxError;
 use crate::rows::events::DeliveryRow;
-use crate::rows::parse_id;
 use crate::schema::{flowstate_event_deliveries as deliveries, flowstate_events as events};
 use crate::store::DieselStore;
 
@@ -56,11 +57,14 @@ macro_rules! dispatch_locked_batch {
         }
         let at = Timestamp::from_micros($now);
         let mut done = Vec::with_capacity(locked.len());
+        let mut rows = Vec::with_capacity(pinned.len());
         for (event, id) in locked.iter().zip(&ids) {
             let mine = by_event.remove(id.as_str()).unwrap_or_default();
-            let runs = materialise!($conn, $limits, mine, event, at)?;
+            let runs = pinned_runs($limits, mine, event, at, &mut rows)?;
             done.push((event.id, runs));
         }
+        // Every event's runs in one insert, in the events' order.
+        $conn.insert_keyed_runs(rows).await?;
         diesel::update(events::table.filter(events::id.eq_any(&ids)))
             .set((
                 events::dispatched_at.eq(Some($now)),

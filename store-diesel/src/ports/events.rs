@@ -14,7 +14,9 @@
 //! IMMEDIATE` already makes it the only writer. Runs are inserted with the
 //! same statement `create_run` sends
 //! ([`Connection::insert_keyed_run`](crate::dialect::Connection::insert_keyed_run)),
-//! in the event's transaction.
+//! in the event's transaction; on SQLite all of a transaction's runs in
+//! one multi-row insert
+//! ([`Connection::insert_keyed_runs`](crate::dialect::Connection::insert_keyed_runs)).
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -62,17 +64,33 @@ pub(super) fn run_row(
     Ok(RunRow::new(&run.into_run(delivery.run, now), input))
 }
 
+/// The run rows of `pinned` for `event` (pushed onto `rows`, in delivery
+/// order) and their ids: what [`materialise!`] inserts, or a dispatch
+/// batch gathers for all its events.
+pub(super) fn pinned_runs<'a>(
+    limits: InputLimits,
+    pinned: impl IntoIterator<Item = &'a DeliveryRow>,
+    event: &Event,
+    now: Timestamp,
+    rows: &mut Vec<RunRow>,
+) -> Result<Vec<RunId>> {
+    pinned
+        .into_iter()
+        .map(|row| {
+            rows.push(run_row(limits, row, event, now)?);
+            parse_id("delivery run id", &row.event_id, &row.run_id)
+        })
+        .collect()
+}
+
 /// Creates the runs of `pinned` for `event` in the caller's transaction
-/// and answers their ids, in delivery order.
+/// ([`Connection::insert_keyed_runs`]) and answers their ids, in delivery
+/// order.
 macro_rules! materialise {
     ($conn:expr, $limits:expr, $pinned:expr, $event:expr, $now:expr) => {{
-        let mut ids = Vec::with_capacity($pinned.len());
-        for row in $pinned {
-            $conn
-                .insert_keyed_run(&run_row($limits, row, $event, $now)?)
-                .await?;
-            ids.push(parse_id("delivery run id", &row.event_id, &row.run_id)?);
-        }
+        let mut rows = Vec::new();
+        let ids = pinned_runs($limits, $pinned, $event, $now, &mut rows)?;
+        $conn.insert_keyed_runs(rows).await?;
         Ok::<_, TxError>(ids)
     }};
 }

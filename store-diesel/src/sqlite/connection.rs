@@ -7,10 +7,17 @@ use diesel_async::RunQueryDsl;
 use super::SqliteConn;
 use crate::dialect::{Connection, TxWork};
 use crate::health::Watched;
+use crate::rows::RunRow;
 use crate::rows::events::{DeliveryRow, EventRow};
-use crate::schema::{flowstate_event_deliveries as deliveries, flowstate_events as events};
+use crate::schema::{
+    flowstate_event_deliveries as deliveries, flowstate_events as events, flowstate_runs as runs,
+};
 use crate::sql::Upsert;
 use crate::sql::typed::{DUE_ORDER, LeaseClock, pending};
+
+/// The most runs one insert of [`Connection::insert_keyed_runs`] carries
+/// (ten columns: 10,000 binds, under SQLite's 32,766).
+const RUNS_PER_INSERT: usize = 1_000;
 
 impl Connection for SqliteConn {
     /// The Julian day of the epoch is 2440587.5; `'now'` is one value for
@@ -71,6 +78,28 @@ impl Connection for SqliteConn {
         self.spawn_blocking(move |conn| {
             let insert = diesel::insert_into(deliveries::table).values(&rows);
             diesel::RunQueryDsl::execute(insert, conn)
+        })
+        .await
+    }
+
+    /// One multi-row `INSERT ... ON CONFLICT (idempotency_key) DO
+    /// NOTHING` per [`RUNS_PER_INSERT`] rows, from the blocking hop as
+    /// [`Self::insert_events`] (one statement a chunk, since [`RunRow`]
+    /// binds NULL rather than `DEFAULT`). The runs a dispatch batch
+    /// materialises then cost its write lock one hop, not one a run.
+    async fn insert_keyed_runs(&mut self, rows: Vec<RunRow>) -> QueryResult<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.spawn_blocking(move |conn| {
+            for chunk in rows.chunks(RUNS_PER_INSERT) {
+                let insert = diesel::insert_into(runs::table)
+                    .values(chunk)
+                    .on_conflict(runs::idempotency_key)
+                    .do_nothing();
+                diesel::RunQueryDsl::execute(insert, conn)?;
+            }
+            Ok(())
         })
         .await
     }

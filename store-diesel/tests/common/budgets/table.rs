@@ -318,27 +318,72 @@ pub const EVENTS: Table = Table {
         // Checked whole before anything is sent.
         ("emit_batch refused", &[]),
     ],
-    overrides: &[(
-        Dialect::Mysql,
-        &[
-            (
-                "emit now keyed, 2 matches",
-                &[
-                    "BEGIN", "SELECT", "INSERT", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT",
-                    "COMMIT",
-                ],
-            ),
-            // `INSERT IGNORE` counts a skipped row: a keyed batch reads the
-            // holders whatever it wrote.
-            (
-                "emit_batch now keyed, 2 events of 2 deliveries and a repeat",
-                &[
-                    "BEGIN", "SELECT", "INSERT", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT",
-                    "INSERT", "COMMIT",
-                ],
-            ),
-        ],
-    )],
+    overrides: &[
+        (
+            Dialect::Mysql,
+            &[
+                (
+                    "emit now keyed, 2 matches",
+                    &[
+                        "BEGIN", "SELECT", "INSERT", "SELECT", "INSERT", "INSERT", "INSERT",
+                        "INSERT", "COMMIT",
+                    ],
+                ),
+                // `INSERT IGNORE` counts a skipped row: a keyed batch reads the
+                // holders whatever it wrote.
+                (
+                    "emit_batch now keyed, 2 events of 2 deliveries and a repeat",
+                    &[
+                        "BEGIN", "SELECT", "INSERT", "SELECT", "INSERT", "INSERT", "INSERT",
+                        "INSERT", "INSERT", "COMMIT",
+                    ],
+                ),
+            ],
+        ),
+        (
+            Dialect::Sqlite,
+            // The runs of a transaction in one multi-row insert, sent from one
+            // blocking hop (each typed statement would be a hop of its own
+            // inside the write lock): one `INSERT` for all of them.
+            &[
+                (
+                    "emit now, 2 matches",
+                    &[
+                        "BEGIN", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT", "COMMIT",
+                    ],
+                ),
+                (
+                    "emit now keyed, 2 matches",
+                    &[
+                        "BEGIN", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT", "COMMIT",
+                    ],
+                ),
+                (
+                    "dispatch_event, 2 deliveries",
+                    &["BEGIN", "SELECT", "SELECT", "INSERT", "UPDATE", "COMMIT"],
+                ),
+                (
+                    "dispatch_next, 2 deliveries",
+                    &["BEGIN", "SELECT", "SELECT", "INSERT", "UPDATE", "COMMIT"],
+                ),
+                // 6 where three `dispatch_next` send 18.
+                (
+                    "dispatch_next_batch, 3 events of 2 deliveries",
+                    &["BEGIN", "SELECT", "SELECT", "INSERT", "UPDATE", "COMMIT"],
+                ),
+                (
+                    "emit_batch now keyed, 2 events of 2 deliveries and a repeat",
+                    &["BEGIN", "SELECT", "INSERT", "INSERT", "INSERT", "COMMIT"],
+                ),
+                (
+                    "emit_batch now keyed, 2 stored duplicates and 1 new",
+                    &[
+                        "BEGIN", "SELECT", "INSERT", "SELECT", "INSERT", "INSERT", "COMMIT",
+                    ],
+                ),
+            ],
+        ),
+    ],
 };
 
 /// The statement budgets of the lease, wait, child-run and effect ports
