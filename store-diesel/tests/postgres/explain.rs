@@ -44,12 +44,25 @@ ANALYZE;
 
 /// The plan of `sql` run with `args` (SQL literals, in `$n` order).
 pub(crate) async fn plan(conn: &mut AsyncPgConnection, sql: &str, args: &[String]) -> String {
-    conn.batch_execute("DEALLOCATE ALL").await.unwrap();
+    plan_with(conn, sql, "FORMAT TEXT", args).await
+}
+
+/// The plan of `sql` run with `args`, `EXPLAIN`ed with `options` (e.g.
+/// `ANALYZE, BUFFERS`), in a transaction rolled back after: an `EXPLAIN
+/// ANALYZE` runs the statement.
+pub(crate) async fn plan_with(
+    conn: &mut AsyncPgConnection,
+    sql: &str,
+    options: &str,
+    args: &[String],
+) -> String {
+    conn.batch_execute("DEALLOCATE ALL; BEGIN").await.unwrap();
     conn.batch_execute(&format!("PREPARE q AS {sql}"))
         .await
         .unwrap();
-    let explain = format!("EXPLAIN (FORMAT TEXT) EXECUTE q({})", args.join(", "));
+    let explain = format!("EXPLAIN ({options}) EXECUTE q({})", args.join(", "));
     let lines: Vec<PlanLine> = diesel::sql_query(explain).load(conn).await.unwrap();
+    conn.batch_execute("ROLLBACK").await.unwrap();
     let plan = lines
         .into_iter()
         .map(|l| l.line)

@@ -7,20 +7,12 @@
 
 use std::time::Duration;
 
-use diesel::QueryableByName;
-use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use flowstate_core::RunId;
 use flowstate_core::ports::RunLeaseStore;
 
+use crate::explain::{plan, plan_with};
 use crate::support;
-
-#[derive(QueryableByName)]
-struct PlanLine {
-    #[diesel(sql_type = Text)]
-    #[diesel(column_name = "QUERY PLAN")]
-    line: String,
-}
 
 /// 100k runs: one in a hundred running (a tenth of those with a cancel
 /// requested), the rest completed, failed or cancelled; some running runs
@@ -61,20 +53,15 @@ async fn the_claim_walks_its_partial_indexes_on_100k_runs() {
         "flowstate_runs_cancel_requested_idx",
     ][..];
     for (sql, args, indexes) in [
-        (&sent[0], "(0, 0, 1, 'w', 300000000)", claim_indexes),
-        (&sent[0], "(0, 0, 100, 'w', 300000000)", claim_indexes),
+        (&sent[0], "0, 0, 1, 'w', 300000000", claim_indexes),
+        (&sent[0], "0, 0, 100, 'w', 300000000", claim_indexes),
         (
             &renew[0],
-            "(300000000, 'run-00000100', 1, '{running,suspended}', 0)",
+            "300000000, 'run-00000100', 1, '{running,suspended}', 0",
             &["flowstate_runs_pkey"][..],
         ),
     ] {
-        let plan = explain(
-            &mut conn,
-            sql,
-            &format!("EXPLAIN (FORMAT TEXT) EXECUTE q{args}"),
-        )
-        .await;
+        let plan = plan(&mut conn, sql, &[args.to_owned()]).await;
         // The runs table is never scanned whole. The pending signals (taken
         // ones are deleted) may be read once into a hash when the planner
         // expects many waiting runs to check: its choice, by cost.
@@ -99,27 +86,6 @@ async fn the_claim_walks_its_partial_indexes_on_100k_runs() {
         }
     }
     support::drop_database(&url).await;
-}
-
-/// The plan of `sql` prepared as `q`, as `explain` (an `EXPLAIN ...
-/// EXECUTE q(...)`) prints it, in a transaction rolled back after (an
-/// `EXPLAIN ANALYZE` runs the claim).
-async fn explain(conn: &mut AsyncPgConnection, sql: &str, explain: &str) -> String {
-    conn.batch_execute("DEALLOCATE ALL; BEGIN").await.unwrap();
-    conn.batch_execute(&format!("PREPARE q AS {sql}"))
-        .await
-        .unwrap();
-    let lines: Vec<PlanLine> = diesel::sql_query(explain).load(conn).await.unwrap();
-    conn.batch_execute("ROLLBACK").await.unwrap();
-    let plan = lines
-        .into_iter()
-        .map(|l| l.line)
-        .collect::<Vec<_>>()
-        .join("\n");
-    if std::env::var_os("FLOWSTATE_PRINT_PLANS").is_some() {
-        eprintln!("{sql}\n{plan}\n");
-    }
-    plan
 }
 
 /// 100,000 running runs held by another worker until far in the future,
@@ -163,10 +129,11 @@ async fn the_claim_reads_no_run_under_a_live_lease() {
     assert_eq!(sorted, expected, "the oldest 32 leasable runs");
 
     // The same claim again, analysed: 68 free runs left, none run out.
-    let plan = explain(
+    let plan = plan_with(
         &mut conn,
         &sent[0],
-        "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) EXECUTE q(0, 0, 32, 'w', 300000000)",
+        "ANALYZE, BUFFERS, COSTS OFF, TIMING OFF",
+        &["0, 0, 32, 'w', 300000000".to_owned()],
     )
     .await;
     assert_eq!(
