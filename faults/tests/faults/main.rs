@@ -10,6 +10,7 @@
 
 mod events_restart;
 mod hostile_input;
+mod leases_restart;
 mod past_one_server;
 mod pool_exhaustion;
 mod pool_faults;

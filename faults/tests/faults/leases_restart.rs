@@ -1,0 +1,208 @@
+//! Run leases through a server restart: 400 runs, four workers each
+//! leasing up to 8 at a time (`claim_runs`, leases of 3 s) and finishing
+//! each, while the throw-away server is SIGKILLed and started again. A
+//! claim whose answer the kill cut off may have committed: its runs stay
+//! held until their lease runs out, then the claim's run-out range gives
+//! them to another worker (migration 000020's second range, exercised
+//! here for real). Judged from the database: every run completed, none
+//! left held or running; a run finished twice would need two tokens to
+//! hold at once, so the workers' won finishes must be exactly the runs.
+//! Time to heal runs from the server accepting connections again to the
+//! first run finished after it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use flowstate_core::ports::{RunLeaseStore, RunStore};
+use flowstate_core::{Error, NewRun, RunOutcome};
+use flowstate_faults::Scenario;
+use flowstate_faults::report::Heal;
+use flowstate_faults::sql::RawConn;
+use flowstate_store_diesel::Dialect;
+use serde_json::json;
+
+use crate::support::{bounded, migrated_server, store};
+
+/// Runs to lease and finish.
+const RUNS: u64 = 400;
+/// Workers leasing at once.
+const WORKERS: usize = 4;
+/// Runs finished before the kill.
+const KILL_AFTER: u64 = 100;
+/// The lease each claim takes: short, so runs a cut-off claim took come
+/// back within the scenario.
+const LEASE: Duration = Duration::from_secs(3);
+
+/// What the workers saw.
+#[derive(Default)]
+struct Seen {
+    /// Finishes that won.
+    finished: AtomicU64,
+    /// Finishes refused because the lease was lost (it ran out while the
+    /// server was down, and another worker may have it now).
+    lost: AtomicU64,
+    /// Calls that failed retryably.
+    errors: AtomicU64,
+    /// Calls that failed otherwise: each wrong.
+    wrong: AtomicU64,
+}
+
+/// The database's counts: runs completed, runs still held, runs running.
+async fn counts(url: &str) -> [u64; 3] {
+    let mut conn = RawConn::connect(url).await.expect("a raw connection");
+    let mut out = [0; 3];
+    let queries = [
+        "SELECT COUNT(*) AS n FROM flowstate_runs WHERE status = 'completed'",
+        "SELECT COUNT(*) AS n FROM flowstate_runs WHERE lease_owner IS NOT NULL",
+        "SELECT COUNT(*) AS n FROM flowstate_runs WHERE status = 'running'",
+    ];
+    for (slot, sql) in out.iter_mut().zip(queries) {
+        *slot = conn.count(sql).await.expect(sql);
+    }
+    out
+}
+
+async fn leases_through_a_server_restart(dialect: Dialect) {
+    let (mut server, url) = migrated_server(dialect).await;
+    let setup = store(&url, 2).await;
+    bounded("creating the runs", Duration::from_secs(60), async {
+        for i in 0..RUNS {
+            setup
+                .create_run(NewRun::new("faults.leased", json!({ "i": i })))
+                .await
+                .expect("a run");
+        }
+    })
+    .await;
+
+    let leasing = store(&url, WORKERS).await;
+    let seen = Arc::new(Seen::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|w| {
+            let (store, seen, stop) = (Arc::clone(&leasing), Arc::clone(&seen), Arc::clone(&stop));
+            tokio::spawn(async move {
+                let name = format!("worker-{w}");
+                while !stop.load(Ordering::SeqCst) {
+                    let leases = match store.claim_runs(&name, 8, LEASE).await {
+                        Ok(leases) => leases,
+                        Err(err) if err.is_retryable() => {
+                            seen.errors.fetch_add(1, Ordering::SeqCst);
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                        Err(err) => {
+                            seen.wrong.fetch_add(1, Ordering::SeqCst);
+                            eprintln!("{name}: claim_runs: {err}");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    if leases.is_empty() {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    for lease in leases {
+                        match store
+                            .finish(lease.run.id, lease.token, RunOutcome::Completed)
+                            .await
+                        {
+                            Ok(_) => seen.finished.fetch_add(1, Ordering::SeqCst),
+                            Err(Error::LeaseLost { .. }) => {
+                                seen.lost.fetch_add(1, Ordering::SeqCst)
+                            }
+                            Err(err) if err.is_retryable() => {
+                                seen.errors.fetch_add(1, Ordering::SeqCst)
+                            }
+                            Err(err) => {
+                                eprintln!("{name}: finish: {err}");
+                                seen.wrong.fetch_add(1, Ordering::SeqCst)
+                            }
+                        };
+                    }
+                }
+            })
+        })
+        .collect();
+
+    bounded("the leasing under way", Duration::from_secs(60), async {
+        while seen.finished.load(Ordering::SeqCst) < KILL_AFTER {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    })
+    .await;
+    let before_kill = seen.finished.load(Ordering::SeqCst);
+    server.kill().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let recovered_in = server
+        .restart()
+        .await
+        .unwrap_or_else(|err| panic!("restart: {err:#}"));
+    let back = Instant::now();
+    let at_restart = seen.finished.load(Ordering::SeqCst);
+    let healed = bounded("finishing again", Duration::from_secs(30), async {
+        while seen.finished.load(Ordering::SeqCst) <= at_restart {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        back.elapsed()
+    })
+    .await;
+    // Runs a cut-off claim took come back when their lease runs out.
+    let drained = tokio::time::timeout(Duration::from_secs(60), async {
+        while counts(&url).await[0] < RUNS {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .is_ok();
+    stop.store(true, Ordering::SeqCst);
+    for worker in workers {
+        bounded("a worker", Duration::from_secs(30), worker)
+            .await
+            .expect("a worker");
+    }
+
+    let [completed, held, running] = counts(&url).await;
+    let finished = seen.finished.load(Ordering::SeqCst);
+    let mut scenario = Scenario::new(
+        "run leases through a server restart",
+        dialect,
+        format!("{RUNS} runs, {WORKERS} workers, claim_runs of up to 8, leases of 3 s"),
+        "SIGKILL of the server mid-leasing, restart".into(),
+    );
+    scenario.lost += RUNS.saturating_sub(completed);
+    scenario.doubled += finished.saturating_sub(completed);
+    scenario.stuck += held + running;
+    scenario.wrong += seen.wrong.load(Ordering::SeqCst);
+    scenario.heal = Heal::Healed(healed);
+    let (lost, errors) = (
+        seen.lost.load(Ordering::SeqCst),
+        seen.errors.load(Ordering::SeqCst),
+    );
+    scenario.note(format!(
+        "server back in {} ms; {before_kill} finished before the kill; {errors} calls failed \
+         retryably, {lost} finishes found their lease lost; drained {}; {completed} runs \
+         completed, {finished} finishes won, {held} held, {running} running",
+        recovered_in.as_millis(),
+        if drained {
+            "in time"
+        } else {
+            "NOT within 60 s"
+        }
+    ));
+    assert!(
+        errors > 0,
+        "the kill hit no call: the scenario proves nothing"
+    );
+    scenario.finish();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_through_a_server_restart_postgres() {
+    leases_through_a_server_restart(Dialect::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_through_a_server_restart_mariadb() {
+    leases_through_a_server_restart(Dialect::Mysql).await;
+}
