@@ -107,7 +107,7 @@ async fn leases_through_a_server_restart(dialect: Dialect) {
                             .finish(lease.run.id, lease.token, RunOutcome::Completed)
                             .await
                         {
-                            Ok(_) => seen.finished.fetch_add(1, Ordering::SeqCst),
+                            Ok(()) => seen.finished.fetch_add(1, Ordering::SeqCst),
                             Err(Error::LeaseLost { .. }) => {
                                 seen.lost.fetch_add(1, Ordering::SeqCst)
                             }
