@@ -453,12 +453,22 @@ impl HookDb for CaseDb {
              WHERE TRIGGER_SCHEMA = '{}'",
             self.name
         );
+        // The read is only a barrier: a node applying the DDL may abort it
+        // as a deadlock (1213, seen once in CI), and it is read again.
         for by in 0..Galera::NODES {
             let mut conn = connect(&self.url(by)).await;
-            let _: Count =
-                diesel_async::RunQueryDsl::get_result(diesel::sql_query(&triggers), &mut conn)
-                    .await
-                    .unwrap_or_else(|err| panic!("{triggers}: {err}"));
+            for attempt in 1.. {
+                let read: Result<Count, _> =
+                    diesel_async::RunQueryDsl::get_result(diesel::sql_query(&triggers), &mut conn)
+                        .await;
+                match read {
+                    Ok(_) => break,
+                    Err(err) if attempt < 5 && err.to_string().contains("Deadlock") => {
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    }
+                    Err(err) => panic!("{triggers}: {err}"),
+                }
+            }
         }
     }
 }
