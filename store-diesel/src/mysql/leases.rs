@@ -6,16 +6,19 @@
 //! runs (forced onto `flowstate_runs_leasable`, on a virtual column of the
 //! leasable statuses and the lease's end, see [`pick_sql`]), which locks
 //! what it answers and skips what other claims hold. The runs to lease are
-//! two picks in one statement (`UNION ALL`): free runs, oldest first, and
-//! run-out leases, first run out first, each a range of the index that no
-//! run under a live lease is in, so the pick reads and locks no held run
-//! however many there are (one range of every unsettled run made it lock
-//! all of them: at 1,000,000 held, lock heaps filled the buffer pool and
-//! InnoDB aborted the server); the oldest `n` of the two are taken. Then
+//! three picks in one statement (`UNION ALL`): free runs that do not
+//! sleep, oldest first, sleeping runs whose time has come, first to wake
+//! first, and run-out leases, first run out first, each a range of the
+//! index that no run under a live lease and no run asleep is in, so the
+//! pick reads and locks no held or sleeping run however many there are
+//! (one range of every unsettled run made it lock all of them: at
+//! 1,000,000 held, lock heaps filled the buffer pool and InnoDB aborted
+//! the server); the oldest `n` of the three are taken. Then
 //! the `UPDATE` of exactly those runs,
 //! and the runs read back, in the same transaction. Runs with a cancel
-//! requested are taken and settled the same way, before. Sleeping and
-//! waiting runs are left out by [`crate::sql::waits::awake`]. The time is
+//! requested are taken and settled the same way, before. Runs waiting on
+//! a signal or their children are left out by
+//! [`crate::sql::waits::awake`]. The time is
 //! the server's ([`crate::lease_clock`]).
 //!
 //! The pick's lock is not what decides. On Galera a row lock is local to
@@ -171,17 +174,19 @@ fn pick_where(cancel: u8) -> String {
 /// cancel requested, locked, with the token each holds.
 ///
 /// With a cancel requested: one range, oldest first. Binds: the lease
-/// clock offset (twice), how many. Without: the free runs (no lease),
-/// oldest first, and the run-out leases, first run out first, each its own
-/// range of the index, `UNION ALL`, the oldest `n` of both. Binds: the
-/// offset, how many; the offset (twice), how many; how many. The runs a
-/// part locked and the `LIMIT` left out stay locked until the claim
-/// commits (at most `n` more).
+/// clock offset (twice), how many. Without: the free runs (no lease) that
+/// do not sleep, oldest first, the sleeping runs whose time has come,
+/// first to wake first, and the run-out leases, first run out first, each
+/// its own range of the index, `UNION ALL`, the oldest `n` of the three.
+/// Binds: the offset, how many; the offset, how many; the offset (twice),
+/// how many; how many. The runs a part locked and the `LIMIT` left out
+/// stay locked until the claim commits (at most `2n` more).
 ///
 /// `FORCE INDEX` names `flowstate_runs_leasable` (migrations
-/// `2026-12-01-000007_lease_claim` and `2026-12-06-000020_free_runs_claim`:
-/// the virtual column `leasable`, 1 for the leasable statuses, the cancel
-/// flag, the lease's end, then creation order): otherwise MariaDB walks
+/// `2026-12-01-000007_lease_claim`, `2026-12-06-000020_free_runs_claim`
+/// and `2026-12-07-000021_sleeping_runs_claim`: the virtual column
+/// `leasable`, 1 for the leasable statuses, the cancel flag, the lease's
+/// end, the virtual `sleep_until`, then creation order): otherwise MariaDB walks
 /// `flowstate_runs_created`, the `ORDER BY`'s own index, and reads and
 /// locks every settled run older than the first runnable one (SCHEMA.md,
 /// Decisions, "MySQL's run claim index"). The DSL has no index hint, so
@@ -200,17 +205,28 @@ fn pick_sql(cancel: u8) -> String {
         return part(&pick_where(1), "created_at, id");
     }
     let free = format!(
-        "leasable = 1 AND cancel_requested = 0 AND {}",
+        "leasable = 1 AND cancel_requested = 0 AND sleep_until IS NULL AND {}",
         crate::sql::waits::free_sql(&at)
+    );
+    // `sleep_until` is `wake_at` where the run sleeps (migration 000021),
+    // so this is `due_sql` in the index's own column: a range of it.
+    let due = format!(
+        "leasable = 1 AND cancel_requested = 0 AND lease_expires_at IS NULL \
+         AND sleep_until <= {at}"
     );
     let run_out = format!(
         "leasable = 1 AND cancel_requested = 0 AND {}",
         crate::sql::waits::run_out_sql(&at)
     );
+    // Each part's `ORDER BY` is its range's index order, so none sorts:
+    // a leased run never sleeps (a claim clears the wait), so its
+    // `sleep_until` is `NULL` and the run-out order is the lease's end,
+    // then creation.
     format!(
-        "({}) UNION ALL ({}) ORDER BY created_at, id LIMIT ?",
+        "({}) UNION ALL ({}) UNION ALL ({}) ORDER BY created_at, id LIMIT ?",
         part(&free, "created_at, id"),
-        part(&run_out, "lease_expires_at, created_at, id"),
+        part(&due, "sleep_until, created_at, id"),
+        part(&run_out, "lease_expires_at, sleep_until, created_at, id"),
     )
 }
 
@@ -330,6 +346,8 @@ async fn pick(
             .bind::<BigInt, _>(claim.offset)
             .bind::<BigInt, _>(spread.limit())
             .bind::<BigInt, _>(claim.offset)
+            .bind::<BigInt, _>(spread.limit())
+            .bind::<BigInt, _>(claim.offset)
             .bind::<BigInt, _>(claim.offset)
             .bind::<BigInt, _>(spread.limit())
             .bind::<BigInt, _>(spread.limit())
@@ -431,22 +449,37 @@ mod tests {
         );
 
         let leases = &PICKS[0];
-        let (free, run_out) = leases.split_once(") UNION ALL (").expect("two parts");
+        let parts: Vec<&str> = leases.split(") UNION ALL (").collect();
+        let [free, due, run_out] = parts[..] else {
+            panic!("three parts: {leases}");
+        };
         assert!(free.starts_with(
             "(SELECT id, lease_token, created_at FROM flowstate_runs \
              FORCE INDEX (flowstate_runs_leasable) \
-             WHERE leasable = 1 AND cancel_requested = 0 AND status IN ("
+             WHERE leasable = 1 AND cancel_requested = 0 AND sleep_until IS NULL AND status IN ("
         ));
         assert!(free.contains("AND lease_expires_at IS NULL AND"), "{free}");
         assert!(free.ends_with("ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED"));
         assert_eq!(free.matches("UTC_TIMESTAMP(6)) + ?").count(), 1, "{free}");
         assert!(
+            due.contains(
+                "WHERE leasable = 1 AND cancel_requested = 0 AND lease_expires_at IS NULL \
+                 AND sleep_until <= TIMESTAMPDIFF("
+            ),
+            "{due}"
+        );
+        assert!(
+            due.ends_with("ORDER BY sleep_until, created_at, id LIMIT ? FOR UPDATE SKIP LOCKED"),
+            "{due}"
+        );
+        assert_eq!(due.matches("UTC_TIMESTAMP(6)) + ?").count(), 1, "{due}");
+        assert!(
             run_out.contains("AND lease_expires_at <= TIMESTAMPDIFF("),
             "{run_out}"
         );
         assert!(run_out.ends_with(
-            "ORDER BY lease_expires_at, created_at, id LIMIT ? FOR UPDATE SKIP LOCKED) \
-             ORDER BY created_at, id LIMIT ?"
+            "ORDER BY lease_expires_at, sleep_until, created_at, id LIMIT ? \
+             FOR UPDATE SKIP LOCKED) ORDER BY created_at, id LIMIT ?"
         ));
         assert_eq!(
             run_out.matches("UTC_TIMESTAMP(6)) + ?").count(),

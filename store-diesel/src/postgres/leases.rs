@@ -1,17 +1,19 @@
 //! The run claim on PostgreSQL: one statement, win or lose.
 //!
-//! `WITH cancelled AS (UPDATE ...), free AS (SELECT ...), run_out AS
-//! (SELECT ...) UPDATE ... RETURNING *`. The first settles up to `n`
-//! runs with a cancel requested, picked from their partial index
-//! (`flowstate_runs_cancel_requested_idx`). The lease's two picks read
-//! apart what may be leased: up to `n` free runs, oldest first, from
-//! `flowstate_runs_free_idx` (unsettled runs holding no lease), and up to
-//! `n` run-out leases, first run out first, from
-//! `flowstate_runs_lease_expiry_idx`, a range that ends at the clock. A
-//! run under a live lease is in neither range, so a claim reads no held
-//! run however many an engine holds (one index of every unsettled run
-//! made each claim read past all of them: 0.016x at 1,000,000 held). The
-//! `UPDATE` leases the `n` oldest of the two picks. Each pick locks what
+//! `WITH cancelled AS (UPDATE ...), free AS (SELECT ...), due AS
+//! (SELECT ...), run_out AS (SELECT ...) UPDATE ... RETURNING *`. The
+//! first settles up to `n` runs with a cancel requested, picked from their
+//! partial index (`flowstate_runs_cancel_requested_idx`). The lease's three
+//! picks read apart what may be leased: up to `n` free runs that do not
+//! sleep, oldest first, from `flowstate_runs_free_idx`; up to `n` sleeping
+//! runs whose time has come, first to wake first, from
+//! `flowstate_runs_sleeping_idx`; and up to `n` run-out leases, first run
+//! out first, from `flowstate_runs_lease_expiry_idx`. The last two are
+//! ranges that end at the clock. A run under a live lease or asleep is in
+//! no range, so a claim reads no held or sleeping run however many an
+//! engine has (one index of every unsettled run made each claim read past
+//! all of them: 0.016x at 1,000,000 held). The `UPDATE` leases the `n`
+//! oldest of the three picks. Each pick locks what
 //! it reads with `FOR UPDATE SKIP LOCKED`, so concurrent claims skip each
 //! other's rows instead of queueing on them, and a row another claim
 //! committed first is re-checked against the pick's predicate (READ
@@ -43,6 +45,7 @@ static CLAIM_RUNS: LazyLock<String> = LazyLock::new(|| {
     let at = format!("{now} + $2");
     let runnable = crate::sql::waits::runnable_sql(&at);
     let free = crate::sql::waits::free_sql(&at);
+    let due = crate::sql::waits::due_sql(&at);
     let run_out = crate::sql::waits::run_out_sql(&at);
     format!(
         "WITH cancelled AS (UPDATE flowstate_runs SET status = '{cancelled}', updated_at = $1, \
@@ -52,11 +55,14 @@ static CLAIM_RUNS: LazyLock<String> = LazyLock::new(|| {
            ORDER BY created_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING id), \
          free AS (SELECT id, created_at FROM flowstate_runs WHERE {free} AND NOT cancel_requested \
            ORDER BY created_at, id LIMIT $3 FOR UPDATE SKIP LOCKED), \
+         due AS (SELECT id, created_at FROM flowstate_runs WHERE {due} AND NOT cancel_requested \
+           ORDER BY wake_at, id LIMIT $3 FOR UPDATE SKIP LOCKED), \
          run_out AS (SELECT id, created_at FROM flowstate_runs WHERE {run_out} \
            AND NOT cancel_requested ORDER BY lease_expires_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) \
          UPDATE flowstate_runs SET lease_token = lease_token + 1, lease_owner = $4, \
            lease_expires_at = {now} + $5, wake_at = NULL, waiting_on = NULL WHERE id IN \
            (SELECT id FROM (SELECT id, created_at FROM free UNION ALL \
+           SELECT id, created_at FROM due UNION ALL \
            SELECT id, created_at FROM run_out) AS picked ORDER BY created_at, id LIMIT $3) \
          RETURNING *",
         cancelled = RunStatus::Cancelled.as_str(),

@@ -27,9 +27,9 @@ pub(crate) fn awake(now: &str) -> String {
 /// The condition, on a row of `flowstate_runs`, that the run may be leased
 /// at time `now` (an SQL expression, read twice): unsettled, its lease free
 /// or run out, and [`awake`]. The text of `store::runnable!`, for the
-/// hand-written run claims' guards; their picks read its two halves apart
-/// ([`free_sql`], [`run_out_sql`]), each from an index that holds no run
-/// under a live lease.
+/// hand-written run claims' guards; their picks read its three parts apart
+/// ([`free_sql`], [`due_sql`], [`run_out_sql`]), each from an index that
+/// holds no run under a live lease and no run asleep.
 pub(crate) fn runnable_sql(now: &str) -> String {
     format!(
         "{} AND (lease_expires_at IS NULL OR lease_expires_at <= {now}) AND {}",
@@ -38,20 +38,47 @@ pub(crate) fn runnable_sql(now: &str) -> String {
     )
 }
 
-/// The half of [`runnable_sql`] a claim reads first: the run is unsettled,
-/// holds no lease, and is [`awake`] at `now` (read once). The predicate of
-/// the free-runs index (`flowstate_runs_free_idx` on PostgreSQL and SQLite,
-/// the `lease_expires_at IS NULL` ref of `flowstate_runs_leasable` on
-/// MySQL), so a claim walks free runs only, oldest first.
+/// The part of [`runnable_sql`] a claim reads first: the run is
+/// unsettled, holds no lease, does not sleep (see [`SLEEPS`]), and is
+/// [`awake`] at `now` (read once). The predicate of the free-runs index
+/// (`flowstate_runs_free_idx` on PostgreSQL and SQLite, the
+/// `sleep_until IS NULL AND lease_expires_at IS NULL` ref of
+/// `flowstate_runs_leasable` on MySQL), so a claim walks free runs only,
+/// oldest first. A run waiting on a signal or its children stays in it:
+/// what wakes it is another row, not a write to the run.
 pub(crate) fn free_sql(now: &str) -> String {
     format!(
-        "{} AND lease_expires_at IS NULL AND {}",
+        "{} AND lease_expires_at IS NULL AND {DOES_NOT_SLEEP} AND {}",
         status_in("status", &crate::sql::leasable_texts()),
         awake(now)
     )
 }
 
-/// The other half of [`runnable_sql`]: the run is unsettled, its lease ran
+/// The condition, on a row of `flowstate_runs`, that the run sleeps: it
+/// has a time to wake and waits on nothing else (no signal, no children),
+/// so its time alone wakes it. Such a run is in no claim range until that
+/// time ([`due_sql`]): a claim reads no sleeping run however many an
+/// engine has put to sleep. MySQL's virtual `sleep_until` column is
+/// `wake_at` where this holds, `NULL` elsewhere.
+pub(crate) const SLEEPS: &str = "(wake_at IS NOT NULL AND waiting_on IS NULL)";
+
+/// [`SLEEPS`] negated, spelt as the free-runs index's predicate spells it
+/// (a planner matches a partial index's terms by their text).
+pub(crate) const DOES_NOT_SLEEP: &str = "(wake_at IS NULL OR waiting_on IS NOT NULL)";
+
+/// The third part of [`runnable_sql`]: the run is unsettled, holds no
+/// lease, [sleeps](SLEEPS), and its time has come at `now` (read once).
+/// A range of the sleeping-runs index (`flowstate_runs_sleeping_idx` on
+/// PostgreSQL and SQLite, `flowstate_runs_leasable`'s `sleep_until` on
+/// MySQL) that ends at the clock, first to wake first.
+pub(crate) fn due_sql(now: &str) -> String {
+    format!(
+        "{} AND lease_expires_at IS NULL AND {SLEEPS} AND wake_at <= {now}",
+        status_in("status", &crate::sql::leasable_texts()),
+    )
+}
+
+/// The last part of [`runnable_sql`]: the run is unsettled, its lease ran
 /// out at `now` (read twice: the lease, then [`awake`]). A range of the
 /// lease-expiry index that ends at the clock, so a claim reads no lease
 /// still held, however many there are.

@@ -3,17 +3,20 @@
 //! SQLite has no `SKIP LOCKED` and needs none: the write lock, taken up
 //! front, makes the claims one at a time, and each sees every earlier one.
 //! 1. Settle up to `n` runnable runs with a cancel requested, as cancelled.
-//! 2. Lease the `n` oldest of up to `n` free runs (no lease), from
-//!    `flowstate_runs_free_idx` in creation order, and up to `n` run-out
-//!    leases, from `flowstate_runs_lease_expiry_idx` first run out first,
-//!    `RETURNING *`.
+//! 2. Lease the `n` oldest of up to `n` free runs (no lease) that do not
+//!    sleep, from `flowstate_runs_free_idx` in creation order, up to `n`
+//!    sleeping runs whose time has come, from
+//!    `flowstate_runs_sleeping_idx` first to wake first, and up to `n`
+//!    run-out leases, from `flowstate_runs_lease_expiry_idx` first run out
+//!    first, `RETURNING *`.
 //!
 //! Both read the time as SQLite's `'now'` ([`crate::lease_clock`]); the
 //! settling walks `flowstate_runs_cancel_requested_idx`. A run under a
-//! live lease is in neither of the lease's ranges, so a claim reads no
-//! held run, however many there are: one index of every unsettled run
-//! made each claim read past all of them, holding the one writer while it
-//! did (`database is locked` for the others at 1,000,000 held).
+//! live lease or asleep is in none of the lease's ranges, so a claim reads
+//! no held or sleeping run, however many there are: one index of every
+//! unsettled run made each claim read past all of them, holding the one
+//! writer while it did (`database is locked` for the others at 1,000,000
+//! held).
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -47,9 +50,11 @@ fn cancel_pick() -> String {
 }
 
 /// The `IN (SELECT ...)` of the runs to lease: the oldest `n` of the
-/// oldest `n` free runs and the first `n` run-out leases, each read from
-/// its own index (named, as [`cancel_pick`]'s). Binds: the lease clock
-/// offset (once), how many; the offset (twice), how many; how many.
+/// oldest `n` free runs that do not sleep, the first `n` sleeping runs to
+/// wake whose time has come, and the first `n` run-out leases, each read
+/// from its own index (named, as [`cancel_pick`]'s). Binds: the lease
+/// clock offset (once), how many; the offset (once), how many; the offset
+/// (twice), how many; how many.
 fn lease_pick() -> String {
     let now = <SqliteConn as Connection>::NOW_US;
     let at = format!("{now} + ?");
@@ -60,10 +65,15 @@ fn lease_pick() -> String {
          ORDER BY created_at, id LIMIT ?) \
          UNION ALL \
          SELECT id, created_at FROM (SELECT id, created_at FROM flowstate_runs \
+         INDEXED BY flowstate_runs_sleeping_idx WHERE {due} AND cancel_requested = 0 \
+         ORDER BY wake_at, id LIMIT ?) \
+         UNION ALL \
+         SELECT id, created_at FROM (SELECT id, created_at FROM flowstate_runs \
          INDEXED BY flowstate_runs_lease_expiry_idx WHERE {run_out} AND cancel_requested = 0 \
          ORDER BY lease_expires_at, id LIMIT ?)) \
          ORDER BY created_at, id LIMIT ?",
         free = crate::sql::waits::free_sql(&at),
+        due = crate::sql::waits::due_sql(&at),
         run_out = crate::sql::waits::run_out_sql(&at),
     )
 }
@@ -116,6 +126,8 @@ pub(super) async fn claim_runs(
         let claimed: Vec<LeasedRunRow> = diesel::sql_query(CLAIM.as_str())
             .bind::<Text, _>(&worker)
             .bind::<BigInt, _>(until)
+            .bind::<BigInt, _>(offset)
+            .bind::<BigInt, _>(i64::from(n))
             .bind::<BigInt, _>(offset)
             .bind::<BigInt, _>(i64::from(n))
             .bind::<BigInt, _>(offset)

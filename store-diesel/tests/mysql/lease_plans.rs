@@ -3,10 +3,10 @@
 //! `flowstate_runs_leasable` from the first runnable run, not the
 //! creation-order index through every settled run before it (which the
 //! optimizer chose, at 77 ms a claim, until the pick named its index).
-//! When an engine holds many runs under live leases, the pick must read
-//! and lock none of them (one range of every unsettled run made it lock
-//! all of them: at 1,000,000 held, InnoDB aborted the server when lock
-//! heaps filled its buffer pool).
+//! When an engine holds many runs under live leases or has put many to
+//! sleep, the pick must read and lock none of them (one range of every
+//! unsettled run made it lock all of them: at 1,000,000 held, InnoDB
+//! aborted the server when lock heaps filled its buffer pool).
 
 use diesel::sql_types::BigInt;
 use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
@@ -37,17 +37,21 @@ fn settled_seed() -> String {
     )
 }
 
-/// 20,000 running runs held by another worker until far in the future,
-/// then 10 whose lease ran out and 90 free, the newest: an engine with
-/// 20,000 runs in flight.
+/// 10,000 running runs held by another worker until far in the future,
+/// 10,000 asleep until far in the future, then 5 asleep whose time has
+/// come, 5 whose lease ran out and 90 free, the newest: an engine with
+/// 20,000 runs in flight or asleep.
 fn held_seed() -> String {
     format!(
         "INSERT INTO flowstate_runs (id, workflow, status, input, created_at, updated_at,
-                                     lease_owner, lease_expires_at, lease_token)
+                                     lease_owner, lease_expires_at, lease_token, wake_at)
          {NUMBERS}
          SELECT CONCAT('00000000-0000-7000-8000-', LPAD(i, 12, '0')), 'wf', 'running', '{{}}',
-                i, i, IF(i < 20010, 'other', NULL),
-                CASE WHEN i < 20000 THEN 9000000000000000 WHEN i < 20010 THEN 5 END, 1
+                i, i, IF(i < 10000 OR i BETWEEN 20005 AND 20009, 'other', NULL),
+                CASE WHEN i < 10000 THEN 9000000000000000 WHEN i BETWEEN 20005 AND 20009 THEN 5 END,
+                1,
+                CASE WHEN i BETWEEN 10000 AND 19999 THEN 9000000000000000
+                     WHEN i BETWEEN 20000 AND 20004 THEN 5 END
          FROM n WHERE i < 20100;
          ANALYZE TABLE flowstate_runs;"
     )
@@ -75,7 +79,9 @@ fn picks(statements: &[String]) -> (String, String) {
 /// The lease pick's binds for `n` runs at the server's own time.
 fn lease_args(n: u32) -> Vec<String> {
     let n = n.to_string();
-    ["0", &n, "0", "0", &n, &n].map(str::to_owned).to_vec()
+    ["0", &n, "0", &n, "0", "0", &n, &n]
+        .map(str::to_owned)
+        .to_vec()
 }
 
 /// A run a pick answered.
@@ -121,8 +127,12 @@ async fn the_run_claim_walks_the_leasable_index_past_settled_runs() {
 
     let rows = plan(&mut conn, &leases, &lease_args(2)).await;
     let runs = reads(&rows);
-    assert_eq!(runs.len(), 2, "a free part and a run-out part: {rows:#?}");
-    for (read, access) in runs.iter().zip(["ref", "range"]) {
+    assert_eq!(
+        runs.len(),
+        3,
+        "a free part, a due part and a run-out part: {rows:#?}"
+    );
+    for (read, access) in runs.iter().zip(["ref", "range", "range"]) {
         assert_eq!(
             read.key.as_deref(),
             Some("flowstate_runs_leasable"),
@@ -136,7 +146,7 @@ async fn the_run_claim_walks_the_leasable_index_past_settled_runs() {
 }
 
 #[tokio::test]
-async fn the_run_claim_reads_and_locks_no_run_under_a_live_lease() {
+async fn the_run_claim_reads_and_locks_no_run_held_or_asleep() {
     let (db, mut conn, log, store) = support::seeded(&held_seed()).await;
     let lease_for = std::time::Duration::from_secs(60);
     let (leased, statements) = log.capture(store.claim_runs("w", 32, lease_for)).await;
@@ -151,14 +161,15 @@ async fn the_run_claim_reads_and_locks_no_run_under_a_live_lease() {
         .collect();
     assert_eq!(
         ids, oldest,
-        "the 10 run-out leases and the 22 oldest free runs"
+        "the 5 woken runs, the 5 run-out leases and the 22 oldest free runs"
     );
 
     // The pick again, in a transaction: the records it locked (68 free
-    // runs left, none run out) are what it read. InnoDB counts each index
-    // record it locks: a run's entry in the index, its row, and the next
-    // entry after each range, so a pick of 32 locks under 4 a run; a
-    // pick that read the held runs would lock 20,000 at least.
+    // runs left, none run out or woken) are what it read. InnoDB counts
+    // each index record it locks: a run's entry in the index, its row, and
+    // the next entry after each range, so a pick of 32 locks under 4 a
+    // run; a pick that read the held or sleeping runs would lock 10,000 at
+    // least.
     let (_, leases) = picks(&statements);
     conn.batch_execute("BEGIN").await.unwrap();
     let picked: Vec<Picked> = diesel::sql_query(bound(&leases, &lease_args(32)))
@@ -176,7 +187,7 @@ async fn the_run_claim_reads_and_locks_no_run_under_a_live_lease() {
     conn.batch_execute("ROLLBACK").await.unwrap();
     assert!(
         (32..=128).contains(&locked),
-        "the pick locked {locked} rows for 32 runs (20,000 held)"
+        "the pick locked {locked} rows for 32 runs (10,000 held, 10,000 asleep)"
     );
     let held: i64 = diesel::select(diesel::dsl::sql::<BigInt>(
         "(SELECT COUNT(*) FROM flowstate_runs WHERE lease_owner = 'other')",
@@ -184,6 +195,14 @@ async fn the_run_claim_reads_and_locks_no_run_under_a_live_lease() {
     .get_result(&mut conn)
     .await
     .unwrap();
-    assert_eq!(held, 20_000, "every live lease still held");
+    assert_eq!(held, 10_000, "every live lease still held");
+    let asleep: i64 = diesel::select(diesel::dsl::sql::<BigInt>(
+        "(SELECT COUNT(*) FROM flowstate_runs WHERE wake_at = 9000000000000000 \
+          AND lease_owner IS NULL)",
+    ))
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(asleep, 10_000, "every sleeper still asleep");
     db.drop_database().await;
 }

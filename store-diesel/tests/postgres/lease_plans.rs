@@ -1,9 +1,10 @@
 //! The run claim's plan on 100k runs, 99% of them settled: the statement
 //! the store really sends (from its `StatementLog`) is prepared and
-//! `EXPLAIN EXECUTE`d, and each of its three picks must walk its partial
+//! `EXPLAIN EXECUTE`d, and each of its four picks must walk its partial
 //! index in order: no `Seq Scan` of the runs, no `Sort` but the merge of
-//! the two lease picks' few rows. Then the claim among 100k runs held
-//! under a live lease: `EXPLAIN ANALYZE` shows it reads none of them.
+//! the three lease picks' few rows. Then the claim among 100k runs held
+//! under a live lease or asleep: `EXPLAIN ANALYZE` shows it reads none of
+//! them.
 
 use std::time::Duration;
 
@@ -16,7 +17,8 @@ use crate::support;
 
 /// 100k runs: one in a hundred running (a tenth of those with a cancel
 /// requested), the rest completed, failed or cancelled; some running runs
-/// leased until far in the future, some waiting on a signal; 10k signals.
+/// leased until far in the future, some waiting on a signal, some asleep;
+/// 10k signals.
 const LOAD: &str = "
 INSERT INTO flowstate_runs (id, workflow, status, input, created_at, updated_at,
                             cancel_requested, lease_owner, lease_expires_at, lease_token)
@@ -30,6 +32,8 @@ SELECT 'run-' || lpad(g::text, 8, '0'), 'wf',
        CASE WHEN g % 300 = 0 THEN 1 ELSE 0 END
 FROM generate_series(1, 100000) AS g;
 UPDATE flowstate_runs SET waiting_on = 'sig' WHERE status = 'running' AND right(id, 3) = '500';
+UPDATE flowstate_runs SET wake_at = 9000000000000000
+WHERE status = 'running' AND right(id, 3) = '700' AND lease_owner IS NULL;
 INSERT INTO flowstate_run_signals (run_id, name, payload, sent_at)
 SELECT 'run-' || lpad(g::text, 8, '0'), 'sig', '{}'::jsonb, g
 FROM generate_series(1, 100000, 10) AS g;
@@ -49,6 +53,7 @@ async fn the_claim_walks_its_partial_indexes_on_100k_runs() {
 
     let claim_indexes = &[
         "flowstate_runs_free_idx",
+        "flowstate_runs_sleeping_idx",
         "flowstate_runs_lease_expiry_idx",
         "flowstate_runs_cancel_requested_idx",
     ][..];
@@ -70,7 +75,7 @@ async fn the_claim_walks_its_partial_indexes_on_100k_runs() {
             "a scan of the whole runs table:\n{plan}"
         );
         // The one sort allowed is the merge of the lease picks' rows (at
-        // most twice the claim's size), keyed on their CTEs.
+        // most three times the claim's size), keyed on their CTEs.
         for line in plan.lines().filter(|l| l.contains("Sort Key")) {
             assert!(
                 line.contains("Sort Key: free.created_at"),
@@ -88,16 +93,20 @@ async fn the_claim_walks_its_partial_indexes_on_100k_runs() {
     support::drop_database(&url).await;
 }
 
-/// 100,000 running runs held by another worker until far in the future,
-/// then 10 whose lease ran out and 90 free, the newest: an engine with
-/// 100,000 runs in flight.
+/// 50,000 running runs held by another worker until far in the future,
+/// 50,000 asleep until far in the future, then 5 asleep whose time has
+/// come, 5 whose lease ran out and 90 free, the newest: an engine with
+/// 100,000 runs in flight or asleep.
 const HELD: &str = "
 INSERT INTO flowstate_runs (id, workflow, status, input, created_at, updated_at,
-                            lease_owner, lease_expires_at, lease_token)
+                            lease_owner, lease_expires_at, lease_token, wake_at)
 SELECT '00000000-0000-7000-8000-' || lpad(g::text, 12, '0'), 'wf', 'running',
        '{}'::jsonb, g, g,
-       CASE WHEN g <= 100010 THEN 'other' END,
-       CASE WHEN g <= 100000 THEN 9000000000000000 WHEN g <= 100010 THEN 5 END, 1
+       CASE WHEN g <= 50000 OR g BETWEEN 100006 AND 100010 THEN 'other' END,
+       CASE WHEN g <= 50000 THEN 9000000000000000 WHEN g BETWEEN 100006 AND 100010 THEN 5 END,
+       1,
+       CASE WHEN g BETWEEN 50001 AND 100000 THEN 9000000000000000
+            WHEN g BETWEEN 100001 AND 100005 THEN 5 END
 FROM generate_series(1, 100100) AS g;
 ANALYZE;
 ";
@@ -111,7 +120,7 @@ fn removed_by_filters(plan: &str) -> u64 {
 }
 
 #[tokio::test]
-async fn the_claim_reads_no_run_under_a_live_lease() {
+async fn the_claim_reads_no_run_held_or_asleep() {
     let (store, log, url) = support::logged_store().await;
     let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
     conn.batch_execute(HELD).await.unwrap();
@@ -119,7 +128,8 @@ async fn the_claim_reads_no_run_under_a_live_lease() {
     let lease = Duration::from_secs(300);
     let (leased, sent) = log.capture(store.claim_runs("w", 32, lease)).await;
     let leased = leased.unwrap();
-    // The 10 run-out leases are the oldest leasable runs, then 22 free.
+    // The 5 woken runs and the 5 run-out leases are the oldest leasable
+    // runs, then 22 free.
     let ids: Vec<String> = leased.iter().map(|l| l.run.id.to_string()).collect();
     let expected: Vec<String> = (100_001..=100_032)
         .map(|g| format!("00000000-0000-7000-8000-{g:012}"))
@@ -128,7 +138,8 @@ async fn the_claim_reads_no_run_under_a_live_lease() {
     sorted.sort();
     assert_eq!(sorted, expected, "the oldest 32 leasable runs");
 
-    // The same claim again, analysed: 68 free runs left, none run out.
+    // The same claim again, analysed: 68 free runs left, none run out or
+    // woken.
     let plan = plan_with(
         &mut conn,
         &sent[0],
@@ -141,7 +152,11 @@ async fn the_claim_reads_no_run_under_a_live_lease() {
         0,
         "the claim read runs it could not take:\n{plan}"
     );
-    for index in ["flowstate_runs_free_idx", "flowstate_runs_lease_expiry_idx"] {
+    for index in [
+        "flowstate_runs_free_idx",
+        "flowstate_runs_sleeping_idx",
+        "flowstate_runs_lease_expiry_idx",
+    ] {
         let scan = plan
             .lines()
             .find(|l| l.contains(&format!("Index Scan using {index}")))
@@ -160,6 +175,14 @@ async fn the_claim_reads_no_run_under_a_live_lease() {
     .get_result(&mut conn)
     .await
     .unwrap();
-    assert_eq!(held, 100_000, "every live lease still held");
+    assert_eq!(held, 50_000, "every live lease still held");
+    let asleep: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+        "(SELECT count(*) FROM flowstate_runs WHERE wake_at = 9000000000000000 \
+          AND lease_owner IS NULL)",
+    ))
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(asleep, 50_000, "every sleeper still asleep");
     support::drop_database(&url).await;
 }

@@ -110,7 +110,11 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
         ("flowstate_runs_created", "(created_at, id)"),
         (
             "flowstate_runs_free_idx",
-            "(created_at, id)\n    WHERE status IN ('running', 'suspended') AND cancel_requested = 0\n      AND lease_expires_at IS NULL",
+            "(created_at, id)\n    WHERE status IN ('running', 'suspended') AND cancel_requested = 0\n      AND lease_expires_at IS NULL AND (wake_at IS NULL OR waiting_on IS NOT NULL)",
+        ),
+        (
+            "flowstate_runs_sleeping_idx",
+            "(wake_at, id)\n    WHERE status IN ('running', 'suspended') AND cancel_requested = 0\n      AND lease_expires_at IS NULL AND wake_at IS NOT NULL AND waiting_on IS NULL",
         ),
         (
             "flowstate_runs_cancel_requested_idx",

@@ -186,14 +186,19 @@ async fn every_statement_searches_an_index() {
                 ]
             );
         }
-        // The claim walks the free runs and the run-out leases, each in
-        // its index's order, and sorts only the merge of the two (at most
-        // twice its size); the cancel sweep walks the runs with a cancel
-        // requested: no sort, no scan.
+        // The claim walks the free runs, the sleeping runs whose time has
+        // come and the run-out leases, each in its index's order, and
+        // sorts only the merge of the three (at most three times its
+        // size); the cancel sweep walks the runs with a cancel requested:
+        // no sort, no scan.
         if sql.starts_with("UPDATE flowstate_runs SET lease_token") {
             let merges = plan.iter().filter(|s| s.contains("TEMP B-TREE")).count();
             assert_eq!(merges, 1, "{sql}\n{plan:#?}");
-            for index in ["flowstate_runs_free_idx", "flowstate_runs_lease_expiry_idx"] {
+            for index in [
+                "flowstate_runs_free_idx",
+                "flowstate_runs_sleeping_idx",
+                "flowstate_runs_lease_expiry_idx",
+            ] {
                 assert!(
                     plan.iter().any(|s| s.contains(index)),
                     "{index}: {sql}\n{plan:#?}"

@@ -99,6 +99,7 @@ macro_rules! __port_family {
                     signal_before_wait_is_not_lost,
                     wait_deadline_wakes_the_run,
                     wake_expired_clears_waits_past_their_time,
+                    claim_runs_takes_woken_and_free_runs_past_sleeping_ones,
                     wait_and_signal_refusals,
                 }
             }

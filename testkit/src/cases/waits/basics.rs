@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use flowstate_core::ports::{RunLeaseStore, RunWaitStore};
-use flowstate_core::{Error, RunId, Wait};
+use flowstate_core::{Error, RunId, RunOutcome, Wait};
 use serde_json::json;
 
 use crate::LeaseHarness;
@@ -163,6 +163,66 @@ where
             .wake_at
             .is_some()
     );
+}
+
+/// A batch claim beside sleeping runs takes the ones whose time has come
+/// and the free runs, oldest first, with a run woken by its signal among
+/// them, and leaves a run still asleep alone until its time (on the
+/// databases a sleeping run is in no range a claim reads before then).
+pub async fn claim_runs_takes_woken_and_free_runs_past_sleeping_ones<H: LeaseHarness>(h: &H)
+where
+    H::Store: RunWaitStore,
+{
+    let mut runs = Vec::new();
+    for _ in 0..6 {
+        runs.push(new_run(h).await.id);
+        h.clock().advance(Duration::from_millis(1));
+    }
+    let held = h.store().claim_runs("w1", 3, LEASE).await.unwrap();
+    let held: Vec<RunId> = held.iter().map(|l| l.run.id).collect();
+    assert_eq!(held, runs[..3]);
+    // runs[0] sleeps ten minutes, runs[1] thirty, runs[2] waits on a
+    // signal for thirty.
+    let waits = [
+        Wait::For(NAP),
+        Wait::For(NAP * 3),
+        Wait::Signal {
+            name: "go".into(),
+            timeout: Some(NAP * 3),
+        },
+    ];
+    for (run, wait) in runs[..3].iter().zip(waits) {
+        h.store().wait(*run, 1, wait).await.unwrap();
+    }
+    h.advance_lease_clock(NAP + Duration::from_secs(60)).await;
+    h.store().signal(runs[2], "go", &json!(true)).await.unwrap();
+
+    let batch = h.store().claim_runs("w2", 3, LEASE).await.unwrap();
+    let ids: Vec<RunId> = batch.iter().map(|l| l.run.id).collect();
+    assert_eq!(
+        ids,
+        [runs[0], runs[2], runs[3]],
+        "oldest first, none asleep"
+    );
+    let tokens: Vec<u64> = batch.iter().map(|l| l.token).collect();
+    assert_eq!(tokens, [2, 2, 1]);
+    let rest = h.store().claim_runs("w2", 5, LEASE).await.unwrap();
+    let ids: Vec<RunId> = rest.iter().map(|l| l.run.id).collect();
+    assert_eq!(ids, runs[4..], "the sleeper is not due");
+    let state = h.store().lease_state(runs[1]).await.unwrap();
+    assert_eq!((state.worker, state.token), (None, 1));
+    assert!(state.wake_at.is_some(), "still asleep");
+    for lease in batch.iter().chain(&rest) {
+        h.store()
+            .finish(lease.run.id, lease.token, RunOutcome::Completed)
+            .await
+            .unwrap();
+    }
+
+    h.advance_lease_clock(NAP * 2).await;
+    let woke = h.store().claim_runs("w3", 5, LEASE).await.unwrap();
+    let ids: Vec<(RunId, u64)> = woke.iter().map(|l| (l.run.id, l.token)).collect();
+    assert_eq!(ids, [(runs[1], 2)], "woken at its time, and only it");
 }
 
 /// A wait under a stale token is [`Error::LeaseLost`]; a signal to a run
