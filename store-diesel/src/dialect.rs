@@ -317,9 +317,9 @@ pub(crate) trait Connection: Watched + AsyncConnection {
         rows: &[EventRow],
     ) -> impl Future<Output = QueryResult<usize>> + Send;
 
-    /// Inserts delivery `rows` in one multi-row statement: `emit_batch`'s
-    /// pins, of events the same transaction has just recorded. The caller
-    /// bounds `rows`.
+    /// Inserts delivery `rows` in one multi-row statement: the pins of
+    /// events the same transaction has just recorded (`emit`'s and
+    /// `emit_batch`'s). The caller bounds `rows`.
     fn insert_deliveries(
         &mut self,
         rows: &[DeliveryRow],

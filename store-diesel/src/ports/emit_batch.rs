@@ -50,7 +50,7 @@ use crate::store::DieselStore;
 /// The most deliveries one insert carries (eight columns: 8,000 binds),
 /// far below every dialect's placeholder limit; a batch of many events
 /// with many matches each is inserted in several.
-const DELIVERIES_PER_INSERT: usize = 1_000;
+pub(super) const DELIVERIES_PER_INSERT: usize = 1_000;
 
 /// An activation the batch's read found: activation, workflow, workflow
 /// name, version, version hash, authorization snapshot, then the event

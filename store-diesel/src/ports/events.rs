@@ -205,13 +205,9 @@ impl EventStore for DieselStore {
                     },
                 )
                 .collect();
-            // One insert per delivery: diesel has no multi-row insert on
-            // SQLite, and an event matches few activations.
-            for delivery in &pinned {
-                diesel::insert_into(deliveries::table)
-                    .values(delivery)
-                    .execute(conn)
-                    .await?;
+            // The pins in multi-row inserts, chunked as `emit_batch`'s.
+            for chunk in pinned.chunks(super::emit_batch::DELIVERIES_PER_INSERT) {
+                conn.insert_deliveries(chunk).await?;
             }
             if !now_dispatch {
                 return Ok(Emitted::Recorded(Vec::new()));
