@@ -107,6 +107,19 @@ pub async fn create_steps_for(
     Ok(all)
 }
 
+/// Sends `workers` reads at once (an unknown run's steps), so the pool
+/// opens a connection for each that finds none idle: a round's clock then
+/// starts with its connections open, and a workload that set up on one
+/// connection times (almost) no connect.
+pub(super) async fn open_every_connection(store: &Arc<DieselStore>, workers: usize) {
+    let mut warm = JoinSet::new();
+    for _ in 0..workers {
+        let store = Arc::clone(store);
+        warm.spawn(async move { store.list_steps(RunId::generate()).await.err() });
+    }
+    while warm.join_next().await.is_some() {}
+}
+
 /// Claims and succeeds `steps` fresh steps on `url` with `workers` workers;
 /// on a terminal, `progress` labels a line that counts the steps done.
 pub async fn measure(
@@ -124,13 +137,7 @@ pub async fn measure(
             .context("cannot open the store")?,
     );
     let items = Arc::new(create_steps(&store, steps, workers).await?);
-    // Every connection opened before the clock starts.
-    let mut warm = JoinSet::new();
-    for _ in 0..workers {
-        let store = Arc::clone(&store);
-        warm.spawn(async move { store.list_steps(RunId::generate()).await.err() });
-    }
-    while warm.join_next().await.is_some() {}
+    open_every_connection(&store, workers).await;
 
     let next = Arc::new(AtomicUsize::new(0));
     let lost = Arc::new(AtomicU64::new(0));

@@ -245,6 +245,9 @@ pub async fn events(url: &str, workers: usize, events: usize) -> Result<Throughp
             authorization: json!({"as": "bench"}),
         })
         .await?;
+    // The set-up above used one connection; the emitters' others open
+    // before the clock starts, as the per-step round's do.
+    super::throughput::open_every_connection(&store, workers).await;
     let started = Instant::now();
     let mut set = JoinSet::new();
     for w in 0..workers {
