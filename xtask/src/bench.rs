@@ -43,9 +43,9 @@
 //! a file without the batch claim's two partial indexes, and the ratio of
 //! the pair is what they cost a per-step claim ([`index_cost`]).
 //! `--backlog N` adds per-step, batched, run lease and event rounds on a
-//! second database holding a backlog of `N` queued steps, held runs,
-//! history rows and dispatched events, each round in turn with the same
-//! work on a database without one ([`backlog`]).
+//! second database holding a backlog of `N` queued steps, held and
+//! sleeping runs, history rows and dispatched events, each round in turn
+//! with the same work on a database without one ([`backlog`]).
 //! `--soak MINUTES` runs batched work with retention on for that long and
 //! prints the rate and the tables' and indexes' size every minute
 //! ([`soak`]). `--only SECTIONS` measures some sections only (see
@@ -139,8 +139,8 @@ pub struct Options {
     /// 5,000.
     pub galera_steps: Option<usize>,
     /// Per-step, batched, run leases and events beside a backlog of this
-    /// many queued steps, held runs, history rows and dispatched events
-    /// ([`backlog`]).
+    /// many queued steps, held and sleeping runs, history rows and
+    /// dispatched events ([`backlog`]).
     pub backlog: Option<usize>,
     /// Batched work with retention on for this many minutes ([`soak`]).
     pub soak: Option<u32>,

@@ -9,9 +9,10 @@
 //! `generate_series`, a cross join of digits on MySQL, a recursive CTE on
 //! SQLite), all older than the measured work:
 //!
-//! - `N` running runs, each held under a live lease by another holder
-//!   ([`HOLDER`], its expiry a year on): an engine with `N` runs in flight,
-//!   in the same table and the same claim index as the runs the lease
+//! - `N` running runs, every odd one held under a live lease by another
+//!   holder ([`HOLDER`], its expiry a year on), every even one asleep for
+//!   a year with no lease (a `Wait::For`): an engine with `N` runs in
+//!   flight or waiting on a timer, in the same table as the runs the lease
 //!   workloads create, that no measured claim may take (a lease only
 //!   expires by the holder's silence; a real engine renews a shorter one,
 //!   which the far expiry stands for over the bench's minutes). The lease
@@ -37,7 +38,9 @@
 //! either, since migration `2026-12-06-000020_free_runs_claim`: it takes
 //! free runs from an index that holds only runs without a lease and
 //! run-out leases from a range of the expiry index that ends at the clock
-//! (SCHEMA.md, "The run claim reads no held run"). Before it, the claim
+//! (SCHEMA.md, "The run claim reads no held run"), and no sleeping run
+//! since `2026-12-07-000021_sleeping_runs_claim`: sleepers are read from
+//! a range of their own that ends at the clock. Before them, the claim
 //! took the oldest leasable runs from an index of every unsettled run,
 //! held or not, and read past all `N` held runs on every claim: 0.016x at
 //! 1,000,000 on PostgreSQL, `database is locked` on SQLite, and on
@@ -119,7 +122,8 @@ impl Seeded {
             "queued_steps": self.backlog,
             "settled_steps": self.backlog,
             "history_rows": 2 * self.backlog,
-            "held_runs": self.backlog,
+            "held_runs": self.backlog.div_ceil(2),
+            "sleeping_runs": self.backlog / 2,
             "lease_holder": HOLDER,
             "dispatched_events": self.backlog,
             "deliveries": self.backlog,
@@ -213,7 +217,7 @@ fn now_micros() -> i64 {
 }
 
 /// The bulk inserts of a backlog of `n`, stamped from `t` (microseconds)
-/// on: runs (held), settled steps, queued steps, their history rows, then
+/// on: runs (odd held, even asleep), settled steps, queued steps, their history rows, then
 /// the definitions, events and deliveries ([`events_sql`]). Ids are
 /// version-7-shaped uuids of 2024, older than any the store generates now,
 /// numbered by the series.
@@ -264,10 +268,12 @@ fn seed_sql(dialect: Dialect, n: usize, t: i64) -> Vec<String> {
         insert(
             "flowstate_runs",
             "id, workflow, status, input, created_at, updated_at, lease_owner, lease_token, \
-             lease_expires_at",
+             lease_expires_at, wake_at",
             format!(
-                "{run}, 'bench.backlog', 'running', '{{}}', {at}, {at}, '{HOLDER}', 1, \
-                 {t} + {HELD_FOR_US}"
+                "{run}, 'bench.backlog', 'running', '{{}}', {at}, {at}, \
+                 CASE WHEN g % 2 = 1 THEN '{HOLDER}' END, 1, \
+                 CASE WHEN g % 2 = 1 THEN {t} + {HELD_FOR_US} END, \
+                 CASE WHEN g % 2 = 0 THEN {t} + {HELD_FOR_US} END"
             ),
         ),
         insert(
@@ -459,7 +465,14 @@ mod seeded_tests {
              AND lease_token = 1 AND lease_expires_at > {}",
             now_micros() + 86_400_000_000
         );
-        assert_eq!(count(conn, &held), n, "held runs");
+        assert_eq!(count(conn, &held), (n + 1) / 2, "held runs");
+        let asleep = format!(
+            "flowstate_runs WHERE status = 'running' AND lease_owner IS NULL \
+             AND lease_expires_at IS NULL AND waiting_on IS NULL AND wake_at > {} \
+             AND id LIKE '0190a001-%'",
+            now_micros() + 86_400_000_000
+        );
+        assert_eq!(count(conn, &asleep), n / 2, "sleeping runs");
         let steps = |status: &str| {
             format!("flowstate_steps WHERE function_name = '{FUNCTION}' AND status = '{status}'")
         };
@@ -476,7 +489,7 @@ mod seeded_tests {
         let delivered = format!(
             "flowstate_event_deliveries d JOIN flowstate_events e ON e.id = d.event_id \
              JOIN flowstate_runs r ON r.id = d.run_id WHERE e.event_type = '{EVENT_TYPE}' \
-             AND r.lease_owner = '{HOLDER}'"
+             AND r.id LIKE '0190a001-%'"
         );
         assert_eq!(count(conn, &delivered), n, "deliveries with their runs");
         let activations = count(
@@ -489,8 +502,9 @@ mod seeded_tests {
 
     /// A backlog of 40 on SQLite holds what it says, and beside it the run
     /// lease workloads (one a claim and batched) and the events workload
-    /// pass their exact-once checks without taking a held run or matching
-    /// a backlog activation: the held runs are still held after them, and
+    /// pass their exact-once checks without taking a held or sleeping run
+    /// or matching a backlog activation: the held runs are still held and
+    /// the sleeping ones asleep after them, and
     /// each measured event has exactly one delivery.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_backlog_holds_what_it_says_and_the_workloads_leave_it() {
