@@ -91,6 +91,11 @@ use crate::schema::JsonText;
 use crate::sql::typed::LeaseClock;
 use crate::sql::{Move, Upsert};
 
+/// The most runs one insert of [`Connection::insert_keyed_runs`] carries
+/// (ten columns: 10,000 binds, under every dialect's placeholder limit,
+/// SQLite's 32,766 the lowest).
+pub(crate) const RUNS_PER_INSERT: usize = 1_000;
+
 /// The pool of a dialect's connections.
 pub(crate) type PoolOf<D> = ConnectionPool<<D as Dialect>::Conn>;
 
@@ -335,23 +340,17 @@ pub(crate) trait Connection: Watched + AsyncConnection {
         row: &RunRow,
     ) -> impl Future<Output = QueryResult<Option<bool>>> + Send;
 
-    /// Inserts run `rows`, each unless its idempotency key is taken: the
-    /// runs one transaction materialises from events' deliveries (whose
-    /// ids the caller already holds, so nothing is answered). By default
-    /// one [`Self::insert_keyed_run`] a row, in order; SQLite sends them as
-    /// one multi-row insert from one blocking hop, where each typed
-    /// statement would be a hop of its own inside the write lock.
+    /// Inserts run `rows`, each unless its idempotency key is taken (the
+    /// same skip as [`Self::insert_keyed_run`]): the runs one transaction
+    /// materialises from events' deliveries (whose ids the caller already
+    /// holds, so nothing is answered), in one multi-row insert per
+    /// [`RUNS_PER_INSERT`] rows. SQLite sends them from one blocking hop,
+    /// where each typed statement would be a hop of its own inside the
+    /// write lock.
     fn insert_keyed_runs(
         &mut self,
         rows: Vec<RunRow>,
-    ) -> impl Future<Output = QueryResult<()>> + Send {
-        async move {
-            for row in &rows {
-                self.insert_keyed_run(row).await?;
-            }
-            Ok(())
-        }
-    }
+    ) -> impl Future<Output = QueryResult<()>> + Send;
 
     /// Inserts effect `row` unless its `(run_id, effect_key)` is taken;
     /// the caller reads the row to learn who began it.

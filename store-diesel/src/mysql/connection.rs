@@ -12,7 +12,9 @@ use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
 use flowstate_core::StepStatus;
 
 use crate::cached::CacheExt;
-use crate::dialect::{Connection, Fence, Held, LeaseRelease, RunLeasing, RunMove, TallyAdd};
+use crate::dialect::{
+    Connection, Fence, Held, LeaseRelease, RUNS_PER_INSERT, RunLeasing, RunMove, TallyAdd,
+};
 use crate::health::Watched;
 use crate::rows::effects::EffectRow;
 use crate::rows::events::{DeliveryRow, EventRow};
@@ -102,6 +104,23 @@ impl Connection for AsyncMysqlConnection {
             .execute(self)
             .await
             .map(|_| None)
+    }
+
+    /// One multi-row `INSERT ... ON DUPLICATE KEY UPDATE id = id` per
+    /// [`RUNS_PER_INSERT`] rows, skipping each taken key as
+    /// [`Self::insert_keyed_run`] does: a dispatch batch's runs in one
+    /// statement, not one a run.
+    async fn insert_keyed_runs(&mut self, rows: Vec<RunRow>) -> QueryResult<()> {
+        for chunk in rows.chunks(RUNS_PER_INSERT) {
+            diesel::insert_into(runs::table)
+                .values(chunk)
+                .on_conflict(diesel::dsl::DuplicatedKeys)
+                .do_update()
+                .set(runs::id.eq(runs::id))
+                .execute(self)
+                .await?;
+        }
+        Ok(())
     }
 
     /// `ON DUPLICATE KEY UPDATE run_id = run_id`: skips the key only.

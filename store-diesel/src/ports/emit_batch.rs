@@ -14,9 +14,8 @@
 //! count cannot tell), one read of the holders of the batch's keys and
 //! their runs; the deliveries of the events recorded in one multi-row
 //! insert ([`Connection::insert_deliveries`]); and with `Now` the runs
-//! of every delivery, by the keyed insert `emit` sends
-//! ([`Connection::insert_keyed_runs`]: one a run on PostgreSQL and MySQL,
-//! one multi-row insert on SQLite). The events are inserted in
+//! of every delivery, by the keyed multi-row insert `emit` sends
+//! ([`Connection::insert_keyed_runs`]). The events are inserted in
 //! key order, so two batches sharing keys take the keys' locks in the
 //! same order.
 //!

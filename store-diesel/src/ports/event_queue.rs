@@ -11,10 +11,10 @@
 //! [`EventStore::dispatch_event`](flowstate_core::ports::EventStore::dispatch_event)'s
 //! transaction ([`dispatch_locked!`]); a batch reads the deliveries of all
 //! its events in one `SELECT` and marks them all dispatched in one
-//! `UPDATE`, so what it pays per event is its runs' inserts
-//! ([`dispatch_locked_batch!`]: one a run on PostgreSQL and MySQL, and on
-//! SQLite one multi-row insert for the whole batch, sent from one
-//! blocking hop, [`Connection::insert_keyed_runs`]). A batch whose
+//! `UPDATE`, and its runs in one multi-row insert for the whole batch
+//! ([`dispatch_locked_batch!`], [`Connection::insert_keyed_runs`]; on
+//! SQLite sent from one blocking hop), so a batch of up to 1,000 runs
+//! sends six statements. A batch whose
 //! transaction fails is taken again one event at a time
 //! ([`DieselStore::dispatch_each`]), so a bad event fails alone.
 

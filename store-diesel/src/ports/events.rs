@@ -12,10 +12,10 @@
 //! in each dialect's `connection.rs`): `FOR UPDATE SKIP LOCKED` on
 //! PostgreSQL and MySQL, and on SQLite nothing, since the dispatch's `BEGIN
 //! IMMEDIATE` already makes it the only writer. Runs are inserted with the
-//! same statement `create_run` sends
+//! skip `create_run`'s insert has
 //! ([`Connection::insert_keyed_run`](crate::dialect::Connection::insert_keyed_run)),
-//! in the event's transaction; on SQLite all of a transaction's runs in
-//! one multi-row insert
+//! in the event's transaction, all of a transaction's runs in one
+//! multi-row insert
 //! ([`Connection::insert_keyed_runs`](crate::dialect::Connection::insert_keyed_runs)).
 
 use diesel::prelude::*;

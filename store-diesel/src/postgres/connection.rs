@@ -4,10 +4,13 @@
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
-use crate::dialect::Connection;
+use crate::dialect::{Connection, RUNS_PER_INSERT};
 use crate::health::Watched;
+use crate::rows::RunRow;
 use crate::rows::events::{DeliveryRow, EventRow};
-use crate::schema::{flowstate_event_deliveries as deliveries, flowstate_events as events};
+use crate::schema::{
+    flowstate_event_deliveries as deliveries, flowstate_events as events, flowstate_runs as runs,
+};
 use crate::sql::Upsert;
 use crate::sql::typed::{DUE_ORDER, pending};
 
@@ -62,6 +65,21 @@ impl Connection for AsyncPgConnection {
             .values(rows)
             .execute(self)
             .await
+    }
+
+    /// One multi-row `INSERT ... ON CONFLICT (idempotency_key) DO NOTHING`
+    /// per [`RUNS_PER_INSERT`] rows: a dispatch batch's runs in one
+    /// statement, not one a run.
+    async fn insert_keyed_runs(&mut self, rows: Vec<RunRow>) -> QueryResult<()> {
+        for chunk in rows.chunks(RUNS_PER_INSERT) {
+            diesel::insert_into(runs::table)
+                .values(chunk)
+                .on_conflict(runs::idempotency_key)
+                .do_nothing()
+                .execute(self)
+                .await?;
+        }
+        Ok(())
     }
 
     crate::sql::returning::returning_writes!();

@@ -5,7 +5,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use super::SqliteConn;
-use crate::dialect::{Connection, TxWork};
+use crate::dialect::{Connection, RUNS_PER_INSERT, TxWork};
 use crate::health::Watched;
 use crate::rows::RunRow;
 use crate::rows::events::{DeliveryRow, EventRow};
@@ -14,10 +14,6 @@ use crate::schema::{
 };
 use crate::sql::Upsert;
 use crate::sql::typed::{DUE_ORDER, LeaseClock, pending};
-
-/// The most runs one insert of [`Connection::insert_keyed_runs`] carries
-/// (ten columns: 10,000 binds, under SQLite's 32,766).
-const RUNS_PER_INSERT: usize = 1_000;
 
 impl Connection for SqliteConn {
     /// The Julian day of the epoch is 2440587.5; `'now'` is one value for
