@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use flowstate_core::ports::{DefinitionStore, EventStore};
 use flowstate_core::{
@@ -25,7 +25,7 @@ use flowstate_faults::sql::RawConn;
 use flowstate_store_diesel::{Dialect, DieselStore};
 use serde_json::json;
 
-use crate::support::{bounded, migrated_server, store};
+use crate::support::{Restarted, bounded, kill_mid_flight, migrated_server, store};
 
 /// Events emitted before the drain.
 const EVENTS: u64 = 1_500;
@@ -171,28 +171,11 @@ async fn events_through_a_server_restart(dialect: Dialect) {
         })
         .collect();
 
-    bounded("the drain under way", Duration::from_secs(60), async {
-        while seen.dispatched.load(Ordering::SeqCst) < KILL_AFTER {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-    })
-    .await;
-    let before_kill = seen.dispatched.load(Ordering::SeqCst);
-    server.kill().await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let recovered_in = server
-        .restart()
-        .await
-        .unwrap_or_else(|err| panic!("restart: {err:#}"));
-    let back = Instant::now();
-    let at_restart = seen.dispatched.load(Ordering::SeqCst);
-    let healed = bounded("dispatching again", Duration::from_secs(30), async {
-        while seen.dispatched.load(Ordering::SeqCst) <= at_restart {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-        back.elapsed()
-    })
-    .await;
+    let Restarted {
+        before_kill,
+        recovered_in,
+        healed,
+    } = kill_mid_flight(&mut server, &seen.dispatched, KILL_AFTER, "dispatching").await;
     // Events whose dispatch failed are due again after their backoff (1 s,
     // then 2 s, ...): the drain waits for them.
     let drained = tokio::time::timeout(Duration::from_secs(90), async {

@@ -1,6 +1,9 @@
 //! Run leases through a server restart: 400 runs, four workers each
 //! leasing up to 8 at a time (`claim_runs`, leases of 3 s) and finishing
-//! each, while the throw-away server is SIGKILLed and started again. A
+//! each, while the throw-away server is SIGKILLed and started again. One
+//! run in four is first put to sleep for 300 ms instead (`wait`), so the
+//! claim's range of sleepers whose time has come (migration 000021) hands
+//! it back before it is finished, through the fault as well. A
 //! claim whose answer the kill cut off may have committed: its runs stay
 //! held until their lease runs out, then the claim's run-out range gives
 //! them to another worker (migration 000020's second range, exercised
@@ -12,17 +15,17 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use flowstate_core::ports::{RunLeaseStore, RunStore};
-use flowstate_core::{Error, NewRun, RunOutcome};
+use flowstate_core::ports::{RunLeaseStore, RunStore, RunWaitStore};
+use flowstate_core::{Error, NewRun, RunOutcome, Wait};
 use flowstate_faults::Scenario;
 use flowstate_faults::report::Heal;
 use flowstate_faults::sql::RawConn;
 use flowstate_store_diesel::Dialect;
 use serde_json::json;
 
-use crate::support::{bounded, migrated_server, store};
+use crate::support::{Restarted, bounded, kill_mid_flight, migrated_server, store};
 
 /// Runs to lease and finish.
 const RUNS: u64 = 400;
@@ -34,11 +37,23 @@ const KILL_AFTER: u64 = 100;
 /// back within the scenario.
 const LEASE: Duration = Duration::from_secs(3);
 
+/// How long a run put to sleep sleeps.
+const NAP: Duration = Duration::from_millis(300);
+
+/// Whether the run created `i`-th sleeps before it is finished.
+fn sleeper(input: &serde_json::Value) -> bool {
+    input["i"].as_u64().is_some_and(|i| i % 4 == 0)
+}
+
 /// What the workers saw.
 #[derive(Default)]
 struct Seen {
     /// Finishes that won.
     finished: AtomicU64,
+    /// Sleeps that took (each run at most once: `asleep`).
+    slept: AtomicU64,
+    /// The runs that slept.
+    asleep: std::sync::Mutex<std::collections::HashSet<flowstate_core::RunId>>,
     /// Finishes refused because the lease was lost (it ran out while the
     /// server was down, and another worker may have it now).
     lost: AtomicU64,
@@ -103,6 +118,33 @@ async fn leases_through_a_server_restart(dialect: Dialect) {
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
                     for lease in leases {
+                        let wakes = seen
+                            .asleep
+                            .lock()
+                            .expect("the sleepers")
+                            .contains(&lease.run.id);
+                        if sleeper(&lease.run.input) && !wakes {
+                            match store.wait(lease.run.id, lease.token, Wait::For(NAP)).await {
+                                Ok(()) => {
+                                    seen.asleep
+                                        .lock()
+                                        .expect("the sleepers")
+                                        .insert(lease.run.id);
+                                    seen.slept.fetch_add(1, Ordering::SeqCst);
+                                }
+                                Err(Error::LeaseLost { .. }) => {
+                                    seen.lost.fetch_add(1, Ordering::SeqCst);
+                                }
+                                Err(err) if err.is_retryable() => {
+                                    seen.errors.fetch_add(1, Ordering::SeqCst);
+                                }
+                                Err(err) => {
+                                    eprintln!("{name}: wait: {err}");
+                                    seen.wrong.fetch_add(1, Ordering::SeqCst);
+                                }
+                            }
+                            continue;
+                        }
                         match store
                             .finish(lease.run.id, lease.token, RunOutcome::Completed)
                             .await
@@ -125,28 +167,11 @@ async fn leases_through_a_server_restart(dialect: Dialect) {
         })
         .collect();
 
-    bounded("the leasing under way", Duration::from_secs(60), async {
-        while seen.finished.load(Ordering::SeqCst) < KILL_AFTER {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-    })
-    .await;
-    let before_kill = seen.finished.load(Ordering::SeqCst);
-    server.kill().await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let recovered_in = server
-        .restart()
-        .await
-        .unwrap_or_else(|err| panic!("restart: {err:#}"));
-    let back = Instant::now();
-    let at_restart = seen.finished.load(Ordering::SeqCst);
-    let healed = bounded("finishing again", Duration::from_secs(30), async {
-        while seen.finished.load(Ordering::SeqCst) <= at_restart {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-        back.elapsed()
-    })
-    .await;
+    let Restarted {
+        before_kill,
+        recovered_in,
+        healed,
+    } = kill_mid_flight(&mut server, &seen.finished, KILL_AFTER, "finishing").await;
     // Runs a cut-off claim took come back when their lease runs out.
     let drained = tokio::time::timeout(Duration::from_secs(60), async {
         while counts(&url).await[0] < RUNS {
@@ -167,7 +192,10 @@ async fn leases_through_a_server_restart(dialect: Dialect) {
     let mut scenario = Scenario::new(
         "run leases through a server restart",
         dialect,
-        format!("{RUNS} runs, {WORKERS} workers, claim_runs of up to 8, leases of 3 s"),
+        format!(
+            "{RUNS} runs (one in four first asleep 300 ms), {WORKERS} workers, claim_runs of \
+             up to 8, leases of 3 s"
+        ),
         "SIGKILL of the server mid-leasing, restart".into(),
     );
     scenario.lost += RUNS.saturating_sub(completed);
@@ -175,14 +203,16 @@ async fn leases_through_a_server_restart(dialect: Dialect) {
     scenario.stuck += held + running;
     scenario.wrong += seen.wrong.load(Ordering::SeqCst);
     scenario.heal = Heal::Healed(healed);
-    let (lost, errors) = (
+    let (lost, errors, slept) = (
         seen.lost.load(Ordering::SeqCst),
         seen.errors.load(Ordering::SeqCst),
+        seen.slept.load(Ordering::SeqCst),
     );
     scenario.note(format!(
         "server back in {} ms; {before_kill} finished before the kill; {errors} calls failed \
-         retryably, {lost} finishes found their lease lost; drained {}; {completed} runs \
-         completed, {finished} finishes won, {held} held, {running} running",
+         retryably, {lost} finishes or waits found their lease lost; {slept} runs slept and \
+         woke; drained {}; {completed} runs completed, {finished} finishes won, {held} held, \
+         {running} running",
         recovered_in.as_millis(),
         if drained {
             "in time"
@@ -193,6 +223,11 @@ async fn leases_through_a_server_restart(dialect: Dialect) {
     assert!(
         errors > 0,
         "the kill hit no call: the scenario proves nothing"
+    );
+    assert_eq!(
+        slept,
+        RUNS / 4,
+        "every fourth run slept once, then was finished"
     );
     scenario.finish();
 }

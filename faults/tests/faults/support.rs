@@ -3,7 +3,8 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use flowstate_faults::Verdict;
 use flowstate_faults::ledger::Ledger;
@@ -52,6 +53,59 @@ pub async fn bounded<T>(what: &str, limit: Duration, future: impl Future<Output 
     tokio::time::timeout(limit, future)
         .await
         .unwrap_or_else(|_| panic!("{what} took longer than {limit:?}"))
+}
+
+/// What [`kill_mid_flight`] measured.
+pub struct Restarted {
+    /// The progress counter when the server was killed.
+    pub before_kill: u64,
+    /// How long the server took to accept connections again.
+    pub recovered_in: Duration,
+    /// From the server accepting connections to the counter moving again.
+    pub healed: Duration,
+}
+
+/// The fault of a restart scenario whose workers count their progress in
+/// `progress`: once it reaches `kill_after`, SIGKILLs `server`, waits
+/// 300 ms and starts it again, then waits for `progress` to move (each
+/// wait bounded, `what` naming the work in a panic).
+pub async fn kill_mid_flight(
+    server: &mut Throwaway,
+    progress: &AtomicU64,
+    kill_after: u64,
+    what: &str,
+) -> Restarted {
+    bounded(
+        &format!("{what} under way"),
+        Duration::from_secs(60),
+        async {
+            while progress.load(Ordering::SeqCst) < kill_after {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        },
+    )
+    .await;
+    let before_kill = progress.load(Ordering::SeqCst);
+    server.kill().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let recovered_in = server
+        .restart()
+        .await
+        .unwrap_or_else(|err| panic!("restart: {err:#}"));
+    let back = Instant::now();
+    let at_restart = progress.load(Ordering::SeqCst);
+    let healed = bounded(&format!("{what} again"), Duration::from_secs(30), async {
+        while progress.load(Ordering::SeqCst) <= at_restart {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        back.elapsed()
+    })
+    .await;
+    Restarted {
+        before_kill,
+        recovered_in,
+        healed,
+    }
 }
 
 /// A step scenario in progress: its steps, its ledger, its crew.
