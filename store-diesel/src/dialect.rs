@@ -269,6 +269,10 @@ pub(crate) trait Connection: Watched + AsyncConnection {
     /// partial indexes are on `status` itself.
     const CLAIMABLE_COLUMN: bool;
 
+    /// How the wake sweep reads the waits whose time has come from an
+    /// index of waiting runs ([`WakeSweep`](crate::sql::waits::WakeSweep)).
+    const WAKE_SWEEP: crate::sql::waits::WakeSweep;
+
     /// Runs `work` in a transaction on this connection: committed if it
     /// answers `Ok`, rolled back otherwise. diesel-async's
     /// [`AsyncConnection::transaction`] by default; SQLite begins it

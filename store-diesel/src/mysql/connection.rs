@@ -49,6 +49,9 @@ impl Connection for AsyncMysqlConnection {
 
     const CLAIMABLE_COLUMN: bool = true;
 
+    /// One range of `flowstate_runs(wake_at)`.
+    const WAKE_SWEEP: crate::sql::waits::WakeSweep = crate::sql::waits::WakeSweep::Plain;
+
     /// `FOR UPDATE SKIP LOCKED` (MySQL 8, MariaDB 10.6+): a dispatcher
     /// passes over an event another one holds instead of waiting for it.
     async fn lock_pending(&mut self, id: &str, now: i64) -> QueryResult<Option<EventRow>> {

@@ -19,8 +19,7 @@ use crate::backend::on_connection;
 use crate::dialect::{Connection, Fence, Held};
 use crate::rows::signals::SignalRow;
 use crate::schema::{JsonText, flowstate_runs as runs};
-use crate::sql::leasable_texts;
-use crate::sql::typed::{db_time, held, now_sql};
+use crate::sql::typed::{db_time, held, now_sql, wake_sweep};
 use crate::store::DieselStore;
 
 impl RunWaitStore for DieselStore {
@@ -122,15 +121,12 @@ impl RunWaitStore for DieselStore {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn wake_expired(&self) -> Result<u64> {
         let offset = self.lease_offset();
-        let woken = on_connection!(self, "wake_expired", |conn| diesel::update(
-            runs::table
-                .filter(runs::status.eq_any(leasable_texts()))
-                .filter(runs::wake_at.le(db_time(now_sql(&*conn), offset)))
-        )
-        .set((
-            runs::wake_at.eq(None::<i64>),
-            runs::waiting_on.eq(None::<String>),
+        // One statement that reads the waits due from an index of waiting
+        // runs (migration 000022), spelt by dialect (`WakeSweep`).
+        let woken = on_connection!(self, "wake_expired", |conn| diesel::sql_query(wake_sweep(
+            &*conn
         ))
+        .bind::<diesel::sql_types::BigInt, _>(offset)
         .execute(conn)
         .await)?;
         tracing::debug!(woken, "expired waits ended");

@@ -24,6 +24,9 @@ impl Connection for AsyncPgConnection {
 
     const CLAIMABLE_COLUMN: bool = true;
 
+    /// Two disjoint ranges, so the claim keeps its sleeping index.
+    const WAKE_SWEEP: crate::sql::waits::WakeSweep = crate::sql::waits::WakeSweep::Split;
+
     /// `FOR UPDATE SKIP LOCKED`: a dispatcher passes over an event another
     /// one holds instead of waiting for it.
     async fn lock_pending(&mut self, id: &str, now: i64) -> QueryResult<Option<EventRow>> {

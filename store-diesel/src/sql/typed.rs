@@ -45,6 +45,12 @@ pub(crate) fn now_sql<C: LeaseClock>(_conn: &C) -> &'static str {
     C::NOW_US
 }
 
+/// The wake sweep's statement on connection `C`
+/// ([`wake_sweep_sql`](crate::sql::waits::wake_sweep_sql)).
+pub(crate) fn wake_sweep<C: crate::dialect::Connection>(_conn: &C) -> String {
+    crate::sql::waits::wake_sweep_sql(C::WAKE_SWEEP, C::NOW_US)
+}
+
 /// The type of [`db_time`].
 pub(crate) type DbTime = SqlLiteral<
     Nullable<BigInt>,

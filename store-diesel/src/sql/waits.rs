@@ -90,6 +90,61 @@ pub(crate) fn run_out_sql(now: &str) -> String {
     )
 }
 
+/// How a dialect's wake sweep finds the waits whose time has come
+/// (`RunWaitStore::wake_expired`), each from an index of waiting runs
+/// (migration 000022) so that it never reads the other unsettled runs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WakeSweep {
+    /// PostgreSQL: the planner chooses among partial indexes by cost, and
+    /// an index of every wait would compete with the claim's sleeping
+    /// index for its pick of due sleepers. So the sweep reads two
+    /// disjoint ranges: the free sleepers from `flowstate_runs_sleeping_idx`
+    /// (the claim's own, `due_sql`), and every other wait from
+    /// `flowstate_runs_wake_idx`, whose predicate ([`NOT_FREE_SLEEP`]) no
+    /// claim implies. `$1`, the lease clock offset, is read by both.
+    Split,
+    /// SQLite: one index of every wait, named (`INDEXED BY`): the planner,
+    /// with no statistics, would take the status index instead.
+    Indexed,
+    /// MySQL: one index of every wait (`NULL`, for the runs that do not
+    /// wait, sorts first, outside the range).
+    Plain,
+}
+
+/// The condition of `flowstate_runs_wake_idx` on PostgreSQL beside
+/// `wake_at IS NOT NULL`: the wait is not a free sleeper's (it waits on a
+/// signal or children, has a cancel requested, or the run is leased), the
+/// negation of the sleeping index's own terms, so the two indexes hold
+/// every wait between them and no claim can take this one for its pick.
+pub(crate) const NOT_FREE_SLEEP: &str =
+    "(waiting_on IS NOT NULL OR cancel_requested OR lease_expires_at IS NOT NULL)";
+
+/// The wake sweep's statement in `form`, `now_us` being the dialect's
+/// clock SQL and the lease clock offset its one bind (`$1` on PostgreSQL,
+/// read twice; `?` elsewhere): ends every wait of an unsettled run whose
+/// time has come, clearing it. Its count of affected rows is the
+/// sweep's answer.
+pub(crate) fn wake_sweep_sql(form: WakeSweep, now_us: &str) -> String {
+    let unsettled = status_in("status", &crate::sql::leasable_texts());
+    let set = "UPDATE flowstate_runs SET wake_at = NULL, waiting_on = NULL";
+    match form {
+        WakeSweep::Split => {
+            let now = format!("({now_us} + $1)");
+            format!(
+                "{set} WHERE id IN (SELECT id FROM flowstate_runs WHERE {} AND NOT cancel_requested \
+                 UNION ALL SELECT id FROM flowstate_runs WHERE {unsettled} AND {NOT_FREE_SLEEP} \
+                 AND wake_at <= {now})",
+                due_sql(&now)
+            )
+        }
+        WakeSweep::Indexed => format!(
+            "{set} WHERE id IN (SELECT id FROM flowstate_runs INDEXED BY flowstate_runs_wake_idx \
+             WHERE {unsettled} AND wake_at <= ({now_us} + ?))"
+        ),
+        WakeSweep::Plain => format!("{set} WHERE {unsettled} AND wake_at <= ({now_us} + ?)"),
+    }
+}
+
 /// The type of [`awake_at`] (and of any condition that is text around one
 /// bound offset).
 pub(crate) type AwakeAt = diesel::expression::SqlLiteral<

@@ -26,6 +26,9 @@ impl Connection for SqliteConn {
 
     const CLAIMABLE_COLUMN: bool = false;
 
+    /// The index named: the planner has no statistics to choose it by.
+    const WAKE_SWEEP: crate::sql::waits::WakeSweep = crate::sql::waits::WakeSweep::Indexed;
+
     /// No row locks, and none needed: a dispatch runs in a `BEGIN
     /// IMMEDIATE` transaction, so it is the only writer until it commits,
     /// and a second dispatcher of the same event reads it dispatched.

@@ -10,7 +10,7 @@
 
 use diesel::sql_types::BigInt;
 use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
-use flowstate_core::ports::RunLeaseStore;
+use flowstate_core::ports::{RunLeaseStore, RunWaitStore};
 
 use crate::explain::{PlanRow, bound, plan};
 use crate::support;
@@ -204,5 +204,54 @@ async fn the_run_claim_reads_and_locks_no_run_held_or_asleep() {
     .await
     .unwrap();
     assert_eq!(asleep, 10_000, "every sleeper still asleep");
+    db.drop_database().await;
+}
+
+/// The wake sweep (`wake_expired`, every pass of the recovery `Sweeper`)
+/// among the same 20,000 runs held or asleep: a range of
+/// `flowstate_runs(wake_at)` (migration 000022) that reads and locks the 5
+/// waits whose time has come. Before that index its `UPDATE` read, and
+/// locked while it read, every unsettled run.
+#[tokio::test]
+async fn the_wake_sweep_reads_and_locks_only_the_waits_due() {
+    let (db, mut conn, log, store) = support::seeded(&held_seed()).await;
+    let (woken, statements) = log.capture(store.wake_expired()).await;
+    assert_eq!(woken.unwrap(), 5, "the 5 sleepers whose time has come");
+    assert_eq!(statements.len(), 1, "{statements:?}");
+    // The lease clock offset.
+    let args = ["0".to_owned()];
+    let due_again = "UPDATE flowstate_runs SET wake_at = 5 WHERE id BETWEEN \
+         '00000000-0000-7000-8000-000000020000' AND '00000000-0000-7000-8000-000000020004'";
+    conn.batch_execute(due_again).await.unwrap();
+
+    let rows = plan(&mut conn, &statements[0], &args).await;
+    let runs = reads(&rows);
+    assert_eq!(runs.len(), 1, "{rows:#?}");
+    assert_eq!(
+        runs[0].key.as_deref(),
+        Some("flowstate_runs_wake_at"),
+        "{rows:#?}"
+    );
+    assert_eq!(runs[0].access.as_deref(), Some("range"), "{rows:#?}");
+
+    // The sweep itself, in a transaction: what it locked is what it read.
+    conn.batch_execute("BEGIN").await.unwrap();
+    let woken = diesel::sql_query(bound(&statements[0], &args))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let locked: i64 = diesel::select(diesel::dsl::sql::<BigInt>(
+        "(SELECT trx_rows_locked FROM information_schema.INNODB_TRX \
+          WHERE trx_mysql_thread_id = CONNECTION_ID())",
+    ))
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    conn.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(woken, 5);
+    assert!(
+        (5..=20).contains(&locked),
+        "the sweep locked {locked} rows for 5 waits due (10,000 held, 10,000 asleep)"
+    );
     db.drop_database().await;
 }

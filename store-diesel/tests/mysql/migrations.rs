@@ -202,6 +202,8 @@ async fn every_index_of_the_schema_is_there() {
         "flowstate_runs(status, updated_at, id)",
         "flowstate_runs(lease_expires_at, id)",
         "flowstate_runs(leasable, cancel_requested, lease_expires_at, sleep_until, created_at, id)",
+        // Migration 000022: the waits whose time has come, for the sweep.
+        "flowstate_runs(wake_at)",
         "flowstate_step_history(id) unique",
         "flowstate_step_history(step_id, attempt) unique",
         "flowstate_steps(id) unique",

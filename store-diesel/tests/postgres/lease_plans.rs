@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 use flowstate_core::RunId;
-use flowstate_core::ports::RunLeaseStore;
+use flowstate_core::ports::{RunLeaseStore, RunWaitStore};
 
 use crate::explain::{plan, plan_with};
 use crate::support;
@@ -184,5 +184,65 @@ async fn the_claim_reads_no_run_held_or_asleep() {
     .await
     .unwrap();
     assert_eq!(asleep, 50_000, "every sleeper still asleep");
+    support::drop_database(&url).await;
+}
+
+/// The wake sweep (`wake_expired`, every pass of the recovery `Sweeper`)
+/// among the same 100,000 runs held or asleep: it reads the 5 waits whose
+/// time has come, the free sleepers' from the claim's sleeping index and
+/// the others' from `flowstate_runs_wake_idx` (migration 000022), and no
+/// other run. Before, it read every unsettled run.
+#[tokio::test]
+async fn the_wake_sweep_reads_only_the_waits_due() {
+    let (store, log, url) = support::logged_store().await;
+    let mut conn = AsyncPgConnection::establish(&url).await.unwrap();
+    conn.batch_execute(HELD).await.unwrap();
+
+    let (woken, sent) = log.capture(store.wake_expired()).await;
+    assert_eq!(woken.unwrap(), 5, "the 5 sleepers whose time has come");
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    // The same 5 due again, then the sweep analysed (rolled back) at the
+    // lease clock offset 0.
+    conn.batch_execute(
+        "UPDATE flowstate_runs SET wake_at = 5 WHERE id BETWEEN \
+         '00000000-0000-7000-8000-000000100001' AND '00000000-0000-7000-8000-000000100005'",
+    )
+    .await
+    .unwrap();
+    let plan = plan_with(
+        &mut conn,
+        &sent[0],
+        "ANALYZE, COSTS OFF, TIMING OFF",
+        &["0".to_owned()],
+    )
+    .await;
+    assert_eq!(
+        removed_by_filters(&plan),
+        0,
+        "the sweep read runs whose wait is not due:\n{plan}"
+    );
+    // The free sleepers due from the claim's sleeping index (5), every
+    // other wait due from the wake index (none here).
+    for (index, due) in [
+        ("flowstate_runs_sleeping_idx", 5),
+        ("flowstate_runs_wake_idx", 0),
+    ] {
+        let scan = plan
+            .lines()
+            .find(|l| {
+                l.contains(&format!("Index Scan using {index}"))
+                    || l.contains(&format!("Index Only Scan using {index}"))
+            })
+            .unwrap_or_else(|| panic!("the sweep does not walk {index}:\n{plan}"));
+        assert!(scan.contains(&format!("rows={due} ")), "{scan}\n{plan}");
+    }
+    assert!(!plan.contains("Seq Scan on flowstate_runs"), "{plan}");
+    let asleep: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+        "(SELECT count(*) FROM flowstate_runs WHERE wake_at = 9000000000000000)",
+    ))
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(asleep, 50_000, "every sleeper not due still asleep");
     support::drop_database(&url).await;
 }

@@ -120,6 +120,7 @@ async fn up_applies_once_and_down_then_up_restores_the_same_schema() {
         "flowstate_event_deliveries_run_key",
         "flowstate_runs_free_idx",
         "flowstate_runs_sleeping_idx",
+        "flowstate_runs_wake_idx",
         "flowstate_runs_cancel_requested_idx",
         "flowstate_run_signals_pkey",
         "flowstate_effects_pkey",

@@ -117,6 +117,10 @@ async fn the_schema_has_every_table_and_index_of_schema_md() {
             "(wake_at, id)\n    WHERE status IN ('running', 'suspended') AND cancel_requested = 0\n      AND lease_expires_at IS NULL AND wake_at IS NOT NULL AND waiting_on IS NULL",
         ),
         (
+            "flowstate_runs_wake_idx",
+            "(wake_at)\n    WHERE wake_at IS NOT NULL",
+        ),
+        (
             "flowstate_runs_cancel_requested_idx",
             "(created_at, id)\n    WHERE status IN ('running', 'suspended') AND cancel_requested = 1",
         ),

@@ -1,0 +1,1 @@
+DROP INDEX flowstate_runs_wake_idx;
