@@ -25,7 +25,7 @@ use flowstate_faults::report::finish_all;
 use flowstate_faults::{FaultProxy, Heal, Scenario, Throwaway, Verdict};
 use flowstate_store_diesel::Dialect;
 
-use crate::support::{HEAL_BOUND, bounded, store};
+use crate::support::{HEAL_BOUND, bounded, kill_and_restart, store};
 
 /// How long the pool may take to finish after the fault.
 const FINISH_BOUND: Duration = Duration::from_secs(60);
@@ -77,12 +77,7 @@ async fn phase(
     let before = load.stats();
     let (what, detail) = match fault {
         Fault::Restart => {
-            server.kill().await;
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            let back = server
-                .restart()
-                .await
-                .unwrap_or_else(|err| panic!("restart: {err:#}"));
+            let back = kill_and_restart(server).await;
             (
                 "SIGKILL of the server, restart",
                 format!("server back in {} ms", back.as_millis()),

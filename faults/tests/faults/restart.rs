@@ -11,7 +11,7 @@ use flowstate_faults::Scenario;
 use flowstate_faults::load::CrewOptions;
 use flowstate_store_diesel::Dialect;
 
-use crate::support::{StepRun, bounded, migrated_server, store};
+use crate::support::{StepRun, bounded, kill_and_restart, migrated_server, store};
 
 async fn server_restart_under_load(dialect: Dialect) {
     let (mut server, url) = migrated_server(dialect).await;
@@ -24,12 +24,7 @@ async fn server_restart_under_load(dialect: Dialect) {
     )
     .await
     .expect("the load is under way");
-    server.kill().await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let recovered_in = server
-        .restart()
-        .await
-        .unwrap_or_else(|err| panic!("restart: {err:#}"));
+    let recovered_in = kill_and_restart(&mut server).await;
     run.crew.progress.fault_over();
     let mut scenario = Scenario::new(
         "server restart under load",

@@ -24,7 +24,7 @@ use flowstate_recovery::{Pruner, RetentionPolicy};
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use serde_json::json;
 
-use crate::support::{StepRun, bounded, migrated_server, store};
+use crate::support::{StepRun, bounded, kill_and_restart, migrated_server, store};
 
 /// Runs settled ten days ago, for the pruner.
 const OLD_RUNS: u64 = 1_200;
@@ -137,12 +137,7 @@ async fn prune_through_a_server_restart(dialect: Dialect) {
     .await
     .expect("the load is under way");
     let before_kill = pruner.report();
-    server.kill().await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let recovered_in = server
-        .restart()
-        .await
-        .unwrap_or_else(|err| panic!("restart: {err:#}"));
+    let recovered_in = kill_and_restart(&mut server).await;
     let back = Instant::now();
     run.crew.progress.fault_over();
     let at_restart = pruner.report();

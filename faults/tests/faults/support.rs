@@ -65,6 +65,18 @@ pub struct Restarted {
     pub healed: Duration,
 }
 
+/// SIGKILLs `server`, waits 300 ms (its clients see the connections drop)
+/// and starts it again on the same port and data; answers how long the
+/// start took. Every restart scenario's fault.
+pub async fn kill_and_restart(server: &mut Throwaway) -> Duration {
+    server.kill().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server
+        .restart()
+        .await
+        .unwrap_or_else(|err| panic!("restart: {err:#}"))
+}
+
 /// The fault of a restart scenario whose workers count their progress in
 /// `progress`: once it reaches `kill_after`, SIGKILLs `server`, waits
 /// 300 ms and starts it again, then waits for `progress` to move (each
@@ -86,12 +98,7 @@ pub async fn kill_mid_flight(
     )
     .await;
     let before_kill = progress.load(Ordering::SeqCst);
-    server.kill().await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let recovered_in = server
-        .restart()
-        .await
-        .unwrap_or_else(|err| panic!("restart: {err:#}"));
+    let recovered_in = kill_and_restart(server).await;
     let back = Instant::now();
     let at_restart = progress.load(Ordering::SeqCst);
     let healed = bounded(&format!("{what} again"), Duration::from_secs(30), async {
