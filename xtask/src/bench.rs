@@ -827,34 +827,36 @@ async fn per_step(
         async |workers, label: &str| throughput::measure(url, workers, options.steps, label).await;
     #[cfg(feature = "postgres")]
     if dialect == Dialect::Postgres {
-        let mut labels = vec![name, BASELINE];
+        let forms = baseline::Form::ALL;
+        let mut labels = vec![name];
+        labels.extend(forms.map(baseline::Form::label));
         labels.extend(pooled.map(|_| pgbouncer::LABEL));
         let mut all = interleaved_all(
             &labels,
             concurrency,
             options,
-            async |index, workers, label| match (index, pooled) {
-                (0, _) => ours(workers, label).await,
-                (1, _) => baseline::measure(url, workers, options.steps).await,
-                (_, Some(pooled)) => {
+            async |index, workers, label| match (forms.get(index.wrapping_sub(1)), pooled) {
+                _ if index == 0 => ours(workers, label).await,
+                (Some(&form), _) => baseline::measure(url, workers, options.steps, form).await,
+                (None, Some(pooled)) => {
                     throughput::measure(pooled, workers, options.steps, label).await
                 }
-                (_, None) => unreachable!("a third label only with a pooled URL"),
+                (None, None) => unreachable!("a label past the forms only with a pooled URL"),
             },
         )
         .await;
         let through_pooler = pooled.and_then(|_| all.pop());
-        let hand: Vec<Column> = all
-            .pop()
-            .map(|hand| Column {
-                statements: Ok(baseline::statements()),
-                ..Column::rounds(BASELINE, hand)
-            })
-            .into_iter()
-            .collect();
+        let mut all = all.drain(..);
         let ours = all
-            .pop()
+            .next()
             .unwrap_or_else(|| unreachable!("one result per label"));
+        let hand: Vec<Column> = all
+            .zip(forms)
+            .map(|(rounds, form)| Column {
+                statements: Ok(baseline::statements(form)),
+                ..Column::rounds(form.label(), rounds)
+            })
+            .collect();
         return (ours, hand, through_pooler);
     }
     #[cfg(feature = "mysql")]
@@ -967,10 +969,6 @@ const POOLED: &str = "pgbouncer";
 const HAND_MYSQL: &str = mysql_baseline::LABEL;
 #[cfg(not(feature = "mysql"))]
 const HAND_MYSQL: &str = "mysql hand SQL";
-
-/// The hand-written baseline's column label.
-#[cfg(feature = "postgres")]
-const BASELINE: &str = "pg hand SQL";
 
 /// Makes `url` an empty, migrated flowstate database: a bench database of
 /// ours is recreated; a database the user named keeps everything but the

@@ -5,6 +5,14 @@
 //! tables and indexes, prepared once per connection (as anyone writing it
 //! by hand would), so the gap to flowstate's figure is what the store itself
 //! costs.
+//!
+//! Two forms, each a column of its own ([`Form`]): the plain one above,
+//! and the same two statements keeping a claim deadline as flowstate's do
+//! (`claimed_until` set by the claim, cleared by the success: migration
+//! 000014, what brings back a step whose worker died). The column is
+//! indexed, so clearing it makes the success a full update where the plain
+//! form's is heap-only: the second column prices that guarantee alone, and
+//! flowstate's ratio to it is the store's own cost.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,6 +28,43 @@ use tokio::task::JoinSet;
 use super::prepared::Prepared;
 use super::statements::Counted;
 use super::throughput::{self, Throughput};
+
+/// The hand-written forms, each its own column beside flowstate's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// Status, stamps and result only.
+    Plain,
+    /// Also a claim deadline, as flowstate keeps one: the claim sets
+    /// `claimed_until` on the database's clock, the success clears it.
+    ClaimDeadline,
+}
+
+impl Form {
+    /// Both forms, in column order.
+    pub const ALL: [Self; 2] = [Self::Plain, Self::ClaimDeadline];
+
+    /// The column's label.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Plain => "pg hand SQL",
+            Self::ClaimDeadline => "pg hand+deadline",
+        }
+    }
+
+    const fn claim(self) -> &'static str {
+        match self {
+            Self::Plain => CLAIM,
+            Self::ClaimDeadline => CLAIM_WITH_DEADLINE,
+        }
+    }
+
+    const fn succeed(self) -> &'static str {
+        match self {
+            Self::Plain => SUCCEED,
+            Self::ClaimDeadline => SUCCEED_WITH_DEADLINE,
+        }
+    }
+}
 
 /// Claims a pending step: the step and its current attempt's history row.
 const CLAIM: &str = "\
@@ -45,16 +90,44 @@ WITH s AS (
 )
 SELECT id FROM s";
 
-/// What the baseline sends per operation (the rest it does not do).
-pub fn statements() -> Vec<Counted> {
+/// [`CLAIM`], also setting the claim deadline ten minutes from the
+/// database's clock (flowstate's default claim timeout).
+const CLAIM_WITH_DEADLINE: &str = "\
+WITH s AS (
+    UPDATE flowstate_steps SET status = 'running', updated_at = $3,
+        claimed_until = (EXTRACT(EPOCH FROM statement_timestamp()) * 1000000)::BIGINT + 600000000
+    WHERE run_id = $1 AND name = $2 AND status IN ('pending', 'scheduled')
+    RETURNING id, current_attempt
+), h AS (
+    UPDATE flowstate_step_history AS h SET status = 'running', running_at = $3
+    FROM s WHERE h.step_id = s.id AND h.attempt = s.current_attempt
+)
+SELECT id FROM s";
+
+/// [`SUCCEED`], also clearing the claim deadline.
+const SUCCEED_WITH_DEADLINE: &str = "\
+WITH s AS (
+    UPDATE flowstate_steps SET status = 'succeeded', result = $2::jsonb, updated_at = $3,
+        claimed_until = NULL
+    WHERE id = $1 AND status = 'running'
+    RETURNING id, current_attempt
+), h AS (
+    UPDATE flowstate_step_history AS h SET status = 'succeeded', result = $2::jsonb, succeeded_at = $3
+    FROM s WHERE h.step_id = s.id AND h.attempt = s.current_attempt
+)
+SELECT id FROM s";
+
+/// What the baseline in `form` sends per operation (the rest it does not
+/// do).
+pub fn statements(form: Form) -> Vec<Counted> {
     let one = |operation, sql: &str| Counted {
         operation,
         statements: vec![sql.to_owned()],
     };
     vec![
-        one("claim (win)", CLAIM),
-        one("claim (lose)", CLAIM),
-        one("transition", SUCCEED),
+        one("claim (win)", form.claim()),
+        one("claim (lose)", form.claim()),
+        one("transition", form.succeed()),
     ]
 }
 
@@ -71,8 +144,8 @@ fn now_micros() -> i64 {
 }
 
 /// Claims and succeeds `steps` fresh steps on `url` with `workers`
-/// connections, in hand-written SQL.
-pub async fn measure(url: &str, workers: usize, steps: usize) -> Result<Throughput> {
+/// connections, in hand-written SQL of `form`.
+pub async fn measure(url: &str, workers: usize, steps: usize, form: Form) -> Result<Throughput> {
     let config = StoreConfig::default().pool_size(workers.min(8));
     let store = Arc::new(
         DieselStore::open(url, config)
@@ -101,7 +174,7 @@ pub async fn measure(url: &str, workers: usize, steps: usize) -> Result<Throughp
                     return Ok::<_, anyhow::Error>(());
                 };
                 let claimed: Vec<Id> = Prepared(
-                    diesel::sql_query(CLAIM)
+                    diesel::sql_query(form.claim())
                         .bind::<Text, _>(run.to_string())
                         .bind::<Text, _>(name)
                         .bind::<BigInt, _>(now_micros()),
@@ -113,7 +186,7 @@ pub async fn measure(url: &str, workers: usize, steps: usize) -> Result<Throughp
                     .next()
                     .context("a fresh step's claim matched nothing")?;
                 let done: Vec<Id> = Prepared(
-                    diesel::sql_query(SUCCEED)
+                    diesel::sql_query(form.succeed())
                         .bind::<Text, _>(step.id)
                         .bind::<Text, _>(serde_json::json!({ "i": index }).to_string())
                         .bind::<BigInt, _>(now_micros()),
