@@ -92,6 +92,18 @@ struct Picked {
     id: String,
 }
 
+/// The records InnoDB counts as locked by this connection's open
+/// transaction.
+async fn rows_locked(conn: &mut diesel_async::AsyncMysqlConnection) -> i64 {
+    diesel::select(diesel::dsl::sql::<BigInt>(
+        "(SELECT trx_rows_locked FROM information_schema.INNODB_TRX \
+          WHERE trx_mysql_thread_id = CONNECTION_ID())",
+    ))
+    .get_result(conn)
+    .await
+    .unwrap()
+}
+
 /// The plan's rows that read the runs table.
 fn reads(rows: &[PlanRow]) -> Vec<&PlanRow> {
     rows.iter()
@@ -177,13 +189,7 @@ async fn the_run_claim_reads_and_locks_no_run_held_or_asleep() {
         .await
         .unwrap();
     assert_eq!(picked.len(), 32);
-    let locked: i64 = diesel::select(diesel::dsl::sql::<BigInt>(
-        "(SELECT trx_rows_locked FROM information_schema.INNODB_TRX \
-          WHERE trx_mysql_thread_id = CONNECTION_ID())",
-    ))
-    .get_result(&mut conn)
-    .await
-    .unwrap();
+    let locked = rows_locked(&mut conn).await;
     conn.batch_execute("ROLLBACK").await.unwrap();
     assert!(
         (32..=128).contains(&locked),
@@ -240,13 +246,7 @@ async fn the_wake_sweep_reads_and_locks_only_the_waits_due() {
         .execute(&mut conn)
         .await
         .unwrap();
-    let locked: i64 = diesel::select(diesel::dsl::sql::<BigInt>(
-        "(SELECT trx_rows_locked FROM information_schema.INNODB_TRX \
-          WHERE trx_mysql_thread_id = CONNECTION_ID())",
-    ))
-    .get_result(&mut conn)
-    .await
-    .unwrap();
+    let locked = rows_locked(&mut conn).await;
     conn.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(woken, 5);
     assert!(

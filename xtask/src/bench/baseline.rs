@@ -66,56 +66,59 @@ impl Form {
     }
 }
 
+/// The claim of a pending step, the step and its current attempt's
+/// history row, with `$set` (a literal) added to the step's assignments.
+macro_rules! claim {
+    ($set:literal) => {
+        concat!(
+            "WITH s AS (\n",
+            "    UPDATE flowstate_steps SET status = 'running', updated_at = $3",
+            $set,
+            "\n    WHERE run_id = $1 AND name = $2 AND status IN ('pending', 'scheduled')\n",
+            "    RETURNING id, current_attempt\n",
+            "), h AS (\n",
+            "    UPDATE flowstate_step_history AS h SET status = 'running', running_at = $3\n",
+            "    FROM s WHERE h.step_id = s.id AND h.attempt = s.current_attempt\n",
+            ")\n",
+            "SELECT id FROM s"
+        )
+    };
+}
+
+/// The success of a running step, the step and its current attempt's
+/// history row, with `$set` (a literal) added to the step's assignments.
+macro_rules! succeed {
+    ($set:literal) => {
+        concat!(
+            "WITH s AS (\n",
+            "    UPDATE flowstate_steps SET status = 'succeeded', result = $2::jsonb, updated_at = $3",
+            $set,
+            "\n    WHERE id = $1 AND status = 'running'\n",
+            "    RETURNING id, current_attempt\n",
+            "), h AS (\n",
+            "    UPDATE flowstate_step_history AS h SET status = 'succeeded', result = $2::jsonb, \
+             succeeded_at = $3\n",
+            "    FROM s WHERE h.step_id = s.id AND h.attempt = s.current_attempt\n",
+            ")\n",
+            "SELECT id FROM s"
+        )
+    };
+}
+
 /// Claims a pending step: the step and its current attempt's history row.
-const CLAIM: &str = "\
-WITH s AS (
-    UPDATE flowstate_steps SET status = 'running', updated_at = $3
-    WHERE run_id = $1 AND name = $2 AND status IN ('pending', 'scheduled')
-    RETURNING id, current_attempt
-), h AS (
-    UPDATE flowstate_step_history AS h SET status = 'running', running_at = $3
-    FROM s WHERE h.step_id = s.id AND h.attempt = s.current_attempt
-)
-SELECT id FROM s";
+const CLAIM: &str = claim!("");
 
 /// Succeeds a running step: the step and its current attempt's history row.
-const SUCCEED: &str = "\
-WITH s AS (
-    UPDATE flowstate_steps SET status = 'succeeded', result = $2::jsonb, updated_at = $3
-    WHERE id = $1 AND status = 'running'
-    RETURNING id, current_attempt
-), h AS (
-    UPDATE flowstate_step_history AS h SET status = 'succeeded', result = $2::jsonb, succeeded_at = $3
-    FROM s WHERE h.step_id = s.id AND h.attempt = s.current_attempt
-)
-SELECT id FROM s";
+const SUCCEED: &str = succeed!("");
 
 /// [`CLAIM`], also setting the claim deadline ten minutes from the
 /// database's clock (flowstate's default claim timeout).
-const CLAIM_WITH_DEADLINE: &str = "\
-WITH s AS (
-    UPDATE flowstate_steps SET status = 'running', updated_at = $3,
-        claimed_until = (EXTRACT(EPOCH FROM statement_timestamp()) * 1000000)::BIGINT + 600000000
-    WHERE run_id = $1 AND name = $2 AND status IN ('pending', 'scheduled')
-    RETURNING id, current_attempt
-), h AS (
-    UPDATE flowstate_step_history AS h SET status = 'running', running_at = $3
-    FROM s WHERE h.step_id = s.id AND h.attempt = s.current_attempt
-)
-SELECT id FROM s";
+const CLAIM_WITH_DEADLINE: &str = claim!(
+    ",\n        claimed_until = (EXTRACT(EPOCH FROM statement_timestamp()) * 1000000)::BIGINT + 600000000"
+);
 
 /// [`SUCCEED`], also clearing the claim deadline.
-const SUCCEED_WITH_DEADLINE: &str = "\
-WITH s AS (
-    UPDATE flowstate_steps SET status = 'succeeded', result = $2::jsonb, updated_at = $3,
-        claimed_until = NULL
-    WHERE id = $1 AND status = 'running'
-    RETURNING id, current_attempt
-), h AS (
-    UPDATE flowstate_step_history AS h SET status = 'succeeded', result = $2::jsonb, succeeded_at = $3
-    FROM s WHERE h.step_id = s.id AND h.attempt = s.current_attempt
-)
-SELECT id FROM s";
+const SUCCEED_WITH_DEADLINE: &str = succeed!(",\n        claimed_until = NULL");
 
 /// What the baseline in `form` sends per operation (the rest it does not
 /// do).
