@@ -101,7 +101,8 @@ pub(crate) enum WakeSweep {
     /// disjoint ranges: the free sleepers from `flowstate_runs_sleeping_idx`
     /// (the claim's own, `due_sql`), and every other wait from
     /// `flowstate_runs_wake_idx`, whose predicate ([`NOT_FREE_SLEEP`]) no
-    /// claim implies. `$1`, the lease clock offset, is read by both.
+    /// claim implies. `$1`, the lease clock offset, is read by both, and
+    /// by the `UPDATE`'s own re-check of the row.
     Split,
     /// SQLite: one index of every wait, named (`INDEXED BY`): the planner,
     /// with no statistics, would take the status index instead.
@@ -130,8 +131,13 @@ pub(crate) fn wake_sweep_sql(form: WakeSweep, now_us: &str) -> String {
     match form {
         WakeSweep::Split => {
             let now = format!("({now_us} + $1)");
+            // The due condition again on the row itself: the picks are a
+            // subquery, which READ COMMITTED does not read again when the
+            // row it picked changed under it, so only this re-check keeps
+            // a wait begun meanwhile (not due) from being ended.
             format!(
-                "{set} WHERE id IN (SELECT id FROM flowstate_runs WHERE {} AND NOT cancel_requested \
+                "{set} WHERE {unsettled} AND wake_at <= {now} AND id IN \
+                 (SELECT id FROM flowstate_runs WHERE {} AND NOT cancel_requested \
                  UNION ALL SELECT id FROM flowstate_runs WHERE {unsettled} AND {NOT_FREE_SLEEP} \
                  AND wake_at <= {now})",
                 due_sql(&now)
