@@ -20,3 +20,4 @@ pub mod recovery;
 pub mod reopen;
 pub mod schema_check;
 pub mod stamp;
+pub mod wake_race;

@@ -194,51 +194,12 @@ async fn a_claim_picked_as_deadlock_victim_runs_again_and_wins() {
 /// a subquery, needs the condition restated for this; see its test).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_wake_sweep_leaves_a_wait_begun_while_it_waited_for_the_row() {
-    use diesel_async::{AsyncConnection, AsyncMysqlConnection};
-    use flowstate_core::ports::RunWaitStore;
-
-    let db = TestDb::migrated(Dialect::Mysql).await;
-    let store = Arc::new(db.warm_store(StoreConfig::default(), 2).await);
-    let run = records::run(&*store, json!({})).await;
-    let asleep = format!(
-        "UPDATE flowstate_runs SET status = 'running', wake_at = 1 WHERE id = '{}'",
-        run.id
-    );
-    assert_eq!(
-        TestDb::execute(&db, &asleep).await,
-        1,
-        "the run asleep, long due"
-    );
-    // A transaction that ended that wait and began another, uncommitted.
-    let mut holder = AsyncMysqlConnection::establish(&db.url).await.unwrap();
-    holder
-        .batch_execute(&format!(
-            "BEGIN; UPDATE flowstate_runs SET wake_at = 9000000000000000, waiting_on = 'sig' \
-             WHERE id = '{}'",
-            run.id
-        ))
-        .await
-        .unwrap();
-    let sweep = tokio::spawn({
-        let store = Arc::clone(&store);
-        async move { store.wake_expired().await }
-    });
-    let blocked = "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX \
-                   WHERE trx_state = 'LOCK WAIT' \
-                   AND trx_query LIKE 'UPDATE flowstate_runs SET wake_at = NULL%'";
-    let db_ref = &db;
-    eventually("the sweep waits for the row", || async move {
-        db_ref.count(blocked).await > 0
-    })
+    crate::common::wake_race::a_wait_begun_under_the_sweep_stands::<
+        diesel_async::AsyncMysqlConnection,
+    >(
+        Dialect::Mysql,
+        "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' \
+         AND trx_query LIKE 'UPDATE flowstate_runs SET wake_at = NULL%'",
+    )
     .await;
-    holder.batch_execute("COMMIT").await.unwrap();
-    let woken = sweep.await.unwrap().unwrap();
-    assert_eq!(woken, 0, "the sweep ended a wait that is not due");
-    let stands = format!(
-        "SELECT COUNT(*) AS n FROM flowstate_runs WHERE id = '{}' \
-         AND wake_at = 9000000000000000 AND waiting_on = 'sig'",
-        run.id
-    );
-    assert_eq!(db.count(&stands).await, 1, "the new wait stands");
-    db.drop_database().await;
 }

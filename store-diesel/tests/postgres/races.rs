@@ -216,58 +216,10 @@ async fn deletes_racing_batch_claims_leave_no_history_without_its_step() {
 /// again), it cleared the new wait.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_wake_sweep_leaves_a_wait_begun_while_it_waited_for_the_row() {
-    use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
-    use flowstate_core::ports::RunWaitStore;
-
-    let db = TestDb::migrated(Dialect::Postgres).await;
-    let store = Arc::new(db.warm_store(StoreConfig::default(), 2).await);
-    let run = records::run(&*store, json!({})).await;
-    assert_eq!(
-        db.execute(&format!(
-            "UPDATE flowstate_runs SET status = 'running', wake_at = 1 WHERE id = '{}'",
-            run.id
-        ))
-        .await,
-        1,
-        "the run asleep, its time long come"
-    );
-    // A transaction that ended that wait and began another, uncommitted.
-    let mut holder = AsyncPgConnection::establish(&db.url).await.unwrap();
-    holder
-        .batch_execute(&format!(
-            "BEGIN; UPDATE flowstate_runs SET wake_at = 9000000000000000, waiting_on = 'sig' \
-             WHERE id = '{}'",
-            run.id
-        ))
-        .await
-        .unwrap();
-    let sweep = tokio::spawn({
-        let store = Arc::clone(&store);
-        async move { store.wake_expired().await }
-    });
-    // The sweep is blocked on the holder's row lock (bounded wait).
-    let blocked = "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
-                   AND query LIKE 'UPDATE flowstate_runs SET wake_at = NULL%'";
-    let started = std::time::Instant::now();
-    while db.count(blocked).await == 0 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(10),
-            "the sweep never waited for the row"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
-    holder.batch_execute("COMMIT").await.unwrap();
-    let woken = sweep.await.unwrap().unwrap();
-    assert_eq!(woken, 0, "the sweep ended a wait that is not due");
-    assert_eq!(
-        db.count(&format!(
-            "SELECT count(*) AS n FROM flowstate_runs WHERE id = '{}' \
-             AND wake_at = 9000000000000000 AND waiting_on = 'sig'",
-            run.id
-        ))
-        .await,
-        1,
-        "the new wait stands"
-    );
-    db.drop_database().await;
+    crate::common::wake_race::a_wait_begun_under_the_sweep_stands::<diesel_async::AsyncPgConnection>(
+        Dialect::Postgres,
+        "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+         AND query LIKE 'UPDATE flowstate_runs SET wake_at = NULL%'",
+    )
+    .await;
 }
