@@ -167,6 +167,28 @@ async fn leases_through_a_server_restart(dialect: Dialect) {
         })
         .collect();
 
+    // The recovery sweep of waits beside the workers, through the kill:
+    // it may end a sleeper's wait before a claim takes it, never one that
+    // is not due (every sleeper still sleeps exactly once, below).
+    let sweeps = tokio::spawn({
+        let (store, stop) = (Arc::clone(&leasing), Arc::clone(&stop));
+        async move {
+            let (mut passes, mut woken, mut failed) = (0_u64, 0_u64, 0_u64);
+            while !stop.load(Ordering::SeqCst) {
+                match store.wake_expired().await {
+                    Ok(n) => {
+                        passes += 1;
+                        woken += n;
+                    }
+                    Err(err) if err.is_retryable() => failed += 1,
+                    Err(err) => panic!("wake_expired: {err}"),
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            (passes, woken, failed)
+        }
+    });
+
     let Restarted {
         before_kill,
         recovered_in,
@@ -187,13 +209,16 @@ async fn leases_through_a_server_restart(dialect: Dialect) {
             .expect("a worker");
     }
 
+    let (passes, woken, sweeps_failed) = bounded("the sweep", Duration::from_secs(30), sweeps)
+        .await
+        .expect("the sweep");
     let [completed, held, running] = counts(&url).await;
     let finished = seen.finished.load(Ordering::SeqCst);
     let mut scenario = Scenario::new(
         "run leases through a server restart",
         dialect,
         format!(
-            "{RUNS} runs (one in four first asleep 300 ms), {WORKERS} workers, claim_runs of \
+            "{RUNS} runs (one in four first asleep 300 ms), {WORKERS} workers and a wake sweep, claim_runs of \
              up to 8, leases of 3 s"
         ),
         "SIGKILL of the server mid-leasing, restart".into(),
@@ -212,7 +237,8 @@ async fn leases_through_a_server_restart(dialect: Dialect) {
         "server back in {} ms; {before_kill} finished before the kill; {errors} calls failed \
          retryably, {lost} finishes or waits found their lease lost; {slept} runs slept and \
          woke; drained {}; {completed} runs completed, {finished} finishes won, {held} held, \
-         {running} running",
+         {running} running; the wake sweep: {passes} passes, {woken} waits ended, \
+         {sweeps_failed} passes failed retryably",
         recovered_in.as_millis(),
         if drained {
             "in time"
@@ -224,6 +250,7 @@ async fn leases_through_a_server_restart(dialect: Dialect) {
         errors > 0,
         "the kill hit no call: the scenario proves nothing"
     );
+    assert!(passes > 0, "the wake sweep never ran");
     assert_eq!(
         slept,
         RUNS / 4,
