@@ -28,7 +28,7 @@ use crate::schema::{
     Json, JsonText, flowstate_runs as runs, flowstate_step_history as history,
     flowstate_steps as steps,
 };
-use crate::sql::leasable_texts;
+use crate::sql::typed::unsettled;
 use crate::store::DieselStore;
 
 impl DieselStore {
@@ -61,12 +61,11 @@ impl DieselStore {
                 (None, finished)
             }
         };
-        let admitting = leasable_texts();
         for _ in 0..IDEMPOTENT_TRIES {
             let inserted = in_transaction!(self, "record_step", |conn| {
                 let pick = runs::table
                     .filter(runs::id.eq(&row.run_id))
-                    .filter(runs::status.eq_any(&admitting))
+                    .filter(unsettled())
                     .select((
                         row.id.as_str().into_sql::<Text>(),
                         runs::id,

@@ -14,9 +14,9 @@
 
 use std::time::Duration;
 
-use diesel::dsl::{exists, not, sql};
+use diesel::dsl::{exists, not};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool};
+use diesel::sql_types::Bool;
 use diesel_async::RunQueryDsl;
 
 use flowstate_core::lease::lease_micros;
@@ -37,8 +37,8 @@ use crate::rows::leases::Leased;
 use crate::rows::{parse_id, parse_status};
 use crate::schema::{flowstate_runs as runs, flowstate_steps as steps};
 use crate::sql::batch_claimable_around_now;
-use crate::sql::leasable_texts;
-use crate::sql::typed::{db_time, now_sql};
+use crate::sql::bound::{BoundSql, literal_in};
+use crate::sql::typed::{db_time, now_sql, unsettled};
 use crate::sql::waits::AwakeAt;
 use crate::store::DieselStore;
 
@@ -75,9 +75,9 @@ type StalledRow = (String, i64, Option<i64>);
 fn claimable<C: Connection>(_conn: &C, offset: i64) -> AwakeAt {
     let (before, after) = batch_claimable_around_now(C::CLAIMABLE_COLUMN, None);
     let now_us = C::NOW_US;
-    sql::<Bool>(&format!("{before}({now_us} + "))
-        .bind::<BigInt, _>(offset)
-        .sql(&format!("){after}"))
+    BoundSql::text(format!("{before}({now_us} + "))
+        .bind(offset)
+        .sql(format!("){after}"))
 }
 
 /// `idle_for` in microseconds, saturating.
@@ -115,7 +115,7 @@ impl RecoveryStore for DieselStore {
             .filter(exists(
                 runs::table
                     .filter(runs::id.eq(steps::run_id))
-                    .filter(runs::status.eq_any(leasable_texts()))
+                    .filter(unsettled())
                     .select(runs::id),
             ))
             .order((steps::created_at, steps::id))
@@ -144,11 +144,14 @@ impl RecoveryStore for DieselStore {
         // One clock: the cutoff on the lease clock (the database's).
         let cutoff = offset.saturating_sub(idle_micros(idle_for));
         // A literal, not a bind: the predicate of the running-runs index.
-        let running = format!("status = '{}'", RunStatus::Running.as_str());
+        let running = BoundSql::<Bool>::text(format!("status = '{}'", RunStatus::Running.as_str()));
         // A step a worker has, or one the run sleeps on.
-        let busy = vec![StepStatus::Running.as_str(), StepStatus::Scheduled.as_str()];
+        let busy = literal_in(
+            steps::status,
+            &[StepStatus::Running.as_str(), StepStatus::Scheduled.as_str()],
+        );
         let rows: Vec<StalledRow> = on_connection!(self, op, |conn| runs::table
-            .filter(sql::<Bool>(&running))
+            .filter(running.clone())
             .filter(
                 runs::updated_at
                     .nullable()
@@ -172,7 +175,7 @@ impl RecoveryStore for DieselStore {
                         steps::updated_at
                             .nullable()
                             .ge(db_time(now_sql(&*conn), cutoff))
-                            .or(steps::status.eq_any(busy.clone()).nullable()),
+                            .or(busy.clone().nullable()),
                     )
                     .select(steps::id),
             )))

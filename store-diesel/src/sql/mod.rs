@@ -13,8 +13,9 @@
 //!
 //! Beside it: `in_list.rs` (MySQL's and SQLite's batch statements over an
 //! `IN` list of steps), `waits.rs` (the one SQL spelling of "this run is
-//! awake") and `typed.rs` (the fragments written in the diesel DSL rather
-//! than as text).
+//! awake"), `typed.rs` (the fragments written in the diesel DSL rather
+//! than as text) and `bound.rs` (the text fragments those hold, in a form
+//! the statement cache keeps).
 
 use std::fmt::Write as _;
 
@@ -30,6 +31,7 @@ use flowstate_core::{BatchClaim, ClaimDecision, RetryStart, RunStatus, StepStatu
 use crate::rows::StepRow;
 use crate::schema::{Json, JsonText};
 
+pub(crate) mod bound;
 #[cfg(any(feature = "mysql", feature = "sqlite"))]
 pub(crate) mod in_list;
 pub(crate) mod retention;
@@ -777,3 +779,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod cache_tests;

@@ -12,8 +12,7 @@
 //! reads off its connection with [`now_sql`] ([`LeaseClock`]) or
 //! `Connection::NOW_US`.
 
-use diesel::dsl::{AsExprOf, case_when, exists, sql};
-use diesel::expression::{SqlLiteral, UncheckedBind};
+use diesel::dsl::{case_when, exists};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
 
@@ -27,6 +26,7 @@ use crate::rows::signals::SignalRow;
 use crate::rows::{StateRow, StepRow};
 use crate::schema::flowstate_steps as steps;
 use crate::schema::{Json, JsonText, flowstate_events, flowstate_runs as runs};
+use crate::sql::bound::{BoundSql, LiteralIn, literal_in};
 use crate::sql::leasable_texts;
 use crate::sql::waits::{AwakeAt, awake_at};
 
@@ -52,17 +52,26 @@ pub(crate) fn wake_sweep<C: crate::dialect::Connection>(_conn: &C) -> String {
 }
 
 /// The type of [`db_time`].
-pub(crate) type DbTime = SqlLiteral<
-    Nullable<BigInt>,
-    UncheckedBind<SqlLiteral<Nullable<BigInt>>, AsExprOf<i64, BigInt>>,
->;
+pub(crate) type DbTime = BoundSql<Nullable<BigInt>>;
 
 /// The database's time (`now_us`, the connection's [`LeaseClock`] SQL)
-/// plus `plus` microseconds (bound), as a nullable `BIGINT` expression.
-pub(crate) fn db_time(now_us: &str, plus: i64) -> DbTime {
-    sql::<Nullable<BigInt>>(&format!("({now_us} + "))
-        .bind::<BigInt, _>(plus)
+/// plus `plus` microseconds (bound), as a nullable `BIGINT` expression
+/// the statement cache keeps ([`BoundSql`]).
+pub(crate) fn db_time(now_us: &'static str, plus: i64) -> DbTime {
+    BoundSql::text("(")
+        .sql(now_us)
+        .sql(" + ")
+        .bind(plus)
         .sql(")")
+}
+
+/// The type of [`unsettled`].
+pub(crate) type Unsettled = LiteralIn<runs::status>;
+
+/// The run is not settled: its status is one a lease may be held in, as
+/// literals (`eq_any` of a list is never cached where it renders `IN`).
+pub(crate) fn unsettled() -> Unsettled {
+    literal_in(runs::status, &leasable_texts())
 }
 
 /// The row of run `id` if `token` holds its lease now (the lease clock
@@ -70,38 +79,37 @@ pub(crate) fn db_time(now_us: &str, plus: i64) -> DbTime {
 /// not settled and the lease has not run out.
 #[diesel::dsl::auto_type]
 pub(crate) fn held<'a>(now_us: &'static str, id: &'a str, token: i64, offset: i64) -> _ {
-    let statuses: Vec<&'static str> = leasable_texts();
+    let statuses: Unsettled = unsettled();
     let now: DbTime = db_time(now_us, offset);
     runs::table
         .filter(runs::id.eq(id))
         .filter(runs::lease_token.eq(token))
         .filter(runs::lease_owner.is_not_null())
-        .filter(runs::status.eq_any(statuses))
+        .filter(statuses)
         .filter(runs::lease_expires_at.gt(now))
 }
 
 /// The row of run `id` if it takes a write: not settled.
 #[diesel::dsl::auto_type(no_type_alias)]
 pub(crate) fn unsettled_run<'a>(id: &'a str) -> _ {
-    let statuses: Vec<&'static str> = leasable_texts();
-    runs::table
-        .filter(runs::id.eq(id))
-        .filter(runs::status.eq_any(statuses))
+    let statuses: Unsettled = unsettled();
+    runs::table.filter(runs::id.eq(id)).filter(statuses)
 }
 
 /// The type of [`claim_deadline`].
-pub(crate) type ClaimDeadline =
-    SqlLiteral<Nullable<BigInt>, UncheckedBind<DbTime, AsExprOf<i64, BigInt>>>;
+pub(crate) type ClaimDeadline = BoundSql<Nullable<BigInt>>;
 
 /// A new claim deadline for a step row: the database's time (`now_us`)
 /// plus the lease clock offset `offset`, plus the step's own claim timeout
 /// or `default_us` (all microseconds), as a nullable `BIGINT` expression:
 /// [`crate::sql::Deadline`] in the DSL.
-pub(crate) fn claim_deadline(now_us: &str, offset: i64, default_us: i64) -> ClaimDeadline {
-    sql::<Nullable<BigInt>>(&format!("({now_us} + "))
-        .bind::<BigInt, _>(offset)
+pub(crate) fn claim_deadline(now_us: &'static str, offset: i64, default_us: i64) -> ClaimDeadline {
+    BoundSql::text("(")
+        .sql(now_us)
+        .sql(" + ")
+        .bind(offset)
         .sql(" + COALESCE(claim_timeout_ms * 1000, ")
-        .bind::<BigInt, _>(default_us)
+        .bind(default_us)
         .sql("))")
 }
 
@@ -113,12 +121,16 @@ diesel::define_sql_function! {
     fn json_or_stored(given: diesel::sql_types::Nullable<crate::schema::Json>, stored: diesel::sql_types::Nullable<crate::schema::Json>) -> diesel::sql_types::Nullable<crate::schema::Json>;
 }
 
-/// The statuses core's table lets a run move to `to` from, as stored.
-fn run_sources(to: RunStatus) -> Vec<&'static str> {
-    RunStatus::sources_of(to)
+/// The type of [`run_sources`].
+type RunSources = LiteralIn<runs::status>;
+
+/// The run's status is one core's table lets it move to `to` from.
+fn run_sources(to: RunStatus) -> RunSources {
+    let sources: Vec<&'static str> = RunStatus::sources_of(to)
         .into_iter()
         .map(RunStatus::as_str)
-        .collect()
+        .collect();
+    literal_in(runs::status, &sources)
 }
 
 /// The assignments of a run's move to `to` at `now`, writing `output` or,
@@ -144,14 +156,9 @@ pub(crate) fn move_run<'a>(
     now: i64,
     output: Option<&'a JsonText>,
 ) -> _ {
-    let sources: Vec<&'static str> = run_sources(to);
+    let sources: RunSources = run_sources(to);
     let set: run_move_set<'a> = run_move_set(to, now, output);
-    diesel::dsl::update(
-        runs::table
-            .filter(runs::id.eq(id))
-            .filter(runs::status.eq_any(sources)),
-    )
-    .set(set)
+    diesel::dsl::update(runs::table.filter(runs::id.eq(id)).filter(sources)).set(set)
 }
 
 /// [`move_run`], fenced: only while `token` holds the run's lease,
@@ -167,13 +174,13 @@ pub(crate) fn move_run_fenced<'a>(
     token: i64,
     offset: i64,
 ) -> _ {
-    let sources: Vec<&'static str> = run_sources(to);
+    let sources: RunSources = run_sources(to);
     let set: run_move_set<'a> = run_move_set(to, now, output);
     let lease_now: DbTime = db_time(now_us, offset);
     diesel::dsl::update(
         runs::table
             .filter(runs::id.eq(id))
-            .filter(runs::status.eq_any(sources))
+            .filter(sources)
             .filter(runs::lease_token.eq(token))
             .filter(runs::lease_owner.is_not_null())
             .filter(runs::lease_expires_at.gt(lease_now)),
@@ -182,16 +189,10 @@ pub(crate) fn move_run_fenced<'a>(
 }
 
 /// The type of the status a failed release writes ([`failure_release`]).
-type FailStatus = SqlLiteral<Text, UncheckedBind<SqlLiteral<Text>, AsExprOf<i64, BigInt>>>;
+type FailStatus = BoundSql<Text>;
 
 /// The type of the stamp a failed release writes ([`failure_release`]).
-type FailStamp = SqlLiteral<
-    BigInt,
-    UncheckedBind<
-        SqlLiteral<BigInt, UncheckedBind<SqlLiteral<BigInt>, AsExprOf<i64, BigInt>>>,
-        AsExprOf<i64, BigInt>,
-    >,
->;
+type FailStamp = BoundSql<BigInt>;
 
 /// The assignments of a failed attempt's release: `fails_run` in SQL (the
 /// failures after this one reach `limit`: the run fails, stamped `now`),
@@ -199,16 +200,16 @@ type FailStamp = SqlLiteral<
 /// first: MySQL assigns left to right, so it must see the old count.
 #[diesel::dsl::auto_type(no_type_alias)]
 pub(crate) fn failure_release<'a>(reason: &'a str, limit: i64, now: i64) -> _ {
-    let status: FailStatus = sql::<Text>("CASE WHEN failures + 1 >= ")
-        .bind::<BigInt, _>(limit)
-        .sql(&format!(
+    let status: FailStatus = BoundSql::text("CASE WHEN failures + 1 >= ")
+        .bind(limit)
+        .sql(format!(
             " THEN '{}' ELSE status END",
             RunStatus::Failed.as_str()
         ));
-    let stamp: FailStamp = sql::<BigInt>("CASE WHEN failures + 1 >= ")
-        .bind::<BigInt, _>(limit)
+    let stamp: FailStamp = BoundSql::text("CASE WHEN failures + 1 >= ")
+        .bind(limit)
         .sql(" THEN ")
-        .bind::<BigInt, _>(now)
+        .bind(now)
         .sql(" ELSE updated_at END");
     let no_owner: Option<String> = None;
     let no_expiry: Option<i64> = None;
@@ -282,14 +283,14 @@ pub(crate) fn lease_set<'a>(now_us: &'static str, now: i64, worker: &'a str, unt
 /// signal's name, payload and time bound.
 #[diesel::dsl::auto_type(no_type_alias)]
 pub(crate) fn signal_source<'a>(row: &'a SignalRow) -> _ {
-    let statuses: Vec<&'static str> = leasable_texts();
+    let statuses: Unsettled = unsettled();
     let id: &'a str = row.run_id.as_str();
     let name: &'a str = row.name.as_str();
     let payload: &'a JsonText = &row.payload;
     let sent_at: i64 = row.sent_at;
     runs::table
         .filter(runs::id.eq(id))
-        .filter(runs::status.eq_any(statuses))
+        .filter(statuses)
         .select((
             runs::id,
             name.into_sql::<Text>(),
@@ -315,11 +316,10 @@ pub(crate) fn state_values<'a>(row: &'a StateRow) -> _ {
 /// terms in their hand-written text).
 #[diesel::dsl::auto_type]
 pub(crate) fn runnable(now_us: &'static str, offset: i64) -> _ {
-    let statuses: Vec<&'static str> = leasable_texts();
+    let statuses: Unsettled = unsettled();
     let now: DbTime = db_time(now_us, offset);
     let awake: AwakeAt = awake_at(now_us, offset);
-    runs::status
-        .eq_any(statuses)
+    statuses
         .and(
             runs::lease_expires_at
                 .is_null()
@@ -336,14 +336,14 @@ pub(crate) fn runnable(now_us: &'static str, offset: i64) -> _ {
 pub(crate) fn step_holder<'a>(row: &'a StepRow) -> _ {
     let run_id: &'a str = row.run_id.as_str();
     let name: &'a str = row.name.as_str();
-    let statuses: Vec<&'static str> = leasable_texts();
+    let statuses: Unsettled = unsettled();
     steps::table
         .filter(steps::run_id.eq(run_id))
         .filter(steps::name.eq(name))
         .filter(exists(
             runs::table
                 .filter(runs::id.eq(run_id))
-                .filter(runs::status.eq_any(statuses))
+                .filter(statuses)
                 .select(runs::id),
         ))
 }
@@ -375,7 +375,7 @@ pub(crate) fn step_holder_fenced<'a>(
 pub(crate) fn expired_claims(now_us: &'static str, offset: i64, limit: u32) -> _ {
     let now: DbTime = db_time(now_us, offset);
     let limit: i64 = i64::from(limit);
-    let expired_at: SqlLiteral<BigInt> = sql::<BigInt>("claimed_until");
+    let expired_at: BoundSql<BigInt> = BoundSql::text("claimed_until");
     steps::table
         .filter(steps::claimed_until.is_not_null())
         .filter(steps::claimed_until.le(now))

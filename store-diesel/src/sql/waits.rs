@@ -153,13 +153,7 @@ pub(crate) fn wake_sweep_sql(form: WakeSweep, now_us: &str) -> String {
 
 /// The type of [`awake_at`] (and of any condition that is text around one
 /// bound offset).
-pub(crate) type AwakeAt = diesel::expression::SqlLiteral<
-    diesel::sql_types::Bool,
-    diesel::expression::UncheckedBind<
-        diesel::expression::SqlLiteral<diesel::sql_types::Bool>,
-        diesel::dsl::AsExprOf<i64, diesel::sql_types::BigInt>,
-    >,
->;
+pub(crate) type AwakeAt = crate::sql::bound::BoundSql<diesel::sql_types::Bool>;
 
 /// [`awake`] at the database's time plus `offset` (bound), for the typed
 /// queries of any dialect: `now_us` is its clock SQL
@@ -167,7 +161,7 @@ pub(crate) type AwakeAt = diesel::expression::SqlLiteral<
 pub(crate) fn awake_at(now_us: &str, offset: i64) -> AwakeAt {
     let text = awake(&format!("({now_us} + \u{0})"));
     let (before, after) = text.split_once('\u{0}').expect("one time in the condition");
-    diesel::dsl::sql::<diesel::sql_types::Bool>(before)
-        .bind::<diesel::sql_types::BigInt, _>(offset)
-        .sql(after)
+    crate::sql::bound::BoundSql::text(before.to_owned())
+        .bind(offset)
+        .sql(after.to_owned())
 }
