@@ -7,7 +7,10 @@
 //! a small fixed set of texts (one per operation and target status), with
 //! every value bound, so [`Cached`] marks them safe to cache: each
 //! connection prepares each text once and then only executes it. The cache
-//! is keyed by the SQL text and the bind types. One wrapper serves all three
+//! is keyed by the SQL text and the bind types. diesel marks every typed
+//! `UPDATE` the same way (a changeset struct may skip its `None` fields,
+//! so one type can render several texts): the store's updates assign every
+//! column they name, one text per shape, and wrap the same. One wrapper serves all three
 //! dialects: PostgreSQL and MySQL through diesel-async's statement cache,
 //! SQLite through diesel's. On SQLite's blocking connection only the load
 //! path honours it (`execute` re-checks the statement through a reference,
@@ -18,11 +21,12 @@
 use diesel::QueryResult;
 use diesel::backend::Backend;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
-use diesel::sql_types::Untyped;
 
-/// A raw query (`sql_query` with its binds) whose prepared statement the
-/// connection keeps. Build it only from a fixed statement text, so the
-/// cache stays bounded.
+/// A raw query (`sql_query` with its binds), or a typed `UPDATE` or
+/// `INSERT`, whose prepared statement the connection keeps. Build it only
+/// from a fixed statement text (a typed statement: only from fragments
+/// whose text is the same on every call, no list of varying length), so
+/// the cache stays bounded.
 #[derive(Debug)]
 pub(crate) struct Cached<Q>(Q);
 
@@ -42,8 +46,9 @@ impl<Q> QueryId for Cached<Q> {
     const HAS_STATIC_QUERY_ID: bool = false;
 }
 
-impl<Q> Query for Cached<Q> {
-    type SqlType = Untyped;
+impl<Q: Query> Query for Cached<Q> {
+    // A raw query's (`Untyped`, read by name), or a typed statement's.
+    type SqlType = Q::SqlType;
 }
 
 impl<Q, C> diesel::RunQueryDsl<C> for Cached<Q> {}

@@ -291,12 +291,14 @@ impl Connection for AsyncMysqlConnection {
                 LeaseRelease::Failure { reason, limit, now } => {
                     diesel::update(held)
                         .set(failure_release(reason, limit, now))
+                        .cached()
                         .execute(conn)
                         .await?
                 }
                 LeaseRelease::Yield => {
                     diesel::update(held)
                         .set(yield_release())
+                        .cached()
                         .execute(conn)
                         .await?
                 }
@@ -341,6 +343,7 @@ impl Connection for AsyncMysqlConnection {
             };
             diesel::update(runs::table.filter(runs::id.eq(id)))
                 .set(lease_set(Self::NOW_US, now, worker, until))
+                .cached()
                 .execute(conn)
                 .await?;
             if cancel {
@@ -373,6 +376,7 @@ impl Connection for AsyncMysqlConnection {
                     .filter(steps::status.eq(StepStatus::Running.as_str())),
             )
             .set(steps::claimed_until.eq(claim_deadline(Self::NOW_US, offset, default_us)))
+            .cached()
             .execute(conn)
             .await?;
             if matched == 0 {

@@ -111,9 +111,15 @@ pub(super) async fn claim_runs(
         );
         let cancelled = pick(conn, &claim, Spread::of(None, n, n), true).await?;
         if !cancelled.is_empty() {
-            let moved = guarded(&cancel_sql(cancelled.len()), &claim, &cancelled, true)
-                .execute(conn)
-                .await?;
+            let moved = guarded(
+                &cancel_sql(listed(cancelled.len())),
+                &claim,
+                &cancelled,
+                true,
+            )
+            .cached()
+            .execute(conn)
+            .await?;
             if moved != cancelled.len() {
                 return Err(lost_race("claim_run"));
             }
@@ -124,7 +130,8 @@ pub(super) async fn claim_runs(
         }
         #[cfg(feature = "test-support")]
         interleave::run(claim.worker, interleave::Stage::BeforeUpdate, conn).await;
-        let moved = guarded(&lease_sql(picked.len()), &claim, &picked, false)
+        let moved = guarded(&lease_sql(listed(picked.len())), &claim, &picked, false)
+            .cached()
             .execute(conn)
             .await?;
         if moved != picked.len() {
@@ -132,10 +139,11 @@ pub(super) async fn claim_runs(
         }
         #[cfg(feature = "test-support")]
         interleave::run(claim.worker, interleave::Stage::BeforeReadBack, conn).await;
-        let ids: Vec<&str> = picked.iter().map(|p| p.id.as_str()).collect();
+        let ids: Vec<&str> = padded(&picked).map(|p| p.id.as_str()).collect();
         let leased: Vec<LeasedRunRow> = runs::table
             .filter(runs::id.eq_any(&ids))
             .select(LeasedRunRow::as_select())
+            .cached()
             .load(conn)
             .await?;
         if !shows_this_claim(&leased, &picked, claim.worker) {
@@ -230,6 +238,24 @@ fn pick_sql(cancel: u8) -> String {
     )
 }
 
+/// How many runs a statement over `n` picked runs lists: `n` rounded up
+/// to a power of two, so each connection keeps at most eleven prepared
+/// texts of each listed statement (one per size up to
+/// [`flowstate_core::lease::MAX_CLAIM_BATCH`]) instead of preparing a
+/// new one for each batch size.
+fn listed(n: usize) -> usize {
+    n.max(1).next_power_of_two()
+}
+
+/// The picked runs, the last repeated up to [`listed`] of them: a run
+/// listed twice in an `IN` is matched, updated and read once.
+fn padded(picked: &[Picked]) -> impl Iterator<Item = &Picked> {
+    let fill = listed(picked.len()) - picked.len();
+    picked
+        .iter()
+        .chain(picked.last().into_iter().cycle().take(fill))
+}
+
 /// `id IN (?, ...) AND (id, lease_token) IN ((?, ?), ...)` over `n` runs:
 /// the primary key's ranges for the plan, and each run's token as its pick
 /// read it. Binds: the ids, then each id and its token.
@@ -285,10 +311,10 @@ fn guarded<'a>(
     query = query
         .bind::<BigInt, _>(claim.offset)
         .bind::<BigInt, _>(claim.offset);
-    for p in picked {
+    for p in padded(picked) {
         query = query.bind::<Text, _>(p.id.as_str());
     }
-    for p in picked {
+    for p in padded(picked) {
         query = query
             .bind::<Text, _>(p.id.as_str())
             .bind::<BigInt, _>(p.lease_token);

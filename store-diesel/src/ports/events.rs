@@ -102,6 +102,7 @@ pub(super) use materialise;
 /// `Result<Vec<RunId>, TxError>`, the runs in delivery order.
 macro_rules! dispatch_locked {
     ($conn:expr, $limits:expr, $event:expr, $now:expr) => {{
+        use $crate::cached::CacheExt as _;
         let event: &Event = $event;
         let id_text = event.id.to_string();
         let pinned: Vec<DeliveryRow> = deliveries::table
@@ -117,6 +118,7 @@ macro_rules! dispatch_locked {
                 events::attempts.eq(events::attempts + 1_i64),
                 events::last_error.eq(None::<String>),
             ))
+            .cached()
             .execute($conn)
             .await?;
         Ok::<_, TxError>(ids)

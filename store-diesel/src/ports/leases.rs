@@ -23,12 +23,12 @@ use flowstate_core::{
 
 use super::runs::checked_output;
 use crate::backend::{by_dialect, on_connection};
+use crate::cached::CacheExt;
 use crate::dialect::{Connection, Fence, Held, LeaseRelease};
 use crate::rows::leases::{LeaseRow, claimed};
 use crate::rows::parse_status;
 use crate::schema::flowstate_runs as runs;
-use crate::sql::leasable_texts;
-use crate::sql::typed::{db_time, held, json_or_stored, now_sql};
+use crate::sql::typed::{db_time, held, json_or_stored, now_sql, unsettled};
 use crate::store::DieselStore;
 
 /// A fencing token as stored (tokens never exceed `i64::MAX`: each claim
@@ -104,6 +104,7 @@ impl RunLeaseStore for DieselStore {
             offset
         ))
         .set(runs::lease_expires_at.eq(db_time(now_sql(&*conn), until)))
+        .cached()
         .execute(conn)
         .await)?;
         if renewed == 0 {
@@ -169,11 +170,10 @@ impl RunLeaseStore for DieselStore {
     async fn request_cancel(&self, run: RunId) -> Result<()> {
         let id = run.to_string();
         let marked = on_connection!(self, "request_cancel", |conn| diesel::update(
-            runs::table
-                .filter(runs::id.eq(&id))
-                .filter(runs::status.eq_any(leasable_texts()))
+            runs::table.filter(runs::id.eq(&id)).filter(unsettled())
         )
         .set(runs::cancel_requested.eq(true))
+        .cached()
         .execute(conn)
         .await)?;
         if marked == 0 {
@@ -224,6 +224,7 @@ impl DieselStore {
             runs::failure_reason.eq(outcome.reason()),
             runs::output.eq(json_or_stored(output, runs::output)),
         ))
+        .cached()
         .execute(conn)
         .await)?;
         if finished == 0 {

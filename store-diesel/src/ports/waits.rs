@@ -16,6 +16,7 @@ use flowstate_core::{Error, Result, RunId, Wait};
 
 use super::leases::stored_token;
 use crate::backend::on_connection;
+use crate::cached::CacheExt;
 use crate::dialect::{Connection, Fence, Held};
 use crate::rows::signals::SignalRow;
 use crate::schema::{JsonText, flowstate_runs as runs};
@@ -44,12 +45,14 @@ impl RunWaitStore for DieselStore {
                         free.clone(),
                         runs::wake_at.eq(db_time(now_sql(&*conn), wake)),
                     ))
+                    .cached()
                     .execute(conn)
                     .await
             }
             None => {
                 diesel::update(held(now_sql(&*conn), &id, stored, offset))
                     .set((free.clone(), runs::wake_at.eq(None::<i64>)))
+                    .cached()
                     .execute(conn)
                     .await
             }

@@ -211,6 +211,7 @@ macro_rules! returning_writes {
         ) -> diesel::QueryResult<Option<(String, i64)>> {
             use diesel::prelude::*;
             use diesel_async::RunQueryDsl;
+            use $crate::cached::CacheExt;
             use $crate::schema::flowstate_runs as runs;
             use $crate::sql::typed::{failure_release, held, yield_release};
             let held = held(
@@ -224,6 +225,7 @@ macro_rules! returning_writes {
                     diesel::update(held)
                         .set(failure_release(reason, limit, now))
                         .returning((runs::status, runs::failures))
+                        .cached()
                         .get_result(self)
                         .await
                         .optional()
@@ -231,6 +233,7 @@ macro_rules! returning_writes {
                 $crate::dialect::LeaseRelease::Yield => diesel::update(held)
                     .set(yield_release())
                     .returning((runs::status, runs::failures))
+                    .cached()
                     .get_result(self)
                     .await
                     .optional(),
@@ -247,6 +250,7 @@ macro_rules! returning_writes {
         ) -> diesel::QueryResult<$crate::rows::leases::Leased> {
             use diesel::prelude::*;
             use diesel_async::RunQueryDsl;
+            use $crate::cached::CacheExt;
             use $crate::rows::leases::{Leased, LeasedRunRow};
             use $crate::schema::flowstate_runs as runs;
             let now_us = <Self as $crate::dialect::Connection>::NOW_US;
@@ -262,6 +266,7 @@ macro_rules! returning_writes {
                 lease.until,
             ))
             .returning(LeasedRunRow::as_select())
+            .cached()
             .get_result(self)
             .await
             .optional()?;
@@ -284,6 +289,7 @@ macro_rules! returning_writes {
         ) -> diesel::QueryResult<Option<Option<i64>>> {
             use diesel::prelude::*;
             use diesel_async::RunQueryDsl;
+            use $crate::cached::CacheExt;
             use $crate::schema::flowstate_steps as steps;
             let now_us = <Self as $crate::dialect::Connection>::NOW_US;
             diesel::update(
@@ -296,6 +302,7 @@ macro_rules! returning_writes {
                 now_us, offset, default_us,
             )))
             .returning(steps::claimed_until)
+            .cached()
             .get_result(self)
             .await
             .optional()

@@ -182,7 +182,8 @@ impl<R: Send + 'static> Drop for InFlight<R> {
 fn wrote<Q>(conn: &mut SqliteConnection, write: Q) -> QueryResult<bool>
 where
     Q: diesel::query_builder::QueryFragment<diesel::sqlite::Sqlite>
-        + diesel::query_builder::QueryId,
+        + diesel::query_builder::QueryId
+        + diesel::query_builder::Query<SqlType = diesel::sql_types::Untyped>,
 {
     use diesel::{OptionalExtension, RunQueryDsl};
     crate::cached::CacheExt::cached(write)

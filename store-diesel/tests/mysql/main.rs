@@ -17,6 +17,7 @@ mod migrations;
 mod model;
 mod nodes;
 mod pool;
+mod prepared;
 mod races;
 mod support;
 

@@ -5,14 +5,19 @@
 //! connection's own `pg_prepared_statements`, that each claim, transition,
 //! retry and insert text (and each typed read) is prepared exactly once on
 //! a connection however often it runs, and that every run executed that one
-//! prepared statement.
+//! prepared statement. The run lease's statements likewise: they are
+//! typed, and read the lease clock, which diesel's own SQL literal would
+//! mark unsafe to cache (every `finish` parsed and planned anew).
 
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use flowstate_core::ports::RunStore;
-use flowstate_core::ports::StepStore;
-use flowstate_core::{NewStep, RetryPolicy, RetryStart, StepStatus, StepTransition};
+use std::time::Duration;
+
+use flowstate_core::ports::{RunLeaseStore, RunStore, StepStore};
+use flowstate_core::{
+    NewStep, Release, RetryPolicy, RetryStart, RunOutcome, RunStatus, StepStatus, StepTransition,
+};
 use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
 use serde_json::json;
 
@@ -87,9 +92,7 @@ async fn statements_are_prepared_once_per_connection() {
     // With the typed statements of the cold path (get, find, list steps,
     // which diesel caches by itself; the state upsert and the boxed runs
     // listing, which the store caches), ten texts, each sent once per round.
-    let mut every = sent.clone();
-    every.sort();
-    every.dedup();
+    let every = assert_each_prepared_once(&store, &db, &sent).await;
     assert_eq!(every.len(), 10, "{every:#?}");
     for sql in &every {
         assert_eq!(
@@ -98,7 +101,82 @@ async fn statements_are_prepared_once_per_connection() {
             "sent once per round: {sql}"
         );
     }
+    drop(store);
+    db.drop_database().await;
+}
 
+#[tokio::test]
+async fn lease_statements_are_prepared_once_per_connection() {
+    let db = TestDb::migrated(Dialect::Postgres).await;
+    let log = StatementLog::new();
+    let store = db
+        .store(
+            StoreConfig::default()
+                .pool_size(1)
+                .statement_log(log.clone()),
+        )
+        .await;
+    let lease_for = Duration::from_secs(60);
+    for _ in 0..ROUNDS {
+        records::run(&store, json!({})).await;
+    }
+    log.clear();
+    for i in 0..ROUNDS {
+        let lease = store
+            .claim_run("w", lease_for)
+            .await
+            .unwrap()
+            .expect("a run");
+        let run = lease.run.id;
+        store.renew(run, lease.token, lease_for).await.unwrap();
+        store
+            .release(run, lease.token, Release::Yield)
+            .await
+            .unwrap();
+        let lease = store
+            .claim_run("w", lease_for)
+            .await
+            .unwrap()
+            .expect("the run");
+        let failure = Release::Failure {
+            reason: format!("r{i}"),
+            limit: 5,
+        };
+        store.release(run, lease.token, failure).await.unwrap();
+        let lease = store
+            .claim_run("w", lease_for)
+            .await
+            .unwrap()
+            .expect("the run");
+        store
+            .finish(run, lease.token, RunOutcome::Completed)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.get_run(run).await.unwrap().status,
+            RunStatus::Completed
+        );
+    }
+    let sent = log.statements();
+    let every = assert_each_prepared_once(&store, &db, &sent).await;
+    // claim, renew, the two releases (a yield, a failure), finish, and
+    // the read of the run.
+    assert_eq!(every.len(), 6, "{every:#?}");
+    drop(store);
+    db.drop_database().await;
+}
+
+/// Asserts each distinct text in `sent` is prepared exactly once on the
+/// store's one connection and executed as often as it was sent; answers
+/// the distinct texts.
+async fn assert_each_prepared_once(
+    store: &flowstate_store_diesel::DieselStore,
+    db: &TestDb,
+    sent: &[String],
+) -> Vec<String> {
+    let mut every = sent.to_vec();
+    every.sort();
+    every.dedup();
     // Snapshot what the store's one connection holds prepared, through the
     // store itself (a simple query: it prepares nothing), then read it from
     // a connection of our own.
@@ -122,12 +200,11 @@ async fn statements_are_prepared_once_per_connection() {
             1,
             "not prepared exactly once on the connection: {sql}\nprepared: {prepared:#?}"
         );
+        let times = sent.iter().filter(|s| *s == sql).count();
         assert_eq!(
-            copies[0].executions, ROUNDS as i64,
-            "every round should execute the one prepared statement: {sql}"
+            copies[0].executions, times as i64,
+            "every call should execute the one prepared statement: {sql}"
         );
     }
-    drop(conn);
-    drop(store);
-    db.drop_database().await;
+    every
 }
