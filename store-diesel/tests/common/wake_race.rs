@@ -34,9 +34,12 @@ where
     );
     assert_eq!(db.execute(&asleep).await, 1, "the run asleep, long due");
     let mut holder = C::establish(&db.url).await.unwrap();
+    // Two calls, so the update has run (and holds the row) before the
+    // sweep starts, whatever a multi-statement batch returns after.
+    holder.batch_execute("BEGIN").await.unwrap();
     holder
         .batch_execute(&format!(
-            "BEGIN; UPDATE flowstate_runs SET wake_at = 9000000000000000, waiting_on = 'sig' \
+            "UPDATE flowstate_runs SET wake_at = 9000000000000000, waiting_on = 'sig' \
              WHERE id = '{}'",
             run.id
         ))
