@@ -13,6 +13,7 @@ pub mod events_rollback;
 pub mod harness;
 pub mod healing;
 pub mod large_batches;
+pub mod lease_round;
 pub mod migrators;
 pub mod model;
 pub mod records;

@@ -6,13 +6,11 @@
 //! hot step and lease operations, further rounds on the same connection
 //! must prepare nothing.
 
-use std::time::Duration;
-
 use diesel::QueryableByName;
 use diesel::sql_types::BigInt;
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
-use flowstate_core::ports::{RunLeaseStore, RunStore, StepStore};
-use flowstate_core::{NewStep, Release, RunOutcome, RunStatus, StepTransition};
+use flowstate_core::ports::StepStore;
+use flowstate_core::{NewStep, StepTransition};
 use flowstate_store_diesel::{Dialect, DieselStore, StoreConfig};
 use serde_json::json;
 
@@ -50,41 +48,8 @@ async fn round(store: &DieselStore, i: usize) {
         .transition_step(step.id, StepTransition::Succeeded(json!(i)))
         .await
         .unwrap();
-    let lease_for = Duration::from_secs(60);
-    let lease = store
-        .claim_run("w", lease_for)
-        .await
-        .unwrap()
-        .expect("a run");
-    assert_eq!(lease.run.id, run.id, "the only unsettled run");
-    store.renew(run.id, lease.token, lease_for).await.unwrap();
-    store
-        .release(run.id, lease.token, Release::Yield)
-        .await
-        .unwrap();
-    let lease = store
-        .claim_run("w", lease_for)
-        .await
-        .unwrap()
-        .expect("the run");
-    let failure = Release::Failure {
-        reason: format!("r{i}"),
-        limit: 5,
-    };
-    store.release(run.id, lease.token, failure).await.unwrap();
-    let lease = store
-        .claim_run("w", lease_for)
-        .await
-        .unwrap()
-        .expect("the run");
-    store
-        .finish(run.id, lease.token, RunOutcome::Completed)
-        .await
-        .unwrap();
-    assert_eq!(
-        store.get_run(run.id).await.unwrap().status,
-        RunStatus::Completed
-    );
+    let leased = crate::common::lease_round::lease_round(store, i).await;
+    assert_eq!(leased, run.id, "the only unsettled run");
 }
 
 /// The prepares the store's one connection has asked for so far, copied

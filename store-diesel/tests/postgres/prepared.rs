@@ -9,15 +9,14 @@
 //! typed, and read the lease clock, which diesel's own SQL literal would
 //! mark unsafe to cache (every `finish` parsed and planned anew).
 
+use std::sync::Arc;
+
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use std::time::Duration;
 
-use flowstate_core::ports::{RunLeaseStore, RunStore, StepStore};
-use flowstate_core::{
-    NewStep, Release, RetryPolicy, RetryStart, RunOutcome, RunStatus, StepStatus, StepTransition,
-};
+use flowstate_core::ports::{RunStore, StepStore};
+use flowstate_core::{NewStep, RetryPolicy, RetryStart, StepStatus, StepTransition};
 use flowstate_store_diesel::{Dialect, StatementLog, StoreConfig};
 use serde_json::json;
 
@@ -41,16 +40,7 @@ struct Prepared {
 #[tokio::test]
 async fn statements_are_prepared_once_per_connection() {
     let db = TestDb::migrated(Dialect::Postgres).await;
-    let log = StatementLog::new();
-    // One connection: every statement below runs on it, and so does the
-    // snapshot of its prepared statements.
-    let store = db
-        .store(
-            StoreConfig::default()
-                .pool_size(1)
-                .statement_log(log.clone()),
-        )
-        .await;
+    let (store, log) = one_connection(&db).await;
     let run = records::run(&store, json!({})).await;
     log.clear();
     for i in 0..ROUNDS {
@@ -108,54 +98,13 @@ async fn statements_are_prepared_once_per_connection() {
 #[tokio::test]
 async fn lease_statements_are_prepared_once_per_connection() {
     let db = TestDb::migrated(Dialect::Postgres).await;
-    let log = StatementLog::new();
-    let store = db
-        .store(
-            StoreConfig::default()
-                .pool_size(1)
-                .statement_log(log.clone()),
-        )
-        .await;
-    let lease_for = Duration::from_secs(60);
+    let (store, log) = one_connection(&db).await;
     for _ in 0..ROUNDS {
         records::run(&store, json!({})).await;
     }
     log.clear();
     for i in 0..ROUNDS {
-        let lease = store
-            .claim_run("w", lease_for)
-            .await
-            .unwrap()
-            .expect("a run");
-        let run = lease.run.id;
-        store.renew(run, lease.token, lease_for).await.unwrap();
-        store
-            .release(run, lease.token, Release::Yield)
-            .await
-            .unwrap();
-        let lease = store
-            .claim_run("w", lease_for)
-            .await
-            .unwrap()
-            .expect("the run");
-        let failure = Release::Failure {
-            reason: format!("r{i}"),
-            limit: 5,
-        };
-        store.release(run, lease.token, failure).await.unwrap();
-        let lease = store
-            .claim_run("w", lease_for)
-            .await
-            .unwrap()
-            .expect("the run");
-        store
-            .finish(run, lease.token, RunOutcome::Completed)
-            .await
-            .unwrap();
-        assert_eq!(
-            store.get_run(run).await.unwrap().status,
-            RunStatus::Completed
-        );
+        crate::common::lease_round::lease_round(&store, i).await;
     }
     let sent = log.statements();
     let every = assert_each_prepared_once(&store, &db, &sent).await;
@@ -164,6 +113,17 @@ async fn lease_statements_are_prepared_once_per_connection() {
     assert_eq!(every.len(), 6, "{every:#?}");
     drop(store);
     db.drop_database().await;
+}
+
+/// A store on `db` with one connection, and its statement log: every
+/// statement runs on that connection, and so does the snapshot of its
+/// prepared statements.
+async fn one_connection(db: &TestDb) -> (flowstate_store_diesel::DieselStore, Arc<StatementLog>) {
+    let log = StatementLog::new();
+    let config = StoreConfig::default()
+        .pool_size(1)
+        .statement_log(log.clone());
+    (db.store(config).await, log)
 }
 
 /// Asserts each distinct text in `sent` is prepared exactly once on the
