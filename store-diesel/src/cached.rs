@@ -9,13 +9,13 @@
 //! connection prepares each text once and then only executes it. The cache
 //! is keyed by the SQL text and the bind types. diesel marks every typed
 //! `UPDATE` the same way (a changeset struct may skip its `None` fields,
-//! so one type can render several texts): the store's updates assign every
-//! column they name, one text per shape, and wrap the same. One wrapper serves all three
-//! dialects: PostgreSQL and MySQL through diesel-async's statement cache,
-//! SQLite through diesel's. On SQLite's blocking connection only the load
-//! path honours it (`execute` re-checks the statement through a reference,
-//! whose `QueryFragment` impl does not forward
-//! `is_safe_to_cache_prepared`), so SQLite's hot writes end in
+//! so one type can render several texts): the store's updates assign
+//! every column they name, one text per shape, and are wrapped the same.
+//! One wrapper serves all three dialects: PostgreSQL and MySQL through
+//! diesel-async's statement cache, SQLite through diesel's. On SQLite's
+//! blocking connection only the load path honours it (`execute` re-checks
+//! the statement through a reference, whose `QueryFragment` impl does not
+//! forward `is_safe_to_cache_prepared`), so SQLite's hot writes end in
 //! `RETURNING id` and run as queries.
 
 use diesel::QueryResult;

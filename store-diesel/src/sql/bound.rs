@@ -115,24 +115,11 @@ pub(crate) struct LiteralIn<C> {
     list: Option<String>,
 }
 
-/// `column` is one of `values`, each spliced as a quoted literal: only
-/// fixed names (core's status strings) may be passed, never input.
+/// `column` is one of `values`, each spliced as a quoted literal
+/// ([`crate::sql::literal_list`]): only fixed names (core's status
+/// strings) may be passed, never input.
 pub(crate) fn literal_in<C>(column: C, values: &[&'static str]) -> LiteralIn<C> {
-    let list = (!values.is_empty()).then(|| {
-        let quoted: Vec<String> = values
-            .iter()
-            .map(|value| {
-                assert!(
-                    value
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'_'),
-                    "a status literal is a plain name: {value:?}"
-                );
-                format!("'{value}'")
-            })
-            .collect();
-        format!(" IN ({})", quoted.join(", "))
-    });
+    let list = crate::sql::literal_list(values).map(|list| format!(" IN {list}"));
     LiteralIn { column, list }
 }
 

@@ -52,11 +52,32 @@ pub(crate) fn leasable_texts() -> Vec<&'static str> {
 /// when there are none. The literals come from the status enums' `Display`,
 /// never from input.
 pub(crate) fn status_in<S: std::fmt::Display>(column: &str, statuses: &[S]) -> String {
-    if statuses.is_empty() {
-        return "1 = 0".to_owned();
+    match literal_list(statuses) {
+        Some(list) => format!("{column} IN {list}"),
+        None => "1 = 0".to_owned(),
     }
-    let list: Vec<String> = statuses.iter().map(|s| format!("'{s}'")).collect();
-    format!("{column} IN ({})", list.join(", "))
+}
+
+/// `('a', 'b')` for `statuses`, or `None` when there are none: the list of
+/// [`status_in`] and of the typed [`bound::literal_in`]. Each literal must
+/// be a plain name (a status's stored text), so no input can reach the
+/// text.
+pub(crate) fn literal_list<S: std::fmt::Display>(statuses: &[S]) -> Option<String> {
+    if statuses.is_empty() {
+        return None;
+    }
+    let quoted: Vec<String> = statuses
+        .iter()
+        .map(|status| {
+            let text = status.to_string();
+            assert!(
+                text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+                "a status literal is a plain name: {text:?}"
+            );
+            format!("'{text}'")
+        })
+        .collect();
+    Some(format!("({})", quoted.join(", ")))
 }
 
 /// [`RetryPolicy::has_attempts_left`](flowstate_core::RetryPolicy::has_attempts_left)

@@ -58,11 +58,13 @@ pub(crate) type DbTime = BoundSql<Nullable<BigInt>>;
 /// plus `plus` microseconds (bound), as a nullable `BIGINT` expression
 /// the statement cache keeps ([`BoundSql`]).
 pub(crate) fn db_time(now_us: &'static str, plus: i64) -> DbTime {
-    BoundSql::text("(")
-        .sql(now_us)
-        .sql(" + ")
-        .bind(plus)
-        .sql(")")
+    clock_plus(now_us, plus).sql(")")
+}
+
+/// `(<now_us> + ?`, `plus` bound: the open start of [`db_time`] and of
+/// [`claim_deadline`].
+fn clock_plus<ST>(now_us: &'static str, plus: i64) -> BoundSql<ST> {
+    BoundSql::text("(").sql(now_us).sql(" + ").bind(plus)
 }
 
 /// The type of [`unsettled`].
@@ -104,10 +106,7 @@ pub(crate) type ClaimDeadline = BoundSql<Nullable<BigInt>>;
 /// or `default_us` (all microseconds), as a nullable `BIGINT` expression:
 /// [`crate::sql::Deadline`] in the DSL.
 pub(crate) fn claim_deadline(now_us: &'static str, offset: i64, default_us: i64) -> ClaimDeadline {
-    BoundSql::text("(")
-        .sql(now_us)
-        .sql(" + ")
-        .bind(offset)
+    clock_plus(now_us, offset)
         .sql(" + COALESCE(claim_timeout_ms * 1000, ")
         .bind(default_us)
         .sql("))")
